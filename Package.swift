@@ -1,0 +1,50 @@
+// swift-tools-version:6.0
+import PackageDescription
+import Foundation
+
+// IAPGateway: one job per target; C libraries come from Debian as system library targets.
+var targets: [Target] = [
+    .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+                   providers: [.apt(["libssl-dev"])]),
+
+    // Canonical model, error codes, strict JSON, mapping engine, per-app policy. Foundation only.
+    .target(name: "IAPCore", dependencies: []),
+
+    // Apple's chain of trust: ES256, X.509 against pinned roots, JWS, JWT signing.
+    .target(name: "AppleTrust", dependencies: ["IAPCore", "COpenSSL"]),
+
+    // Legacy receipts: BER/DER reader, PKCS#7 SignedData, receipt payload, signature check.
+    .target(name: "AppReceipts", dependencies: ["IAPCore", "AppleTrust", "COpenSSL"]),
+
+    // A private PKI that mimics Apple's (root, WWDR-like intermediate, leaf, broken variants).
+    // Used by tests, the simulator and benchmarks; never trusted by a production policy.
+    .target(name: "TestPKI", dependencies: ["AppleTrust", "COpenSSL"]),
+
+    .executableTarget(name: "iapgw", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "TestPKI"]),
+
+    .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore"]),
+    .testTarget(name: "AppleTrustTests", dependencies: ["AppleTrust", "TestPKI", "IAPCore"]),
+    .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "AppleTrust", "TestPKI", "IAPCore"]),
+]
+
+var products: [Product] = [.executable(name: "iapgw", targets: ["iapgw"])]
+
+// libFuzzer targets are built only by Scripts/fuzz.sh (IAPGW_FUZZ=1): they have no main().
+if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
+    for (name, deps) in [("FuzzJWS", ["AppleTrust", "IAPCore"]),
+                         ("FuzzDER", ["AppReceipts"]),
+                         ("FuzzConfig", ["IAPCore"])] {
+        targets.append(.executableTarget(
+            name: name, dependencies: deps.map { .target(name: $0) }, path: "Fuzz/\(name)",
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
+        products.append(.executable(name: name, targets: [name]))
+    }
+}
+
+let package = Package(
+    name: "IAPGateway",
+    platforms: [.macOS(.v15)],
+    products: products,
+    targets: targets,
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,43 @@
+#ifndef IAPGW_COPENSSL_SHIM_H
+#define IAPGW_COPENSSL_SHIM_H
+// Swift cannot import function-like and cast macros; each one used is wrapped here.
+#include <openssl/evp.h>
+#include <openssl/ec.h>
+#include <openssl/ecdsa.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/pem.h>
+#include <openssl/pkcs7.h>
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/sha.h>
+#include <openssl/bn.h>
+#include <openssl/rand.h>
+#include <openssl/ocsp.h>
+#include <openssl/core_names.h>
+#include <openssl/hmac.h>
+
+static inline STACK_OF(X509) *iapgw_sk_X509_new_null(void) { return sk_X509_new_null(); }
+static inline int iapgw_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { return sk_X509_push(sk, x); }
+static inline int iapgw_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(sk); }
+static inline X509 *iapgw_sk_X509_value(const STACK_OF(X509) *sk, int i) { return sk_X509_value(sk, i); }
+static inline void iapgw_sk_X509_free(STACK_OF(X509) *sk) { sk_X509_free(sk); }
+static inline void iapgw_sk_X509_pop_free(STACK_OF(X509) *sk) { sk_X509_pop_free(sk, X509_free); }
+static inline long iapgw_BIO_get_mem_data(BIO *b, char **pp) { return BIO_get_mem_data(b, pp); }
+static inline EVP_PKEY *iapgw_EVP_EC_gen(const char *curve) { return EVP_EC_gen(curve); }
+static inline int iapgw_EVP_PKEY_PUBLIC_KEY(void) { return EVP_PKEY_PUBLIC_KEY; }
+static inline int iapgw_EVP_PKEY_KEYPAIR(void) { return EVP_PKEY_KEYPAIR; }
+static inline STACK_OF(X509) *iapgw_PKCS7_signers_certs(PKCS7 *p7) {
+    if (p7 == NULL || !PKCS7_type_is_signed(p7) || p7->d.sign == NULL) return NULL;
+    return p7->d.sign->cert;
+}
+static inline int iapgw_PKCS7_type_is_signed(PKCS7 *p7) { return PKCS7_type_is_signed(p7); }
+static inline int iapgw_PKCS7_type_is_data(PKCS7 *p7) { return PKCS7_type_is_data(p7); }
+static inline ASN1_OCTET_STRING *iapgw_PKCS7_signed_content(PKCS7 *p7) {
+    if (p7 == NULL || !PKCS7_type_is_signed(p7) || p7->d.sign == NULL) return NULL;
+    PKCS7 *inner = p7->d.sign->contents;
+    if (inner == NULL || !PKCS7_type_is_data(inner)) return NULL;
+    return inner->d.data;
+}
+#endif

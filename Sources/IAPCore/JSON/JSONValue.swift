@@ -1,0 +1,105 @@
+/// A JSON document as parsed by `StrictJSON`: integers stay exact (Apple's ids and milliseconds
+/// exceed 2^53 in places), objects keep every key once.
+public enum JSONValue: Hashable, Sendable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public var objectValue: [String: JSONValue]? { if case .object(let o) = self { o } else { nil } }
+    public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
+    public var arrayValue: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
+    public subscript(key: String) -> JSONValue? { objectValue?[key] }
+
+    /// The JSON type name used in error messages ("string", "integer", ...).
+    public var typeName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "boolean"
+        case .int: "integer"
+        case .double: "number"
+        case .string: "string"
+        case .array: "array"
+        case .object: "object"
+        }
+    }
+}
+
+/// Typed, strict reads of a JSON object's fields: absent (or null) is `nil`; present with the wrong
+/// JSON type is `INVALID_FIELD_TYPE`, never coerced. A date or price sent as a string is refused.
+public struct JSONFields: Sendable {
+    public let object: [String: JSONValue]
+    public let context: String
+
+    public init(_ object: [String: JSONValue], context: String) {
+        self.object = object
+        self.context = context
+    }
+
+    public init(_ value: JSONValue, context: String) throws(VerificationError) {
+        guard case .object(let o) = value else {
+            throw VerificationError(.invalidFieldType, "\(context) must be a JSON object, found \(value.typeName)")
+        }
+        self.init(o, context: context)
+    }
+
+    private func wrongType(_ key: String, _ expected: String, _ found: JSONValue) -> VerificationError {
+        VerificationError(.invalidFieldType, "\(context).\(key) must be \(expected), found \(found.typeName)")
+    }
+
+    private func present(_ key: String) -> JSONValue? {
+        guard let v = object[key], v != .null else { return nil }
+        return v
+    }
+
+    public func string(_ key: String) throws(VerificationError) -> String? {
+        guard let v = present(key) else { return nil }
+        guard case .string(let s) = v else { throw wrongType(key, "a string", v) }
+        return s
+    }
+
+    public func int64(_ key: String) throws(VerificationError) -> Int64? {
+        guard let v = present(key) else { return nil }
+        guard case .int(let i) = v else { throw wrongType(key, "an integer", v) }
+        return i
+    }
+
+    public func bool(_ key: String) throws(VerificationError) -> Bool? {
+        guard let v = present(key) else { return nil }
+        guard case .bool(let b) = v else { throw wrongType(key, "a boolean", v) }
+        return b
+    }
+
+    public func fields(_ key: String) throws(VerificationError) -> JSONFields? {
+        guard let v = present(key) else { return nil }
+        guard case .object(let o) = v else { throw wrongType(key, "an object", v) }
+        return JSONFields(o, context: "\(context).\(key)")
+    }
+
+    public func array(_ key: String) throws(VerificationError) -> [JSONValue]? {
+        guard let v = present(key) else { return nil }
+        guard case .array(let a) = v else { throw wrongType(key, "an array", v) }
+        return a
+    }
+
+    public func requiredString(_ key: String) throws(VerificationError) -> String {
+        guard let s = try string(key) else { throw VerificationError(.missingField, "\(context).\(key) is required") }
+        return s
+    }
+
+    public func requiredInt64(_ key: String) throws(VerificationError) -> Int64 {
+        guard let i = try int64(key) else { throw VerificationError(.missingField, "\(context).\(key) is required") }
+        return i
+    }
+
+    public func open<V: OpenStringValue>(_ key: String, as _: V.Type = V.self) throws(VerificationError) -> V? {
+        try string(key).map(V.init(rawValue:))
+    }
+
+    public func open<V: OpenIntValue>(_ key: String, as _: V.Type = V.self) throws(VerificationError) -> V? {
+        try int64(key).map(V.init(rawValue:))
+    }
+}

@@ -1,0 +1,291 @@
+/// A strict RFC 8259 JSON parser for outside input.
+///
+/// Why not `JSONSerialization`/`JSONDecoder`: they silently keep one of two duplicate keys (an
+/// attacker's choice of which), coerce numbers, and cannot bound nesting. This parser refuses
+/// duplicate keys (`DUPLICATE_JSON_KEY`), trailing garbage, leading zeros, control characters in
+/// strings, lone surrogates, nesting beyond `maxDepth`, and input beyond `maxBytes`.
+public struct StrictJSON: Sendable {
+    public var maxBytes: Int
+    public var maxDepth: Int
+
+    public init(maxBytes: Int = 1 << 20, maxDepth: Int = 32) {
+        self.maxBytes = maxBytes
+        self.maxDepth = maxDepth
+    }
+
+    public func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(VerificationError) -> JSONValue {
+        guard bytes.count <= maxBytes else {
+            throw VerificationError(.inputTooLarge, "JSON of \(bytes.count) bytes exceeds the \(maxBytes)-byte limit")
+        }
+        let array = Array(bytes)
+        return try array.withUnsafeBufferPointer { (buf) throws(VerificationError) -> JSONValue in
+            var reader = Reader(buf: buf, maxDepth: maxDepth)
+            reader.skipWhitespace()
+            let value = try reader.value(depth: 0)
+            reader.skipWhitespace()
+            guard reader.pos == buf.count else { throw reader.fail("trailing characters after the JSON value") }
+            return value
+        }
+    }
+
+    public func parse(_ text: String) throws(VerificationError) -> JSONValue {
+        try parse(Array(text.utf8))
+    }
+
+    private struct Reader {
+        let buf: UnsafeBufferPointer<UInt8>
+        let maxDepth: Int
+        var pos = 0
+
+        init(buf: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
+            self.buf = buf
+            self.maxDepth = maxDepth
+        }
+
+        func fail(_ why: String) -> VerificationError {
+            VerificationError(.malformedJSON, "\(why) at byte \(pos)")
+        }
+
+        mutating func skipWhitespace() {
+            while pos < buf.count {
+                switch buf[pos] {
+                case 0x20, 0x09, 0x0A, 0x0D: pos += 1
+                default: return
+                }
+            }
+        }
+
+        mutating func expect(_ literal: StaticString, _ result: JSONValue) throws(VerificationError) -> JSONValue {
+            let count = literal.utf8CodeUnitCount
+            guard pos + count <= buf.count else { throw fail("truncated literal") }
+            let lit = literal.utf8Start
+            for i in 0..<count where buf[pos + i] != lit[i] { throw fail("invalid literal") }
+            pos += count
+            return result
+        }
+
+        mutating func value(depth: Int) throws(VerificationError) -> JSONValue {
+            guard pos < buf.count else { throw fail("unexpected end of input") }
+            switch buf[pos] {
+            case UInt8(ascii: "{"): return try object(depth: depth + 1)
+            case UInt8(ascii: "["): return try array(depth: depth + 1)
+            case UInt8(ascii: "\""): return .string(try string())
+            case UInt8(ascii: "t"): return try expect("true", .bool(true))
+            case UInt8(ascii: "f"): return try expect("false", .bool(false))
+            case UInt8(ascii: "n"): return try expect("null", .null)
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
+            default: throw fail("unexpected character")
+            }
+        }
+
+        mutating func object(depth: Int) throws(VerificationError) -> JSONValue {
+            guard depth <= maxDepth else { throw fail("nesting deeper than \(maxDepth)") }
+            pos += 1
+            var result: [String: JSONValue] = [:]
+            skipWhitespace()
+            if pos < buf.count, buf[pos] == UInt8(ascii: "}") { pos += 1; return .object(result) }
+            while true {
+                skipWhitespace()
+                guard pos < buf.count, buf[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+                let keyStart = pos
+                let key = try string()
+                skipWhitespace()
+                guard pos < buf.count, buf[pos] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                pos += 1
+                skipWhitespace()
+                let v = try value(depth: depth)
+                if result.updateValue(v, forKey: key) != nil {
+                    throw VerificationError(.duplicateJSONKey, "duplicate key \"\(key.prefix(64))\" at byte \(keyStart)")
+                }
+                skipWhitespace()
+                guard pos < buf.count else { throw fail("unterminated object") }
+                if buf[pos] == UInt8(ascii: ",") { pos += 1; continue }
+                if buf[pos] == UInt8(ascii: "}") { pos += 1; return .object(result) }
+                throw fail("expected ',' or '}'")
+            }
+        }
+
+        mutating func array(depth: Int) throws(VerificationError) -> JSONValue {
+            guard depth <= maxDepth else { throw fail("nesting deeper than \(maxDepth)") }
+            pos += 1
+            var result: [JSONValue] = []
+            skipWhitespace()
+            if pos < buf.count, buf[pos] == UInt8(ascii: "]") { pos += 1; return .array(result) }
+            while true {
+                skipWhitespace()
+                result.append(try value(depth: depth))
+                skipWhitespace()
+                guard pos < buf.count else { throw fail("unterminated array") }
+                if buf[pos] == UInt8(ascii: ",") { pos += 1; continue }
+                if buf[pos] == UInt8(ascii: "]") { pos += 1; return .array(result) }
+                throw fail("expected ',' or ']'")
+            }
+        }
+
+        mutating func hex4() throws(VerificationError) -> UInt32 {
+            guard pos + 4 <= buf.count else { throw fail("truncated \\u escape") }
+            var v: UInt32 = 0
+            for _ in 0..<4 {
+                let c = buf[pos]
+                let d: UInt32
+                switch c {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): d = UInt32(c - UInt8(ascii: "0"))
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): d = UInt32(c - UInt8(ascii: "a") + 10)
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): d = UInt32(c - UInt8(ascii: "A") + 10)
+                default: throw fail("invalid \\u escape")
+                }
+                v = v << 4 | d
+                pos += 1
+            }
+            return v
+        }
+
+        mutating func string() throws(VerificationError) -> String {
+            pos += 1  // opening quote
+            let start = pos
+            // Fast path: no escapes.
+            while pos < buf.count {
+                let c = buf[pos]
+                if c == UInt8(ascii: "\"") {
+                    let slice = UnsafeBufferPointer(rebasing: buf[start..<pos])
+                    pos += 1
+                    guard let s = String(validating: slice, as: UTF8.self) else {
+                        throw fail("invalid UTF-8 in string")
+                    }
+                    return s
+                }
+                if c == UInt8(ascii: "\\") { break }
+                if c < 0x20 { throw fail("control character in string") }
+                pos += 1
+            }
+            var bytes = Array(buf[start..<pos])
+            while pos < buf.count {
+                let c = buf[pos]
+                if c == UInt8(ascii: "\"") {
+                    pos += 1
+                    guard let s = String(validating: bytes, as: UTF8.self) else { throw fail("invalid UTF-8 in string") }
+                    return s
+                }
+                if c < 0x20 { throw fail("control character in string") }
+                if c != UInt8(ascii: "\\") { bytes.append(c); pos += 1; continue }
+                pos += 1
+                guard pos < buf.count else { break }
+                let e = buf[pos]
+                pos += 1
+                switch e {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): bytes.append(e)
+                case UInt8(ascii: "b"): bytes.append(0x08)
+                case UInt8(ascii: "f"): bytes.append(0x0C)
+                case UInt8(ascii: "n"): bytes.append(0x0A)
+                case UInt8(ascii: "r"): bytes.append(0x0D)
+                case UInt8(ascii: "t"): bytes.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try hex4()
+                    if (0xD800...0xDBFF).contains(scalar) {
+                        guard pos + 2 <= buf.count, buf[pos] == UInt8(ascii: "\\"), buf[pos + 1] == UInt8(ascii: "u") else {
+                            throw fail("lone surrogate")
+                        }
+                        pos += 2
+                        let low = try hex4()
+                        guard (0xDC00...0xDFFF).contains(low) else { throw fail("lone surrogate") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00...0xDFFF).contains(scalar) {
+                        throw fail("lone surrogate")
+                    }
+                    guard let u = Unicode.Scalar(scalar) else { throw fail("invalid \\u escape") }
+                    bytes.append(contentsOf: Array(String(Character(u)).utf8))
+                default: throw fail("invalid escape")
+                }
+            }
+            throw fail("unterminated string")
+        }
+
+        mutating func number() throws(VerificationError) -> JSONValue {
+            let start = pos
+            var isInteger = true
+            if buf[pos] == UInt8(ascii: "-") { pos += 1 }
+            guard pos < buf.count, isDigit(buf[pos]) else { throw fail("invalid number") }
+            if buf[pos] == UInt8(ascii: "0") {
+                pos += 1
+                if pos < buf.count, isDigit(buf[pos]) { throw fail("leading zero in number") }
+            } else {
+                while pos < buf.count, isDigit(buf[pos]) { pos += 1 }
+            }
+            if pos < buf.count, buf[pos] == UInt8(ascii: ".") {
+                isInteger = false
+                pos += 1
+                guard pos < buf.count, isDigit(buf[pos]) else { throw fail("invalid fraction") }
+                while pos < buf.count, isDigit(buf[pos]) { pos += 1 }
+            }
+            if pos < buf.count, buf[pos] == UInt8(ascii: "e") || buf[pos] == UInt8(ascii: "E") {
+                isInteger = false
+                pos += 1
+                if pos < buf.count, buf[pos] == UInt8(ascii: "+") || buf[pos] == UInt8(ascii: "-") { pos += 1 }
+                guard pos < buf.count, isDigit(buf[pos]) else { throw fail("invalid exponent") }
+                while pos < buf.count, isDigit(buf[pos]) { pos += 1 }
+            }
+            let text = String(decoding: UnsafeBufferPointer(rebasing: buf[start..<pos]), as: UTF8.self)
+            if isInteger {
+                guard let i = Int64(text) else { throw fail("integer out of range") }
+                return .int(i)
+            }
+            guard let d = Double(text), d.isFinite else { throw fail("number out of range") }
+            return .double(d)
+        }
+
+        func isDigit(_ c: UInt8) -> Bool { c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") }
+    }
+}
+
+extension JSONValue {
+    /// Compact JSON text with keys sorted (stable bytes for output, audit and golden files).
+    public var jsonText: String {
+        var out = ""
+        write(to: &out)
+        return out
+    }
+
+    public func write(to out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .int(let i): out += String(i)
+        case .double(let d): out += "\(d)"
+        case .string(let s): Self.writeString(s, to: &out)
+        case .array(let a):
+            out += "["
+            for (i, v) in a.enumerated() {
+                if i > 0 { out += "," }
+                v.write(to: &out)
+            }
+            out += "]"
+        case .object(let o):
+            out += "{"
+            for (i, k) in o.keys.sorted().enumerated() {
+                if i > 0 { out += "," }
+                Self.writeString(k, to: &out)
+                out += ":"
+                o[k]!.write(to: &out)
+            }
+            out += "}"
+        }
+    }
+
+    static func writeString(_ s: String, to out: inout String) {
+        out += "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where u.value < 0x20:
+                let hex = String(u.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        out += "\""
+    }
+}

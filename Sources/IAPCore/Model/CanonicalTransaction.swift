@@ -1,0 +1,96 @@
+/// One purchase fact, the same whichever generation of Apple evidence it came from.
+///
+/// Named after the App Store Server API (camelCase), dates in integer milliseconds since 1970,
+/// prices in milliunits of `currency`. Fields a source does not carry are `nil`, never guessed.
+public struct CanonicalTransaction: Codable, Hashable, Sendable {
+    public var transactionId: String
+    public var originalTransactionId: String?
+    public var webOrderLineItemId: String?
+    public var bundleId: String?
+    public var appAppleId: Int64?
+    public var productId: String
+    public var subscriptionGroupIdentifier: String?
+    public var type: TransactionType?
+    public var purchaseDate: Int64?
+    public var originalPurchaseDate: Int64?
+    public var expiresDate: Int64?
+    public var quantity: Int64?
+    public var inAppOwnershipType: InAppOwnershipType?
+    public var isUpgraded: Bool?
+    public var offerType: OfferType?
+    public var offerIdentifier: String?
+    public var offerDiscountType: OfferDiscountType?
+    public var revocationDate: Int64?
+    public var revocationReason: RevocationReason?
+    public var environment: AppStoreEnvironment?
+    public var appAccountToken: String?
+    public var storefront: String?
+    public var price: Int64?
+    public var currency: String?
+    public var transactionReason: TransactionReason?
+    public var signedDate: Int64?
+    /// Which adapter produced this record ("verifyReceipt", "serverAPI").
+    public var source: String
+    /// The mapping file that produced it, e.g. "verifyReceipt/v1".
+    public var mappingVersion: String
+
+    public init(transactionId: String, productId: String, source: String, mappingVersion: String) {
+        self.transactionId = transactionId
+        self.productId = productId
+        self.source = source
+        self.mappingVersion = mappingVersion
+    }
+}
+
+/// The renewal state of one subscription (`pending_renewal_info` / `JWSRenewalInfoDecodedPayload`).
+public struct CanonicalRenewal: Codable, Hashable, Sendable {
+    public var originalTransactionId: String
+    public var productId: String?
+    public var autoRenewProductId: String?
+    public var autoRenewStatus: AutoRenewStatus?
+    public var expirationIntent: ExpirationIntent?
+    public var isInBillingRetryPeriod: Bool?
+    public var gracePeriodExpiresDate: Int64?
+    public var priceIncreaseStatus: PriceIncreaseStatus?
+    public var offerType: OfferType?
+    public var offerIdentifier: String?
+    public var offerDiscountType: OfferDiscountType?
+    public var renewalDate: Int64?
+    public var renewalPrice: Int64?
+    public var currency: String?
+    public var environment: AppStoreEnvironment?
+    public var signedDate: Int64?
+    public var source: String
+    public var mappingVersion: String
+
+    public init(originalTransactionId: String, source: String, mappingVersion: String) {
+        self.originalTransactionId = originalTransactionId
+        self.source = source
+        self.mappingVersion = mappingVersion
+    }
+}
+
+/// What an account may use now, derived from canonical facts (never from what the client says).
+public struct Entitlement: Codable, Hashable, Sendable {
+    public enum State: String, Codable, Sendable, CaseIterable {
+        case active, gracePeriod, billingRetry, expired, revoked, refunded
+        /// Whether the account may use the product in this state (billing retry depends on policy).
+        public var grantsAccess: Bool { self == .active || self == .gracePeriod }
+    }
+    public var account: String
+    public var productId: String
+    public var state: State
+    public var expiresDate: Int64?
+    public var originalTransactionId: String
+    public var source: String
+
+    public init(account: String, productId: String, state: State, expiresDate: Int64?,
+                originalTransactionId: String, source: String) {
+        self.account = account
+        self.productId = productId
+        self.state = state
+        self.expiresDate = expiresDate
+        self.originalTransactionId = originalTransactionId
+        self.source = source
+    }
+}

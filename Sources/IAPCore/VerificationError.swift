@@ -1,0 +1,107 @@
+/// The one error type every layer of IAPGateway throws when it refuses something.
+///
+/// `code` is stable and documented (README, "Error codes"): clients and scripts match on it.
+/// `message` is for humans; it never contains a secret (shared secret, `.p8` key, API key).
+public struct VerificationError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// Whether trying the same thing again later may succeed (an unreachable OCSP responder,
+    /// Apple being unavailable). Refusals on the evidence itself are never retryable.
+    public var retryable: Bool { code.retryable }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+
+    public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public var retryable: Bool { Self.retryableCodes.contains(self) }
+        static let retryableCodes: Set<Code> = [.revocationCheckUnavailable, .upstreamUnavailable]
+
+        // MARK: Input shape (any parser of outside input)
+        /// Input larger than the limit for its kind.
+        public static let inputTooLarge = Code(rawValue: "INPUT_TOO_LARGE")
+        /// Base64 or base64url that is not canonical (bad alphabet, padding, stray bits).
+        public static let malformedBase64 = Code(rawValue: "MALFORMED_BASE64")
+        /// A compact JWS that is not exactly three non-empty segments.
+        public static let malformedJWS = Code(rawValue: "MALFORMED_JWS")
+        /// JSON that does not parse (or nests too deeply).
+        public static let malformedJSON = Code(rawValue: "MALFORMED_JSON")
+        /// A JSON object with the same key twice: refused, never "last one wins".
+        public static let duplicateJSONKey = Code(rawValue: "DUPLICATE_JSON_KEY")
+        /// A known field with the wrong JSON type (a date or price sent as a string).
+        public static let invalidFieldType = Code(rawValue: "INVALID_FIELD_TYPE")
+        /// A field the payload kind requires is absent.
+        public static let missingField = Code(rawValue: "MISSING_FIELD")
+
+        // MARK: JWS header and certificate chain
+        /// `alg` other than ES256 (none, HS256, ES384, ...).
+        public static let unsupportedAlgorithm = Code(rawValue: "UNSUPPORTED_ALGORITHM")
+        /// `x5c` missing or not exactly three certificates.
+        public static let invalidChainLength = Code(rawValue: "INVALID_CHAIN_LENGTH")
+        /// A certificate that does not parse as X.509 DER.
+        public static let malformedCertificate = Code(rawValue: "MALFORMED_CERTIFICATE")
+        /// The chain does not end in a pinned root (or `x5c[2]` is not one).
+        public static let untrustedRoot = Code(rawValue: "UNTRUSTED_ROOT")
+        /// The chain does not verify (a signature in it, a constraint, a purpose).
+        public static let invalidCertificateChain = Code(rawValue: "INVALID_CERTIFICATE_CHAIN")
+        /// The intermediate or leaf lacks Apple's marker OID.
+        public static let missingAppleOID = Code(rawValue: "MISSING_APPLE_OID")
+        /// A certificate was expired at the time that matters.
+        public static let certificateExpired = Code(rawValue: "CERTIFICATE_EXPIRED")
+        /// A certificate was not yet valid at the time that matters.
+        public static let certificateNotYetValid = Code(rawValue: "CERTIFICATE_NOT_YET_VALID")
+        /// `signedDate` later than now plus the allowed clock skew.
+        public static let signedDateInFuture = Code(rawValue: "SIGNED_DATE_IN_FUTURE")
+        /// The ES256 (or PKCS#7) signature does not verify.
+        public static let invalidSignature = Code(rawValue: "INVALID_SIGNATURE")
+        /// The OCSP responder says a certificate in the chain is revoked.
+        public static let certificateRevoked = Code(rawValue: "CERTIFICATE_REVOKED")
+        /// Online checks were required and the responder could not be reached: try again later.
+        public static let revocationCheckUnavailable = Code(rawValue: "REVOCATION_CHECK_UNAVAILABLE")
+
+        // MARK: Identity and policy, after the signature
+        public static let bundleIdMismatch = Code(rawValue: "BUNDLE_ID_MISMATCH")
+        public static let appAppleIdMismatch = Code(rawValue: "APP_APPLE_ID_MISMATCH")
+        public static let environmentNotAllowed = Code(rawValue: "ENVIRONMENT_NOT_ALLOWED")
+        /// The payload is of another kind than asked for (a transaction is not renewal info).
+        public static let wrongPayloadKind = Code(rawValue: "WRONG_PAYLOAD_KIND")
+        /// A notification whose `data` and `summary` (or inner and outer JWS) disagree.
+        public static let notificationInconsistent = Code(rawValue: "NOTIFICATION_INCONSISTENT")
+        /// Xcode / LocalTesting data where the app's policy does not enable it.
+        public static let testEnvironmentNotAllowed = Code(rawValue: "TEST_ENVIRONMENT_NOT_ALLOWED")
+
+        // MARK: Legacy receipts
+        /// Not a PKCS#7 SignedData receipt, or its payload does not parse.
+        public static let malformedReceipt = Code(rawValue: "MALFORMED_RECEIPT")
+        /// A receipt that is not an App Store receipt (Xcode, self-signed).
+        public static let notAppStoreReceipt = Code(rawValue: "NOT_APP_STORE_RECEIPT")
+
+        // MARK: Configuration and mapping files
+        public static let invalidConfiguration = Code(rawValue: "INVALID_CONFIGURATION")
+        public static let invalidMapping = Code(rawValue: "INVALID_MAPPING")
+
+        // MARK: Upstream
+        /// Apple (or the configured upstream) cannot answer now: try again later.
+        public static let upstreamUnavailable = Code(rawValue: "UPSTREAM_UNAVAILABLE")
+
+        /// Every code above, for documentation and for tests that check the list is complete.
+        public static let all: [Code] = [
+            .inputTooLarge, .malformedBase64, .malformedJWS, .malformedJSON, .duplicateJSONKey,
+            .invalidFieldType, .missingField, .unsupportedAlgorithm, .invalidChainLength,
+            .malformedCertificate, .untrustedRoot, .invalidCertificateChain, .missingAppleOID,
+            .certificateExpired, .certificateNotYetValid, .signedDateInFuture, .invalidSignature,
+            .certificateRevoked, .revocationCheckUnavailable, .bundleIdMismatch, .appAppleIdMismatch,
+            .environmentNotAllowed, .wrongPayloadKind, .notificationInconsistent,
+            .testEnvironmentNotAllowed, .malformedReceipt, .notAppStoreReceipt,
+            .invalidConfiguration, .invalidMapping, .upstreamUnavailable,
+        ]
+    }
+}
