@@ -1,0 +1,97 @@
+import XCTest
+@testable import IAPCore
+
+final class StrictJSONTests: XCTestCase {
+    let json = StrictJSON()
+
+    func code(_ text: String, parser: StrictJSON = StrictJSON()) -> VerificationError.Code? {
+        do { _ = try parser.parse(text); return nil } catch { return error.code }
+    }
+
+    func testParsesEveryJSONTypeAndKeepsLargeIntegersExact() throws {
+        let v = try json.parse(#"{"a":null,"b":true,"c":false,"d":9007199254740993,"e":-1.5e2,"f":"x\u00e9\ud83d\ude00\n","g":[1,{}]}"#)
+        XCTAssertEqual(v["a"], .null)
+        XCTAssertEqual(v["b"], .bool(true))
+        XCTAssertEqual(v["c"], .bool(false))
+        XCTAssertEqual(v["d"], .int(9_007_199_254_740_993))
+        XCTAssertEqual(v["e"], .double(-150))
+        XCTAssertEqual(v["f"], .string("xé😀\n"))
+        XCTAssertEqual(v["g"], .array([.int(1), .object([:])]))
+    }
+
+    func testDuplicateKeysAreRefusedNotLastOneWins() {
+        XCTAssertEqual(code(#"{"bundleId":"a","bundleId":"b"}"#), .duplicateJSONKey)
+        XCTAssertEqual(code(#"{"x":{"k":1,"k":1}}"#), .duplicateJSONKey)
+        // The same key spelled with an escape is the same key.
+        XCTAssertEqual(code(#"{"ab":1,"a\u0062":2}"#), .duplicateJSONKey)
+    }
+
+    func testMalformedInputIsRefused() {
+        for bad in ["", "{", "[1,]", "{\"a\":1,}", "01", "1.", "-", "tru", "\"\u{01}\"", "\"\\x\"",
+                    "\"\\ud800\"", "\"\\udc00x\"", "{} x", "{'a':1}", "NaN", "1e999", "99999999999999999999"] {
+            XCTAssertEqual(code(bad), .malformedJSON, "accepted \(bad.debugDescription)")
+        }
+    }
+
+    func testInvalidUTF8IsRefused() {
+        XCTAssertThrowsError(try json.parse([0x22, 0xFF, 0x22])) { XCTAssertEqual(($0 as? VerificationError)?.code, .malformedJSON) }
+    }
+
+    func testSizeAndDepthLimits() {
+        XCTAssertEqual(code("[1,2,3]", parser: StrictJSON(maxBytes: 4)), .inputTooLarge)
+        let deep = String(repeating: "[", count: 40) + String(repeating: "]", count: 40)
+        XCTAssertEqual(code(deep, parser: StrictJSON(maxDepth: 32)), .malformedJSON)
+        XCTAssertNil(code(deep, parser: StrictJSON(maxDepth: 40)))
+    }
+
+    func testJSONTextIsStableAndRoundTrips() throws {
+        let v = try json.parse(#"{"z":1,"a":["q\"\\",2.5,null],"m":{"k":false}}"#)
+        XCTAssertEqual(v.jsonText, #"{"a":["q\"\\",2.5,null],"m":{"k":false},"z":1}"#)
+        XCTAssertEqual(try json.parse(v.jsonText), v)
+    }
+
+    func testFieldReadsAreStrictAboutJSONTypes() throws {
+        let fields = try JSONFields(try json.parse(#"{"signedDate":"1700000000000","price":230000,"ok":true,"n":null}"#),
+                                    context: "payload")
+        XCTAssertThrowsError(try fields.int64("signedDate")) {
+            XCTAssertEqual(($0 as? VerificationError)?.code, .invalidFieldType)
+        }
+        XCTAssertEqual(try fields.int64("price"), 230000)
+        XCTAssertThrowsError(try fields.string("price")) {
+            XCTAssertEqual(($0 as? VerificationError)?.code, .invalidFieldType)
+        }
+        XCTAssertEqual(try fields.bool("ok"), true)
+        XCTAssertNil(try fields.int64("n"))
+        XCTAssertThrowsError(try fields.requiredString("absent")) {
+            XCTAssertEqual(($0 as? VerificationError)?.code, .missingField)
+        }
+    }
+}
+
+final class CanonicalModelTests: XCTestCase {
+    func testUnknownAppleEnumValuesDecodeWithTheirRawValueKept() throws {
+        let data = Data(#"{"type":"Brand-New Kind","environment":"Production","offerType":9,"transactionId":"1","productId":"p","source":"serverAPI","mappingVersion":"serverAPI/v1"}"#.utf8)
+        let t = try JSONDecoder().decode(CanonicalTransaction.self, from: data)
+        XCTAssertEqual(t.type?.rawValue, "Brand-New Kind")
+        XCTAssertEqual(t.type?.isKnown, false)
+        XCTAssertEqual(t.environment, .production)
+        XCTAssertEqual(t.offerType, OfferType(rawValue: 9))
+        XCTAssertEqual(t.offerType?.isKnown, false)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let again = try JSONDecoder().decode(CanonicalTransaction.self, from: try encoder.encode(t))
+        XCTAssertEqual(again, t)
+    }
+
+    func testOnlyActiveAndGracePeriodGrantAccess() {
+        XCTAssertEqual(Entitlement.State.allCases.filter(\.grantsAccess), [.active, .gracePeriod])
+    }
+
+    func testErrorCodesAreUniqueAndUpperSnakeCase() {
+        let raw = VerificationError.Code.all.map(\.rawValue)
+        XCTAssertEqual(Set(raw).count, raw.count)
+        for r in raw { XCTAssertNotNil(r.range(of: "^[A-Z][A-Z0-9_]+$", options: .regularExpression), r) }
+        XCTAssertTrue(VerificationError(.revocationCheckUnavailable, "x").retryable)
+        XCTAssertFalse(VerificationError(.invalidSignature, "x").retryable)
+    }
+}
