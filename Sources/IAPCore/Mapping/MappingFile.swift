@@ -193,7 +193,7 @@ private struct MappingFileCompiler {
                     throw fail("\(place).rules[\(i)]", "duplicate \"from\": \"\(from.prefix(64))\"")
                 }
                 switch rule.action {
-                case .ignore: ignored[from] = knownDifference.reason ?? ""
+                case .ignore: ignored[from] = item["ignore"]?.stringValue ?? ""
                 case .nested(let kind): nested[from] = kind
                 default: break
                 }

@@ -8,7 +8,7 @@ public enum MappingFieldType: String, Sendable {
 }
 
 /// A converted value on its way into a canonical record.
-enum MappedValue: Hashable, Sendable {
+enum MappedValue: Hashable, Sendable, CustomStringConvertible {
     case string(String)
     case int(Int64)
     case bool(Bool)
@@ -28,6 +28,15 @@ enum MappedValue: Hashable, Sendable {
         case .int(let i): self = .int(i)
         case .bool(let b): self = .bool(b)
         default: return nil
+        }
+    }
+
+    /// As JSON text, for `iapgw mappings show`.
+    var description: String {
+        switch self {
+        case .string(let s): JSONValue.string(s).jsonText
+        case .int(let i): String(i)
+        case .bool(let b): String(b)
         }
     }
 

@@ -103,3 +103,23 @@ extension MappingFile {
                     AppTransactionFields.setters, slots)
     }
 }
+
+extension MappingFile {
+    /// One human-readable line per rule of `kind`, in file order (for `iapgw mappings show`).
+    public func ruleLines(kind name: String) -> [String] {
+        guard let kind = kinds[name] else { return [] }
+        return kind.rules.map { rule in
+            let from = rule.from ?? "(constant)"
+            let sets = rule.sets.isEmpty ? "" : " set " + rule.sets.map { "\(kind.schema.names[$0.slot])=\($0.value)" }.joined(separator: ",")
+            switch rule.action {
+            case .assign(let conversion, _, let slots):
+                return "\(from) -> \(slots.map { kind.schema.names[$0] }.joined(separator: ",")) (\(conversion.rawValue))\(sets)"
+            case .flag: return "\(from) (flag)\(sets)"
+            case .ignore: return "\(from) ignored: \(kind.ignored[from] ?? "")"
+            case .nested(let nested): return "\(from) nested \(nested)"
+            case .constant(let value, let slots):
+                return "\(from) -> \(slots.map { kind.schema.names[$0] }.joined(separator: ",")) = \(value)"
+            }
+        }
+    }
+}
