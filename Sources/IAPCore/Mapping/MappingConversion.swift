@@ -45,12 +45,12 @@ struct EnumTable: Sendable {
 extension MappingConversion {
     /// Converts `value` (never JSON null: absent and null are skipped before). `path` names the
     /// field in errors; values themselves are never echoed (an app account token is personal data).
-    func convert(_ value: JSONValue, table: EnumTable?, path: String) throws(VerificationError) -> MappedValue {
+    func convert(_ value: JSONValue, table: EnumTable?, path: @autoclosure () -> String) throws(VerificationError) -> MappedValue {
         func wrong(_ expected: String) -> VerificationError {
-            VerificationError(.invalidFieldType, "\(path) must be \(expected), found \(value.typeName)")
+            VerificationError(.invalidFieldType, "\(path()) must be \(expected), found \(value.typeName)")
         }
         func badText(_ expected: String) -> VerificationError {
-            VerificationError(.invalidFieldType, "\(path) must be \(expected), found a string that is not")
+            VerificationError(.invalidFieldType, "\(path()) must be \(expected), found a string that is not")
         }
         switch self {
         case .string:
@@ -78,7 +78,7 @@ extension MappingConversion {
             default: throw badText("\"true\"/\"false\"/\"1\"/\"0\"")
             }
         case .enum:
-            guard let table else { throw VerificationError(.invalidMapping, "\(path): enum rule without a table") }
+            guard let table else { throw VerificationError(.invalidMapping, "\(path()): enum rule without a table") }
             let raw: String
             switch value {
             case .string(let s): raw = s
@@ -92,10 +92,10 @@ extension MappingConversion {
                 guard let i = Self.integer(raw) else { throw badText("an integer value") }
                 return .int(i)
             case .boolean:
-                throw VerificationError(.invalidFieldType, "\(path) has a value outside its table")
+                throw VerificationError(.invalidFieldType, "\(path()) has a value outside its table")
             }
         case .constant:
-            throw VerificationError(.invalidMapping, "\(path): a constant rule reads no input")
+            throw VerificationError(.invalidMapping, "\(path()): a constant rule reads no input")
         }
     }
 
