@@ -100,3 +100,21 @@ final class MappingNormalizerTests: XCTestCase {
         XCTAssertEqual(result.transactions.first?.offerIdentifier, "SPRING")
     }
 }
+
+extension MappingNormalizerTests {
+    func testLegacySingleObjectLatestReceiptInfoCountsAsOneEntry() throws {
+        let result = try legacy().normalize(verifyReceiptResponse: S.json("""
+            {"status": 0, "latest_receipt_info": {"transaction_id": "9", "product_id": "p", "quantity": "2"}}
+            """))
+        XCTAssertEqual(result.transactions.map(\.transactionId), ["9"])
+        XCTAssertEqual(result.transactions.first?.quantity, 2)
+    }
+
+    func testLegacyNestedListOfNonObjectsIsRefused() throws {
+        let normalizer = try legacy()
+        let error = S.error {
+            _ = try normalizer.normalize(verifyReceiptResponse: S.json(#"{"status": 0, "latest_receipt_info": ["x"]}"#))
+        }
+        XCTAssertEqual(error?.code, .invalidFieldType)
+    }
+}

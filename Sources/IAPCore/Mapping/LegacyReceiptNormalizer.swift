@@ -65,11 +65,11 @@ public struct LegacyReceiptNormalizer: Sendable {
             let slots = try receipt.apply(receiptObject, path: "receipt", inherited: inherited, unmapped: &unmapped)
             appTransaction = mapping.appTransaction(receipt, slots: slots)
             inherited.merge(receipt.named(slots)) { _, fromReceipt in fromReceipt }
-            inAppEntries = receiptObject["in_app"]?.arrayValue ?? []
+            inAppEntries = Self.entries(receiptObject["in_app"])
         }
 
         var byId: [String: CanonicalTransaction] = [:]
-        for (listName, entries) in [("latest_receipt_info", top["latest_receipt_info"]?.arrayValue ?? []),
+        for (listName, entries) in [("latest_receipt_info", Self.entries(top["latest_receipt_info"])),
                                     ("in_app", inAppEntries)] {
             for (i, entry) in entries.enumerated() {
                 let path = "\(listName)[\(i)]"
@@ -83,7 +83,7 @@ public struct LegacyReceiptNormalizer: Sendable {
         }
 
         var renewals: [CanonicalRenewal] = []
-        for (i, entry) in (top["pending_renewal_info"]?.arrayValue ?? []).enumerated() {
+        for (i, entry) in Self.entries(top["pending_renewal_info"]).enumerated() {
             let path = "pending_renewal_info[\(i)]"
             renewals.append(try mapping.renewal(pendingRenewal, try mapping.object(entry, path), path: path,
                                                 inherited: inherited, unmapped: &unmapped))
@@ -92,5 +92,15 @@ public struct LegacyReceiptNormalizer: Sendable {
         return LegacyNormalized(status: facts.status, environment: facts.environment, isRetryable: facts.isRetryable,
                                 appTransaction: appTransaction, transactions: transactions, renewals: renewals,
                                 unmappedFields: unmapped.sorted(), source: mapping.source, mappingVersion: mapping.id)
+    }
+
+    /// A nested record list; an object alone counts as a list of one (old iOS 6-style responses sent
+    /// `latest_receipt_info` as a single object). The shape was checked by the response rules.
+    private static func entries(_ value: JSONValue?) -> [JSONValue] {
+        switch value {
+        case .array(let items)?: items
+        case .object?: [value!]
+        default: []
+        }
     }
 }
