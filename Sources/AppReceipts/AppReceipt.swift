@@ -34,6 +34,8 @@ public struct AppReceipt: Hashable, Sendable {
         public static let originalPurchaseDate: Int64 = 18
         public static let originalAppVersion: Int64 = 19
         public static let expirationDate: Int64 = 21
+        static let documentedSingle: Set<Int64> = [receiptType, appItemId, bundleId, appVersion, opaque, sha1Hash,
+                                                   creationDate, originalPurchaseDate, originalAppVersion, expirationDate]
     }
 
     /// Xcode's StoreKit Testing signs receipts with a local self-signed key.
@@ -46,7 +48,8 @@ public struct AppReceipt: Hashable, Sendable {
         receipt.attributes = try ReceiptAttribute.readSet(bytes, context: context)
         var seen = Set<Int64>()
         for a in receipt.attributes {
-            if a.type != Field.inAppPurchase && a.type <= 21 {
+            // Undocumented types are Apple's to repeat; a documented one twice is ambiguous.
+            if Field.documentedSingle.contains(a.type) {
                 guard seen.insert(a.type).inserted else {
                     throw VerificationError(.malformedReceipt, "receipt attribute \(a.type) appears twice")
                 }

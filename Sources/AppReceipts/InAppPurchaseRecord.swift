@@ -38,6 +38,9 @@ public struct InAppPurchaseRecord: Hashable, Sendable {
         public static let isTrialPeriod: Int64 = 1713
         public static let isInIntroOfferPeriod: Int64 = 1719
         public static let promotionalOfferId: Int64 = 1721
+        static let typed: Set<Int64> = [quantity, productId, transactionId, purchaseDate, originalTransactionId,
+                                        originalPurchaseDate, expiresDate, webOrderLineItemId, cancellationDate,
+                                        isTrialPeriod, isInIntroOfferPeriod, promotionalOfferId]
     }
 
     /// Reads the nested SET of one in-app attribute. A documented field with the wrong type is
@@ -48,7 +51,7 @@ public struct InAppPurchaseRecord: Hashable, Sendable {
         record.attributes = try ReceiptAttribute.readSet(bytes, context: context)
         var seen = Set<Int64>()
         for a in record.attributes {
-            if (1701...1722).contains(a.type) {
+            if Field.typed.contains(a.type) {
                 guard seen.insert(a.type).inserted else {
                     throw VerificationError(.malformedReceipt, "in-app attribute \(a.type) appears twice")
                 }
