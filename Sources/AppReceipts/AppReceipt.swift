@@ -1,0 +1,138 @@
+import IAPCore
+
+/// The payload of a legacy app receipt, as parsed: typed fields for what Apple documents, every
+/// attribute kept raw, and every in-app record (none dropped or deduplicated).
+public struct AppReceipt: Hashable, Sendable {
+    /// 0: "Production", "ProductionSandbox", "Xcode", ...
+    public var receiptType: String?
+    /// 1: app item id (0 in sandbox).
+    public var appItemId: Int64?
+    public var bundleId: String?
+    public var appVersion: String?
+    public var opaque: [UInt8]?
+    public var sha1Hash: [UInt8]?
+    /// Unix milliseconds.
+    public var creationDate: Int64?
+    public var originalPurchaseDate: Int64?
+    public var originalAppVersion: String?
+    public var expirationDate: Int64?
+    public var inAppPurchases: [InAppPurchaseRecord] = []
+    /// Every top-level attribute as found, in order, in-app records included.
+    public var attributes: [ReceiptAttribute] = []
+
+    public init() {}
+
+    public enum Field {
+        public static let receiptType: Int64 = 0
+        public static let appItemId: Int64 = 1
+        public static let bundleId: Int64 = 2
+        public static let appVersion: Int64 = 3
+        public static let opaque: Int64 = 4
+        public static let sha1Hash: Int64 = 5
+        public static let creationDate: Int64 = 12
+        public static let inAppPurchase: Int64 = 17
+        public static let originalPurchaseDate: Int64 = 18
+        public static let originalAppVersion: Int64 = 19
+        public static let expirationDate: Int64 = 21
+        static let documentedSingle: Set<Int64> = [receiptType, appItemId, bundleId, appVersion, opaque, sha1Hash,
+                                                   creationDate, originalPurchaseDate, originalAppVersion, expirationDate]
+    }
+
+    /// Xcode's StoreKit Testing signs receipts with a local self-signed key.
+    public var isXcodeReceipt: Bool { receiptType == "Xcode" }
+
+    /// Parses the receipt payload (the SET of attributes inside the PKCS#7 content).
+    public static func parsePayload(_ bytes: [UInt8]) throws(VerificationError) -> AppReceipt {
+        let context = "receipt"
+        var receipt = AppReceipt()
+        receipt.attributes = try ReceiptAttribute.readSet(bytes, context: context)
+        var seen = Set<Int64>()
+        for a in receipt.attributes {
+            // Undocumented types are Apple's to repeat; a documented one twice is ambiguous.
+            if Field.documentedSingle.contains(a.type) {
+                guard seen.insert(a.type).inserted else {
+                    throw VerificationError(.malformedReceipt, "receipt attribute \(a.type) appears twice")
+                }
+            }
+            switch a.type {
+            case Field.receiptType: receipt.receiptType = try a.string(context)
+            case Field.appItemId: receipt.appItemId = try a.integer(context)
+            case Field.bundleId: receipt.bundleId = try a.string(context)
+            case Field.appVersion: receipt.appVersion = try a.string(context)
+            case Field.opaque: receipt.opaque = a.rawValue
+            case Field.sha1Hash: receipt.sha1Hash = a.rawValue
+            case Field.creationDate: receipt.creationDate = try a.date(context)
+            case Field.originalPurchaseDate: receipt.originalPurchaseDate = try a.date(context)
+            case Field.originalAppVersion: receipt.originalAppVersion = try a.string(context)
+            case Field.expirationDate: receipt.expirationDate = try a.date(context)
+            case Field.inAppPurchase: receipt.inAppPurchases.append(try InAppPurchaseRecord.parse(a.rawValue))
+            default: break
+            }
+        }
+        return receipt
+    }
+
+    /// Parses a whole receipt (PKCS#7 DER/BER bytes) without checking its signature.
+    public static func parse(pkcs7 bytes: [UInt8]) throws(VerificationError) -> AppReceipt {
+        try parsePayload(try PKCS7SignedData.parse(bytes).content)
+    }
+
+    /// Every transaction id and original transaction id, in record order, without repeats.
+    public var allTransactionIds: [String] {
+        var seen = Set<String>()
+        var ids: [String] = []
+        for record in inAppPurchases {
+            for id in [record.transactionId, record.originalTransactionId].compactMap({ $0 }) where !id.isEmpty {
+                if seen.insert(id).inserted { ids.append(id) }
+            }
+        }
+        return ids
+    }
+}
+
+/// The parts of a PKCS#7 ContentInfo → SignedData a receipt parser needs: the signed content.
+/// OpenSSL checks the signature separately; `ReceiptVerifier` then requires that the content
+/// OpenSSL verified is byte for byte the content parsed here.
+public struct PKCS7SignedData: Sendable {
+    public static let signedDataOID = "1.2.840.113549.1.7.2"
+    public static let dataOID = "1.2.840.113549.1.7.1"
+
+    public let content: [UInt8]
+
+    public static func parse(_ bytes: [UInt8]) throws(VerificationError) -> PKCS7SignedData {
+        var top = try DERReader(bytes)
+        let contentInfo = try top.read(.sequence, "ContentInfo")
+        try top.finish("ContentInfo")
+        var ci = try contentInfo.children()
+        let type = try ci.read(.objectIdentifier, "contentType").objectIdentifier()
+        guard type == signedDataOID else {
+            throw VerificationError(.malformedReceipt, "receipt is not PKCS#7 SignedData (content type \(type))")
+        }
+        let explicit = try ci.read(.context(0), "SignedData [0]")
+        try ci.finish("ContentInfo")
+        var wrapper = try explicit.children()
+        let signedData = try wrapper.read(.sequence, "SignedData")
+        try wrapper.finish("SignedData [0]")
+
+        var sd = try signedData.children()
+        _ = try sd.read(.integer, "SignedData version").integer()
+        _ = try sd.read(.set, "digestAlgorithms")
+        let encap = try sd.read(.sequence, "encapContentInfo")
+        _ = try sd.readIfPresent(.context(0))   // certificates
+        _ = try sd.readIfPresent(.context(1))   // crls
+        _ = try sd.read(.set, "signerInfos")
+        try sd.finish("SignedData")
+
+        var ec = try encap.children()
+        let eType = try ec.read(.objectIdentifier, "eContentType").objectIdentifier()
+        guard eType == dataOID else {
+            throw VerificationError(.malformedReceipt, "receipt content is not PKCS#7 data (type \(eType))")
+        }
+        let eContent = try ec.read(.context(0), "eContent [0]")
+        try ec.finish("encapContentInfo")
+        var octets = try eContent.children()
+        guard let payload = try octets.next() else { throw VerificationError(.malformedReceipt, "receipt has no content") }
+        try octets.finish("eContent")
+        return PKCS7SignedData(content: try payload.octetString())
+    }
+}

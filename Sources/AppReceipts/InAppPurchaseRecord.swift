@@ -1,0 +1,79 @@
+import IAPCore
+
+/// One in-app purchase of a legacy receipt (attribute 17 of an app receipt, or the purchase-info
+/// of an iOS 6 `transactionReceipt`). Dates are Unix milliseconds. Every field Apple documents is
+/// typed; `attributes` keeps every attribute as found, documented or not.
+public struct InAppPurchaseRecord: Hashable, Sendable {
+    public var quantity: Int64?
+    public var productId: String?
+    public var transactionId: String?
+    public var originalTransactionId: String?
+    public var purchaseDate: Int64?
+    public var originalPurchaseDate: Int64?
+    public var expiresDate: Int64?
+    public var webOrderLineItemId: Int64?
+    public var cancellationDate: Int64?
+    /// 1713: the subscription is in its free trial.
+    public var isTrialPeriod: Bool?
+    /// 1719: the subscription is in an introductory price period.
+    public var isInIntroOfferPeriod: Bool?
+    /// 1721: the promotional offer redeemed.
+    public var promotionalOfferId: String?
+    /// Every attribute as found, in order (empty for an iOS 6 transaction receipt).
+    public var attributes: [ReceiptAttribute] = []
+
+    public init() {}
+
+    /// The attribute numbers this type reads into typed fields.
+    public enum Field {
+        public static let quantity: Int64 = 1701
+        public static let productId: Int64 = 1702
+        public static let transactionId: Int64 = 1703
+        public static let purchaseDate: Int64 = 1704
+        public static let originalTransactionId: Int64 = 1705
+        public static let originalPurchaseDate: Int64 = 1706
+        public static let expiresDate: Int64 = 1708
+        public static let webOrderLineItemId: Int64 = 1711
+        public static let cancellationDate: Int64 = 1712
+        public static let isTrialPeriod: Int64 = 1713
+        public static let isInIntroOfferPeriod: Int64 = 1719
+        public static let promotionalOfferId: Int64 = 1721
+        static let typed: Set<Int64> = [quantity, productId, transactionId, purchaseDate, originalTransactionId,
+                                        originalPurchaseDate, expiresDate, webOrderLineItemId, cancellationDate,
+                                        isTrialPeriod, isInIntroOfferPeriod, promotionalOfferId]
+    }
+
+    /// Reads the nested SET of one in-app attribute. A documented field with the wrong type is
+    /// MALFORMED_RECEIPT; a field given twice is refused rather than resolved by "last one wins".
+    static func parse(_ bytes: [UInt8]) throws(VerificationError) -> InAppPurchaseRecord {
+        let context = "in-app"
+        var record = InAppPurchaseRecord()
+        record.attributes = try ReceiptAttribute.readSet(bytes, context: context)
+        var seen = Set<Int64>()
+        for a in record.attributes {
+            if Field.typed.contains(a.type) {
+                guard seen.insert(a.type).inserted else {
+                    throw VerificationError(.malformedReceipt, "in-app attribute \(a.type) appears twice")
+                }
+            }
+            switch a.type {
+            case Field.quantity: record.quantity = try a.integer(context)
+            case Field.productId: record.productId = try a.string(context)
+            case Field.transactionId: record.transactionId = try a.string(context)
+            case Field.originalTransactionId: record.originalTransactionId = try a.string(context)
+            case Field.purchaseDate: record.purchaseDate = try a.date(context)
+            case Field.originalPurchaseDate: record.originalPurchaseDate = try a.date(context)
+            case Field.expiresDate: record.expiresDate = try a.date(context)
+            case Field.cancellationDate: record.cancellationDate = try a.date(context)
+            case Field.webOrderLineItemId: record.webOrderLineItemId = try a.integer(context)
+            case Field.isTrialPeriod: record.isTrialPeriod = try a.integer(context) != 0
+            case Field.isInIntroOfferPeriod: record.isInIntroOfferPeriod = try a.integer(context) != 0
+            case Field.promotionalOfferId:
+                let s = try a.string(context)
+                record.promotionalOfferId = s.isEmpty ? nil : s
+            default: break
+            }
+        }
+        return record
+    }
+}

@@ -1,0 +1,162 @@
+import IAPCore
+
+/// An attribute value as far as it decodes without knowing its meaning: Apple reserves the
+/// undocumented types, so `receipt inspect` shows them without the parser failing on them.
+public enum ReceiptAttributeValue: Hashable, Sendable {
+    case utf8String(String)
+    case ia5String(String)
+    case integer(Int64)
+    /// Not a single DER UTF8String/IA5String/INTEGER (opaque value, SHA-1 hash, reserved data).
+    case bytes([UInt8])
+
+    public var stringValue: String? {
+        switch self {
+        case .utf8String(let s), .ia5String(let s): s
+        default: nil
+        }
+    }
+
+    static func decode(_ raw: [UInt8]) -> ReceiptAttributeValue {
+        guard var reader = try? DERReader(raw), let element = try? reader.next(), reader.isAtEnd else { return .bytes(raw) }
+        switch element.tag {
+        case .utf8String: if let s = try? element.string() { return .utf8String(s) }
+        case .ia5String: if let s = try? element.string() { return .ia5String(s) }
+        case .integer: if let i = try? element.integer() { return .integer(i) }
+        default: break
+        }
+        return .bytes(raw)
+    }
+}
+
+/// One `SEQUENCE { type INTEGER, version INTEGER, value OCTET STRING }` of a receipt payload or of
+/// an in-app record, kept whole so nothing Apple put in a receipt is lost.
+public struct ReceiptAttribute: Hashable, Sendable {
+    public let type: Int64
+    public let version: Int64
+    public let rawValue: [UInt8]
+    public let value: ReceiptAttributeValue
+
+    public init(type: Int64, version: Int64, rawValue: [UInt8]) {
+        self.type = type
+        self.version = version
+        self.rawValue = rawValue
+        self.value = ReceiptAttributeValue.decode(rawValue)
+    }
+
+    func malformed(_ what: String, _ context: String) -> VerificationError {
+        VerificationError(.malformedReceipt, "\(context) attribute \(type) must be \(what)")
+    }
+
+    /// A UTF8String or IA5String value.
+    func string(_ context: String) throws(VerificationError) -> String {
+        guard let s = value.stringValue else { throw malformed("a string", context) }
+        return s
+    }
+
+    func integer(_ context: String) throws(VerificationError) -> Int64 {
+        guard case .integer(let i) = value else { throw malformed("an INTEGER", context) }
+        return i
+    }
+
+    /// An RFC 3339 date in an IA5String; Apple writes an empty string for "none".
+    func date(_ context: String) throws(VerificationError) -> Int64? {
+        let text = try string(context)
+        if text.isEmpty { return nil }
+        guard let ms = RFC3339.milliseconds(text) else { throw malformed("an RFC 3339 date, found \"\(text.prefix(40))\"", context) }
+        return ms
+    }
+
+    /// Reads a payload SET of attribute sequences.
+    static func readSet(_ bytes: [UInt8], context: String) throws(VerificationError) -> [ReceiptAttribute] {
+        var outer = try DERReader(bytes)
+        let set = try outer.read(.set, "\(context) attribute SET")
+        try outer.finish("\(context) attribute SET")
+        var members = try set.children()
+        var attributes: [ReceiptAttribute] = []
+        while let member = try members.next() {
+            guard member.tag == .sequence else {
+                throw DERReader.malformed("expected \(context) attribute SEQUENCE, found \(member.tag)", at: member.offset)
+            }
+            var fields = try member.children()
+            let type = try fields.read(.integer, "attribute type").integer()
+            let version = try fields.read(.integer, "attribute version").integer()
+            let value = try fields.read(.octetString, "attribute value").octetString()
+            try fields.finish("attribute value")
+            attributes.append(ReceiptAttribute(type: type, version: version, rawValue: value))
+        }
+        return attributes
+    }
+}
+
+/// Apple's receipt dates: `2024-02-23T17:27:16Z`; Xcode writes `2020-07-22T18:33:15+0100`.
+/// Accepts fractional seconds and `Z`, `±HH:MM` or `±HHMM` offsets; nothing looser.
+public enum RFC3339 {
+    public static func milliseconds(_ text: String) -> Int64? {
+        let c = Array(text.utf8)
+        func digits(_ at: Int, _ count: Int) -> Int? {
+            guard at + count <= c.count else { return nil }
+            var v = 0
+            for i in at..<(at + count) {
+                guard c[i] >= 0x30 && c[i] <= 0x39 else { return nil }
+                v = v * 10 + Int(c[i] - 0x30)
+            }
+            return v
+        }
+        guard c.count >= 20, let year = digits(0, 4), c[4] == 0x2D, let month = digits(5, 2), c[7] == 0x2D,
+              let day = digits(8, 2), c[10] == 0x54 || c[10] == 0x74, let hour = digits(11, 2), c[13] == 0x3A,
+              let minute = digits(14, 2), c[16] == 0x3A, let second = digits(17, 2) else { return nil }
+        guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
+              hour < 24, minute < 60, second < 61 else { return nil }
+        var p = 19
+        var millis = 0
+        if p < c.count && c[p] == 0x2E {
+            p += 1
+            var scale = 100
+            let start = p
+            while p < c.count, c[p] >= 0x30 && c[p] <= 0x39 {
+                millis += Int(c[p] - 0x30) * scale
+                scale /= 10
+                p += 1
+            }
+            guard p > start, p - start <= 9 else { return nil }
+        }
+        guard p < c.count else { return nil }
+        var offsetMinutes = 0
+        if c[p] == 0x5A || c[p] == 0x7A {
+            p += 1
+        } else if c[p] == 0x2B || c[p] == 0x2D {
+            let sign = c[p] == 0x2B ? 1 : -1
+            guard let oh = digits(p + 1, 2) else { return nil }
+            var q = p + 3
+            if q < c.count && c[q] == 0x3A { q += 1 }
+            guard let om = digits(q, 2), oh < 24, om < 60 else { return nil }
+            offsetMinutes = sign * (oh * 60 + om)
+            p = q + 2
+        } else {
+            return nil
+        }
+        guard p == c.count else { return nil }
+        let days = daysFromCivil(year: year, month: month, day: day)
+        let seconds = ((days * 24 + hour) * 60 + minute) * 60 + second - offsetMinutes * 60
+        return Int64(seconds) * 1000 + Int64(millis)
+    }
+
+    private static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Days since 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's algorithm).
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146097 + doe - 719468
+    }
+}

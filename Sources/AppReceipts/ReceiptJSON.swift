@@ -1,0 +1,87 @@
+import IAPCore
+
+// JSON views of parsed receipts for `iapgw receipt inspect` and audit logs. Dates are Unix
+// milliseconds; absent fields are omitted; every raw attribute is listed.
+
+extension ReceiptAttribute {
+    public var jsonValue: JSONValue {
+        var o: [String: JSONValue] = ["type": .int(type), "version": .int(version)]
+        switch value {
+        case .utf8String(let s): o["encoding"] = .string("utf8String"); o["value"] = .string(s)
+        case .ia5String(let s): o["encoding"] = .string("ia5String"); o["value"] = .string(s)
+        case .integer(let i): o["encoding"] = .string("integer"); o["value"] = .int(i)
+        case .bytes(let b): o["encoding"] = .string("hex"); o["value"] = .string(hex(b))
+        }
+        return .object(o)
+    }
+}
+
+func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count * 2)
+    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0x0F)]) }
+    return String(decoding: out, as: UTF8.self)
+}
+
+private func put(_ o: inout [String: JSONValue], _ key: String, _ value: String?) { if let value { o[key] = .string(value) } }
+private func put(_ o: inout [String: JSONValue], _ key: String, _ value: Int64?) { if let value { o[key] = .int(value) } }
+private func put(_ o: inout [String: JSONValue], _ key: String, _ value: Bool?) { if let value { o[key] = .bool(value) } }
+
+extension InAppPurchaseRecord {
+    public var jsonValue: JSONValue {
+        var o: [String: JSONValue] = [:]
+        put(&o, "quantity", quantity)
+        put(&o, "productId", productId)
+        put(&o, "transactionId", transactionId)
+        put(&o, "originalTransactionId", originalTransactionId)
+        put(&o, "purchaseDate", purchaseDate)
+        put(&o, "originalPurchaseDate", originalPurchaseDate)
+        put(&o, "expiresDate", expiresDate)
+        put(&o, "webOrderLineItemId", webOrderLineItemId)
+        put(&o, "cancellationDate", cancellationDate)
+        put(&o, "isTrialPeriod", isTrialPeriod)
+        put(&o, "isInIntroOfferPeriod", isInIntroOfferPeriod)
+        put(&o, "promotionalOfferId", promotionalOfferId)
+        if !attributes.isEmpty { o["attributes"] = .array(attributes.map(\.jsonValue)) }
+        return .object(o)
+    }
+}
+
+extension AppReceipt {
+    public var jsonValue: JSONValue {
+        var o: [String: JSONValue] = [:]
+        put(&o, "receiptType", receiptType)
+        put(&o, "appItemId", appItemId)
+        put(&o, "bundleId", bundleId)
+        put(&o, "appVersion", appVersion)
+        put(&o, "originalAppVersion", originalAppVersion)
+        put(&o, "creationDate", creationDate)
+        put(&o, "originalPurchaseDate", originalPurchaseDate)
+        put(&o, "expirationDate", expirationDate)
+        put(&o, "opaque", opaque.map(hex))
+        put(&o, "sha1Hash", sha1Hash.map(hex))
+        o["inAppPurchases"] = .array(inAppPurchases.map(\.jsonValue))
+        // In-app records are shown above in full; here only their place in the attribute order.
+        var inAppIndex: Int64 = 0
+        o["attributes"] = .array(attributes.map { a in
+            guard a.type == Field.inAppPurchase else { return a.jsonValue }
+            defer { inAppIndex += 1 }
+            return .object(["type": .int(a.type), "version": .int(a.version), "encoding": .string("inAppRecord"),
+                            "value": .int(inAppIndex)])
+        })
+        return .object(o)
+    }
+}
+
+extension LegacyTransactionReceipt {
+    public var jsonValue: JSONValue {
+        var o: [String: JSONValue] = ["signatureVersion": .int(Int64(signatureVersion)),
+                                      "purchaseInfo": .object(purchaseInfo.mapValues { .string($0) }),
+                                      "inAppPurchases": .array([purchase.jsonValue])]
+        put(&o, "environment", environment)
+        put(&o, "pod", pod)
+        put(&o, "signingStatus", signingStatus)
+        return .object(o)
+    }
+}

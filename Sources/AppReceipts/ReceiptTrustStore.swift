@@ -1,0 +1,138 @@
+import COpenSSL
+import Foundation
+import IAPCore
+
+// Every OpenSSL call of the receipt code lives in this file, so it can later move beside
+// AppleTrust's X.509 code without touching the parsers.
+
+/// One parsed X.509 certificate, owned.
+final class OpenSSLCertificate: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    init(der: [UInt8]) throws(VerificationError) {
+        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var p: UnsafePointer<UInt8>? = buffer.baseAddress
+            guard let x = d2i_X509(nil, &p, buffer.count) else { return nil }
+            // Trailing bytes after the certificate would let two parsers disagree on what it is.
+            guard let base = buffer.baseAddress, p == base + buffer.count else { X509_free(x); return nil }
+            return x
+        }
+        ERR_clear_error()
+        guard let parsed else { throw VerificationError(.malformedCertificate, "certificate is not X.509 DER") }
+        pointer = parsed
+    }
+
+    deinit { X509_free(pointer) }
+}
+
+/// The pinned roots that legacy receipt signatures must chain to: an `X509_STORE` with only these
+/// certificates, no default paths, no partial chains.
+public final class ReceiptTrustStore: @unchecked Sendable {
+    private let roots: [OpenSSLCertificate]
+
+    /// With no roots every signature is refused as UNTRUSTED_ROOT (fail closed, never "trust all").
+    public init(rootCertificates: [[UInt8]]) throws(VerificationError) {
+        var parsed: [OpenSSLCertificate] = []
+        for der in rootCertificates { parsed.append(try OpenSSLCertificate(der: der)) }
+        roots = parsed
+    }
+
+    /// A fresh store per verification: its verify time is per call, and a shared mutable store
+    /// would race between threads.
+    private func makeStore(at time: Date) throws(VerificationError) -> OpaquePointer {
+        guard let store = X509_STORE_new() else { throw VerificationError(.invalidCertificateChain, "X509_STORE_new failed") }
+        for root in roots { X509_STORE_add_cert(store, root.pointer) }
+        X509_STORE_set_purpose(store, X509_PURPOSE_ANY)
+        let param = X509_STORE_get0_param(store)
+        X509_VERIFY_PARAM_set_time(param, time_t(time.timeIntervalSince1970.rounded(.down)))
+        return store
+    }
+
+    /// Verifies a PKCS#7 SignedData receipt: signer chain to a pinned root at `time`, signature over
+    /// the content, and that the signed content is exactly `expectedContent` (what our own parser
+    /// read), so OpenSSL and this package cannot disagree on what was signed.
+    func verifyPKCS7(_ der: [UInt8], expectedContent: [UInt8], at time: Date) throws(VerificationError) {
+        defer { ERR_clear_error() }
+        let p7: UnsafeMutablePointer<PKCS7>? = der.withUnsafeBufferPointer { buffer in
+            var p: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_PKCS7(nil, &p, buffer.count)
+        }
+        guard let p7 else { throw VerificationError(.malformedReceipt, "OpenSSL cannot parse the receipt as PKCS#7") }
+        defer { PKCS7_free(p7) }
+        guard iapgw_PKCS7_type_is_signed(p7) == 1, let signed = iapgw_PKCS7_signed_content(p7) else {
+            throw VerificationError(.malformedReceipt, "receipt is not PKCS#7 SignedData with data content")
+        }
+        let openSSLContent = Array(UnsafeBufferPointer(start: ASN1_STRING_get0_data(signed), count: Int(ASN1_STRING_length(signed))))
+        guard openSSLContent == expectedContent else {
+            throw VerificationError(.malformedReceipt, "receipt content is ambiguous (parsers disagree)")
+        }
+        let store = try makeStore(at: time)
+        defer { X509_STORE_free(store) }
+        if PKCS7_verify(p7, nil, store, nil, nil, 0) == 1 { return }
+        ERR_clear_error()
+
+        // PKCS7_verify only says "certificate verify error": check the chain ourselves to say why.
+        guard let signers = PKCS7_get0_signers(p7, nil, 0) else {
+            throw VerificationError(.invalidSignature, "receipt has no usable signer certificate")
+        }
+        defer { iapgw_sk_X509_free(signers) }
+        guard iapgw_sk_X509_num(signers) >= 1, let leaf = iapgw_sk_X509_value(signers, 0) else {
+            throw VerificationError(.invalidSignature, "receipt has no signer")
+        }
+        try verifyChain(leaf: leaf, untrusted: iapgw_PKCS7_signers_certs(p7), store: store)
+        throw VerificationError(.invalidSignature, "receipt signature does not match its content")
+    }
+
+    /// Verifies an RSA PKCS#1 v1.5 signature by `certificateDER`, whose chain (through
+    /// `intermediates`) must reach a pinned root at `time`.
+    func verifyRSASignature(_ signature: [UInt8], over data: [UInt8], sha256: Bool, certificateDER: [UInt8],
+                            intermediates: [[UInt8]], at time: Date) throws(VerificationError) {
+        defer { ERR_clear_error() }
+        let leaf = try OpenSSLCertificate(der: certificateDER)
+        let extra = try intermediates.map { (der) throws(VerificationError) in try OpenSSLCertificate(der: der) }
+        let store = try makeStore(at: time)
+        defer { X509_STORE_free(store) }
+        guard let untrusted = iapgw_sk_X509_new_null() else { throw VerificationError(.invalidCertificateChain, "allocation failed") }
+        defer { iapgw_sk_X509_free(untrusted) }
+        for cert in extra { _ = iapgw_sk_X509_push(untrusted, cert.pointer) }
+        try verifyChain(leaf: leaf.pointer, untrusted: untrusted, store: store)
+
+        guard let key = X509_get0_pubkey(leaf.pointer), EVP_PKEY_get_base_id(key) == NID_rsaEncryption else {
+            throw VerificationError(.invalidSignature, "signing certificate has no RSA key")
+        }
+        guard let md = EVP_MD_CTX_new() else { throw VerificationError(.invalidSignature, "allocation failed") }
+        defer { EVP_MD_CTX_free(md) }
+        guard EVP_DigestVerifyInit(md, nil, sha256 ? EVP_sha256() : EVP_sha1(), nil, key) == 1 else {
+            throw VerificationError(.invalidSignature, "cannot initialise RSA verification")
+        }
+        let ok = signature.withUnsafeBufferPointer { sig in
+            data.withUnsafeBufferPointer { msg in
+                EVP_DigestVerify(md, sig.baseAddress, sig.count, msg.baseAddress, msg.count)
+            }
+        }
+        guard ok == 1 else { throw VerificationError(.invalidSignature, "RSA signature does not verify") }
+    }
+
+    private func verifyChain(leaf: OpaquePointer, untrusted: OpaquePointer?, store: OpaquePointer) throws(VerificationError) {
+        guard let ctx = X509_STORE_CTX_new() else { throw VerificationError(.invalidCertificateChain, "allocation failed") }
+        defer { X509_STORE_CTX_free(ctx) }
+        guard X509_STORE_CTX_init(ctx, store, leaf, untrusted) == 1 else {
+            throw VerificationError(.invalidCertificateChain, "cannot initialise chain verification")
+        }
+        if X509_verify_cert(ctx) == 1 { return }
+        let code = X509_STORE_CTX_get_error(ctx)
+        let reason = String(cString: X509_verify_cert_error_string(Int(code)))
+        switch code {
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
+             X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
+             X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+            throw VerificationError(.untrustedRoot, "signer chain does not end in a pinned root (\(reason))")
+        case X509_V_ERR_CERT_HAS_EXPIRED:
+            throw VerificationError(.certificateExpired, "a certificate in the signer chain was expired at the verification time")
+        case X509_V_ERR_CERT_NOT_YET_VALID:
+            throw VerificationError(.certificateNotYetValid, "a certificate in the signer chain was not yet valid at the verification time")
+        default:
+            throw VerificationError(.invalidCertificateChain, "signer chain does not verify (\(reason))")
+        }
+    }
+}
