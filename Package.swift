@@ -7,6 +7,12 @@ var targets: [Target] = [
     .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
                    providers: [.apt(["libssl-dev"])]),
 
+    .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+    .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+                   providers: [.apt(["libmicrohttpd-dev"])]),
+    .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+                   providers: [.apt(["libcurl4-openssl-dev"])]),
+
     // Canonical model, error codes, strict JSON, mapping engine, per-app policy. Foundation only.
     .target(name: "IAPCore", dependencies: []),
 
@@ -20,10 +26,22 @@ var targets: [Target] = [
     // Used by tests, the simulator and benchmarks; never trusted by a production policy.
     .target(name: "TestPKI", dependencies: ["AppleTrust", "COpenSSL"]),
 
+    // Durable state after verification: nonces, ownership, grants, entitlements, audit (SQLite).
+    .target(name: "Ledger", dependencies: ["IAPCore", "CSQLite"]),
+
+    // HTTP/1.1 serving on libmicrohttpd: transport only; handlers are plain async functions.
+    .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+
+    // Outgoing HTTPS to Apple (and plain HTTP to loopback simulators) on libcurl.
+    .target(name: "UpstreamHTTP", dependencies: ["CCurl"]),
+
     .executableTarget(name: "iapgw", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "TestPKI"]),
 
     .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore"], exclude: ["Fixtures"]),
     .testTarget(name: "AppleTrustTests", dependencies: ["AppleTrust", "TestPKI", "IAPCore"]),
+    .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore"]),
+    .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+    .testTarget(name: "UpstreamHTTPTests", dependencies: ["UpstreamHTTP", "HTTPServer"]),
     .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "AppleTrust", "TestPKI", "IAPCore"]),
 ]
 

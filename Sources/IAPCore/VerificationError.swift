@@ -23,7 +23,8 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public var description: String { rawValue }
 
         public var retryable: Bool { Self.retryableCodes.contains(self) }
-        static let retryableCodes: Set<Code> = [.revocationCheckUnavailable, .upstreamUnavailable]
+        static let retryableCodes: Set<Code> = [.revocationCheckUnavailable, .upstreamUnavailable, .rateLimited,
+                                                  .storageUnavailable]
 
         // MARK: Input shape (any parser of outside input)
         /// Input larger than the limit for its kind.
@@ -92,6 +93,50 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         /// Apple (or the configured upstream) cannot answer now: try again later.
         public static let upstreamUnavailable = Code(rawValue: "UPSTREAM_UNAVAILABLE")
 
+        /// Apple (or the upstream) asked us to slow down (HTTP 429) and retries ran out.
+        public static let rateLimited = Code(rawValue: "RATE_LIMITED")
+        /// Apple refused our credentials (verifyReceipt 21004 shared secret, Server API 401 key):
+        /// an operator must fix the app's configuration; the message names the key id, never the key.
+        public static let upstreamCredentialsRejected = Code(rawValue: "UPSTREAM_CREDENTIALS_REJECTED")
+        /// verifyReceipt could not authenticate the receipt (21003) or says it is malformed (21002).
+        public static let receiptNotAuthentic = Code(rawValue: "RECEIPT_NOT_AUTHENTIC")
+        /// The App Store knows no such transaction or account (Server API 4040010, verifyReceipt 21010).
+        public static let transactionNotFound = Code(rawValue: "TRANSACTION_NOT_FOUND")
+
+        // MARK: Gateway requests and ownership
+        /// The request body is not what the route accepts (malformed JSON, missing member).
+        public static let malformedRequest = Code(rawValue: "MALFORMED_REQUEST")
+        /// No or a wrong API key.
+        public static let unauthenticated = Code(rawValue: "UNAUTHENTICATED")
+        /// No configuration for this bundle id.
+        public static let unknownApp = Code(rawValue: "UNKNOWN_APP")
+        /// No such route.
+        public static let notFound = Code(rawValue: "NOT_FOUND")
+        /// The purchase is already bound to another account of this app.
+        public static let transactionBoundToOtherAccount = Code(rawValue: "TRANSACTION_BOUND_TO_OTHER_ACCOUNT")
+        /// A nonce that was never issued, was issued for another app or account, or expired.
+        public static let nonceInvalid = Code(rawValue: "NONCE_INVALID")
+        /// A nonce that was already used once.
+        public static let nonceReused = Code(rawValue: "NONCE_REUSED")
+        /// The app's policy requires a nonce for this evidence and none was sent.
+        public static let nonceRequired = Code(rawValue: "NONCE_REQUIRED")
+        /// The transaction's appAccountToken does not belong to the claiming account.
+        public static let appAccountTokenMismatch = Code(rawValue: "APP_ACCOUNT_TOKEN_MISMATCH")
+        /// The product is not in the app's catalog.
+        public static let unknownProduct = Code(rawValue: "UNKNOWN_PRODUCT")
+        /// The product's type differs from the catalog's.
+        public static let productTypeMismatch = Code(rawValue: "PRODUCT_TYPE_MISMATCH")
+        /// The price or currency differs from the catalog's.
+        public static let priceMismatch = Code(rawValue: "PRICE_MISMATCH")
+        /// The transaction was refunded or revoked: it grants nothing.
+        public static let transactionRevoked = Code(rawValue: "TRANSACTION_REVOKED")
+        /// A family-shared purchase where the app's policy does not accept family sharing.
+        public static let familySharingNotAllowed = Code(rawValue: "FAMILY_SHARING_NOT_ALLOWED")
+        /// The evidence carries no purchase at all.
+        public static let noTransactions = Code(rawValue: "NO_TRANSACTIONS")
+        /// The gateway's own storage failed; nothing was granted.
+        public static let storageUnavailable = Code(rawValue: "STORAGE_UNAVAILABLE")
+
         /// Every code above, for documentation and for tests that check the list is complete.
         public static let all: [Code] = [
             .inputTooLarge, .malformedBase64, .malformedJWS, .malformedJSON, .duplicateJSONKey,
@@ -101,7 +146,11 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
             .certificateRevoked, .revocationCheckUnavailable, .bundleIdMismatch, .appAppleIdMismatch,
             .environmentNotAllowed, .wrongPayloadKind, .notificationInconsistent,
             .testEnvironmentNotAllowed, .malformedReceipt, .notAppStoreReceipt,
-            .invalidConfiguration, .invalidMapping, .upstreamUnavailable,
+            .invalidConfiguration, .invalidMapping, .upstreamUnavailable, .rateLimited,
+            .upstreamCredentialsRejected, .receiptNotAuthentic, .transactionNotFound, .malformedRequest,
+            .unauthenticated, .unknownApp, .notFound, .transactionBoundToOtherAccount, .nonceInvalid,
+            .nonceReused, .nonceRequired, .appAccountTokenMismatch, .unknownProduct, .productTypeMismatch,
+            .priceMismatch, .transactionRevoked, .familySharingNotAllowed, .noTransactions, .storageUnavailable,
         ]
     }
 }
