@@ -1,0 +1,189 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// An XML element as read by `SafeXMLReader`: name, attributes, child elements, the text directly
+/// inside it, and the line where it starts.
+struct XMLElementNode {
+    var name: String
+    var attributes: [String: String]
+    var children: [XMLElementNode] = []
+    var text = ""
+    var line: Int
+}
+
+/// Reads configuration XML (plain or property list) without ever loading an entity.
+///
+/// Why the byte-level guards before the parser: `XMLParser`'s flag only covers *external*
+/// entities, and internal ones still expand (billion laughs). A configuration file has no use for
+/// a DTD, so any `<!ENTITY` is refused outright, and a DOCTYPE is allowed only where the caller
+/// says so (the standard plist one, without an internal subset). The text must be UTF-8 so the
+/// guards see what the parser sees (a UTF-16 file would hide `<!ENTITY` from a byte search).
+struct SafeXMLReader {
+    static let maxDepth = 32
+    static let maxElements = 20_000
+
+    let displayName: String
+    /// `nil`: no DOCTYPE allowed. Otherwise the root name a DOCTYPE may declare (`plist`).
+    let allowedDoctypeRoot: String?
+
+    func read(_ data: Data) throws(VerificationError) -> XMLElementNode {
+        try ConfigLimits.checkSize(data, displayName)
+        var bytes = data
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
+        guard !bytes.contains(0), let text = String(data: bytes, encoding: .utf8) else {
+            throw configError(displayName, line: nil, path: "", "not UTF-8 text")
+        }
+        try guardDeclarations(text)
+        return try parse(Data(bytes))
+    }
+
+    private func line(of range: Range<String.Index>, in text: String) -> Int {
+        text[..<range.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 }
+    }
+
+    private func guardDeclarations(_ text: String) throws(VerificationError) {
+        if let r = text.range(of: "<!ENTITY") {
+            throw configError(displayName, line: line(of: r, in: text), path: "", "entity declarations are not allowed")
+        }
+        if let r = text.range(of: "<?xml"), text[..<r.lowerBound].allSatisfy(\.isWhitespace),
+           let end = text[r.upperBound...].range(of: "?>") {
+            let declaration = text[r.upperBound..<end.lowerBound].lowercased()
+            if declaration.contains("encoding"), !declaration.contains("utf-8") {
+                throw configError(displayName, line: line(of: r, in: text), path: "", "only UTF-8 encoding is accepted")
+            }
+        }
+        var searchFrom = text.startIndex
+        var doctypes = 0
+        while let r = text.range(of: "<!DOCTYPE", range: searchFrom..<text.endIndex) {
+            doctypes += 1
+            let lineNumber = line(of: r, in: text)
+            guard let root = allowedDoctypeRoot, doctypes == 1 else {
+                throw configError(displayName, line: lineNumber, path: "", "DOCTYPE is not allowed")
+            }
+            let end = text[r.upperBound...].firstIndex(of: ">") ?? text.endIndex
+            let body = text[r.upperBound..<end]
+            let words = body.split(whereSeparator: \.isWhitespace)
+            guard !body.contains("["), words.first == Substring(root) else {
+                throw configError(displayName, line: lineNumber, path: "",
+                                  "only the standard \(root) DOCTYPE, without an internal subset, is allowed")
+            }
+            searchFrom = end
+        }
+    }
+
+    private func parse(_ data: Data) throws(VerificationError) -> XMLElementNode {
+        let parser = XMLParser(data: data)
+        parser.shouldResolveExternalEntities = false
+        parser.shouldProcessNamespaces = false
+        parser.shouldReportNamespacePrefixes = false
+        let builder = TreeBuilder()
+        parser.delegate = builder
+        let ok = parser.parse()
+        if let refusal = builder.refusal {
+            throw configError(displayName, line: refusal.line, path: "", refusal.reason)
+        }
+        // XMLParser can report success on malformed input: its error is the authority.
+        if !ok || parser.parserError != nil {
+            let reason = (parser.parserError as NSError?).map(Self.describe) ?? "malformed XML"
+            throw configError(displayName, line: parser.lineNumber > 0 ? parser.lineNumber : nil, path: "", reason)
+        }
+        guard let root = builder.root, builder.stack.isEmpty else {
+            throw configError(displayName, line: nil, path: "", "no root element")
+        }
+        return root
+    }
+
+    static func describe(_ error: NSError) -> String {
+        guard error.domain == XMLParser.errorDomain, let code = XMLParser.ErrorCode(rawValue: error.code) else {
+            return "malformed XML"
+        }
+        switch code {
+        case .tagNameMismatchError: return "mismatched tag"
+        case .prematureDocumentEndError: return "document ends too early"
+        case .emptyDocumentError, .documentStartError: return "not an XML document"
+        case .entityRefLoopError, .entityReferenceWithoutNameError, .undeclaredEntityError,
+             .entityNotStartedError, .entityNotFinishedError, .entityRefAtEOFError, .entityRefInDTDError,
+             .entityRefInPrologError, .entityRefInEpilogError, .entityBoundaryError, .parsedEntityRefNoNameError,
+             .parsedEntityRefMissingSemiError, .entityReferenceMissingSemiError, .entityIsExternalError,
+             .entityIsParameterError:
+            return "entity references other than &lt; &gt; &amp; &quot; &apos; are not allowed"
+        case .attributeNotStartedError, .attributeNotFinishedError,
+             .attributeRedefinedError:
+            return "malformed attribute"
+        case .extraContentError: return "content after the root element"
+        case .invalidCharacterError, .invalidCharacterRefError: return "invalid character"
+        default: return "malformed XML (parser error \(code.rawValue))"
+        }
+    }
+}
+
+/// Collects elements into a tree; refuses any entity or DTD event the byte guards might have missed.
+private final class TreeBuilder: NSObject, XMLParserDelegate {
+    var stack: [XMLElementNode] = []
+    var root: XMLElementNode?
+    var refusal: (line: Int?, reason: String)?
+    private var elementCount = 0
+
+    private func refuse(_ parser: XMLParser, _ reason: String) {
+        if refusal == nil { refusal = (parser.lineNumber > 0 ? parser.lineNumber : nil, reason) }
+        parser.abortParsing()
+    }
+
+    func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+                qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]) {
+        guard refusal == nil else { return }
+        elementCount += 1
+        guard stack.count < SafeXMLReader.maxDepth, elementCount <= SafeXMLReader.maxElements else {
+            return refuse(parser, "nested too deeply or too many elements")
+        }
+        guard root == nil || !stack.isEmpty else { return refuse(parser, "content after the root element") }
+        stack.append(XMLElementNode(name: elementName, attributes: attributeDict, line: parser.lineNumber))
+    }
+
+    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
+        guard refusal == nil, let done = stack.popLast() else { return }
+        if stack.isEmpty { root = done } else { stack[stack.count - 1].children.append(done) }
+    }
+
+    func parser(_ parser: XMLParser, foundCharacters string: String) {
+        guard refusal == nil, !stack.isEmpty else { return }
+        stack[stack.count - 1].text += string
+    }
+
+    func parser(_ parser: XMLParser, foundCDATA CDATABlock: Data) {
+        guard refusal == nil, !stack.isEmpty else { return }
+        guard let s = String(data: CDATABlock, encoding: .utf8) else { return refuse(parser, "CDATA is not UTF-8") }
+        stack[stack.count - 1].text += s
+    }
+
+    func parser(_ parser: XMLParser, foundInternalEntityDeclarationWithName name: String, value: String?) {
+        refuse(parser, "entity declarations are not allowed")
+    }
+
+    func parser(_ parser: XMLParser, foundExternalEntityDeclarationWithName name: String, publicID: String?, systemID: String?) {
+        refuse(parser, "entity declarations are not allowed")
+    }
+
+    func parser(_ parser: XMLParser, foundUnparsedEntityDeclarationWithName name: String, publicID: String?,
+                systemID: String?, notationName: String?) {
+        refuse(parser, "entity declarations are not allowed")
+    }
+
+    func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? {
+        refuse(parser, "external entities are not allowed")
+        return nil
+    }
+}
+
+enum ConfigLimits {
+    /// No configuration file needs more; a bigger one is a mistake or an attack.
+    static let maxFileBytes = 1 << 20
+
+    static func checkSize(_ data: Data, _ displayName: String) throws(VerificationError) {
+        guard data.count <= maxFileBytes else {
+            throw VerificationError(.inputTooLarge, "\(displayName): \(data.count) bytes exceeds the \(maxFileBytes)-byte limit for a configuration file")
+        }
+    }
+}
