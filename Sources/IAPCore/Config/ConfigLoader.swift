@@ -102,7 +102,7 @@ public enum ConfigLoader {
     public static func loadAll(configDirectory: URL) throws(VerificationError) -> Configuration {
         let gatewayFile = try findGatewayFile(configDirectory: configDirectory)
         let gateway = try gatewayFile.map { f throws(VerificationError) in try loadGateway(file: f) }
-            ?? GatewayConfig(appsDirectory: configDirectory.appendingPathComponent("apps").standardizedFileURL)
+            ?? GatewayConfig(appsDirectory: configDirectory.appendingPathComponent("apps"))
         return Configuration(gateway: gateway, gatewayFile: gatewayFile, apps: try loadApps(directory: gateway.appsDirectory))
     }
 

@@ -45,7 +45,7 @@ struct GatewayConfigDecoder {
 
     func decode(_ tree: ConfigNode) throws(VerificationError) -> GatewayConfig {
         let o = try ConfigField(node: tree, file: file, path: "").object()
-        var config = GatewayConfig(appsDirectory: baseDirectory.appendingPathComponent("apps").standardizedFileURL)
+        var config = GatewayConfig(appsDirectory: baseDirectory.appendingPathComponent("apps"))
         if let f = o.optional("listenAddress") { config.listenAddress = try f.nonEmptyString() }
         if let f = o.optional("listenPort") { config.listenPort = Int(try f.integer(in: 1...65_535)) }
         if let f = o.optional("storageURL") {
@@ -78,7 +78,7 @@ struct GatewayConfigDecoder {
         if let f = o.optional("appsDirectory") {
             let text = try f.nonEmptyString()
             config.appsDirectory = (text.hasPrefix("/") ? URL(fileURLWithPath: text)
-                : baseDirectory.appendingPathComponent(text)).standardizedFileURL
+                : baseDirectory.appendingPathComponent(text))
         }
         try o.finish()
         return config
