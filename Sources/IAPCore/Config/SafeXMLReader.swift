@@ -84,10 +84,13 @@ struct SafeXMLReader {
         if let refusal = builder.refusal {
             throw configError(displayName, line: refusal.line, path: "", refusal.reason)
         }
-        // XMLParser can report success on malformed input: its error is the authority.
-        if !ok || parser.parserError != nil {
-            let reason = (parser.parserError as NSError?).map(Self.describe) ?? "malformed XML"
-            throw configError(displayName, line: parser.lineNumber > 0 ? parser.lineNumber : nil, path: "", reason)
+        // XMLParser can report success on malformed input: any error is the authority, and the
+        // first one (libxml2 goes on and may end with a less telling one) says where it went wrong.
+        if !ok || parser.parserError != nil || builder.firstError != nil {
+            let first = builder.firstError
+            let error = (first?.error ?? parser.parserError) as NSError?
+            let line = first?.line ?? (parser.lineNumber > 0 ? parser.lineNumber : nil)
+            throw configError(displayName, line: line, path: "", error.map(Self.describe) ?? "malformed XML")
         }
         guard let root = builder.root, builder.stack.isEmpty else {
             throw configError(displayName, line: nil, path: "", "no root element")
@@ -95,26 +98,18 @@ struct SafeXMLReader {
         return root
     }
 
+    /// The parser error's code is libxml2's `xmlParserErrors` number (swift-corelibs-foundation's
+    /// `XMLParser.ErrorCode` enum is numbered differently on Linux, so it is not used to read it).
     static func describe(_ error: NSError) -> String {
-        guard error.domain == XMLParser.errorDomain, let code = XMLParser.ErrorCode(rawValue: error.code) else {
-            return "malformed XML"
-        }
-        switch code {
-        case .tagNameMismatchError: return "mismatched tag"
-        case .prematureDocumentEndError: return "document ends too early"
-        case .emptyDocumentError, .documentStartError: return "not an XML document"
-        case .entityRefLoopError, .entityReferenceWithoutNameError, .undeclaredEntityError,
-             .entityNotStartedError, .entityNotFinishedError, .entityRefAtEOFError, .entityRefInDTDError,
-             .entityRefInPrologError, .entityRefInEpilogError, .entityBoundaryError, .parsedEntityRefNoNameError,
-             .parsedEntityRefMissingSemiError, .entityReferenceMissingSemiError, .entityIsExternalError,
-             .entityIsParameterError:
-            return "entity references other than &lt; &gt; &amp; &quot; &apos; are not allowed"
-        case .attributeNotStartedError, .attributeNotFinishedError,
-             .attributeRedefinedError:
-            return "malformed attribute"
-        case .extraContentError: return "content after the root element"
-        case .invalidCharacterError, .invalidCharacterRefError: return "invalid character"
-        default: return "malformed XML (parser error \(code.rawValue))"
+        switch error.code {
+        case 76: return "mismatched tag"
+        case 77, 37: return "unfinished tag or entity"
+        case 5: return "content after the root element"
+        case 3, 4: return "not an XML document"
+        case 23, 26, 27, 28, 89: return "entity references other than &lt; &gt; &amp; &quot; &apos; are not allowed"
+        case 38...42: return "malformed attribute"
+        case 6...9: return "invalid character"
+        default: return "malformed XML (libxml2 error \(error.code))"
         }
     }
 }
@@ -124,6 +119,7 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
     var stack: [XMLElementNode] = []
     var root: XMLElementNode?
     var refusal: (line: Int?, reason: String)?
+    var firstError: (error: Error, line: Int?)?
     private var elementCount = 0
 
     private func refuse(_ parser: XMLParser, _ reason: String) {
@@ -156,6 +152,10 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
         guard refusal == nil, !stack.isEmpty else { return }
         guard let s = String(data: CDATABlock, encoding: .utf8) else { return refuse(parser, "CDATA is not UTF-8") }
         stack[stack.count - 1].text += s
+    }
+
+    func parser(_ parser: XMLParser, parseErrorOccurred parseError: Error) {
+        if firstError == nil { firstError = (parseError, parser.lineNumber > 0 ? parser.lineNumber : nil) }
     }
 
     func parser(_ parser: XMLParser, foundInternalEntityDeclarationWithName name: String, value: String?) {
