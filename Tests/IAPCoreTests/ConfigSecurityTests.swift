@@ -126,6 +126,16 @@ final class ConfigSecurityTests: XCTestCase {
         XCTAssertEqual(fileError?.code, .inputTooLarge)
     }
 
+    /// Found by FuzzConfig: FoundationXML on Linux dereferences NULL on a data-less processing instruction.
+    func testProcessingInstructionsAreRefusedBeforeTheParserSeesThem() {
+        for (text, line) in [("<?Optional?>\n<app/>", 1), ("<?xml version=\"1.0\"?>\n<app>\n<?x?></app>", 3),
+                             ("\n<?xml version=\"1.0\"?><app/>", 2)] {
+            let error = S.refusal { () throws(VerificationError) in _ = try tree(text, .xml) }
+            XCTAssertEqual(error?.message,
+                           "evil.xml:\(line): processing instructions are not allowed (the XML declaration must come first)", text)
+        }
+    }
+
     func testDeepNestingIsRefused() {
         let text = "<app>" + String(repeating: "<a>", count: 100) + String(repeating: "</a>", count: 100) + "</app>"
         let error = S.refusal { () throws(VerificationError) in _ = try tree(text, .xml) }

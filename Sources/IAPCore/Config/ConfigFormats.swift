@@ -37,6 +37,9 @@ struct PlistTreeReader {
         // Guards (size, UTF-8, entities, DOCTYPE) and well-formedness first, so the reference parser
         // only ever sees plain, entity-free XML.
         let root = try SafeXMLReader(displayName: displayName, allowedDoctypeRoot: "plist").read(data)
+        guard root.name == "plist" else {
+            throw configError(displayName, line: root.line, path: "", "root element must be <plist>, found <\(root.name)>")
+        }
         var format = PropertyListSerialization.PropertyListFormat.xml
         do {
             _ = try PropertyListSerialization.propertyList(from: data, options: [], format: &format)
@@ -45,9 +48,6 @@ struct PlistTreeReader {
         }
         guard format == .xml else {
             throw configError(displayName, line: nil, path: "", "not an XML property list")
-        }
-        guard root.name == "plist" else {
-            throw configError(displayName, line: root.line, path: "", "root element must be <plist>, found <\(root.name)>")
         }
         guard root.attributes.keys.allSatisfy({ $0 == "version" }), root.children.count == 1,
               isBlank(root.text) else {

@@ -47,12 +47,20 @@ struct SafeXMLReader {
         if let r = text.range(of: "<!ENTITY") {
             throw configError(displayName, line: line(of: r, in: text), path: "", "entity declarations are not allowed")
         }
-        if let r = text.range(of: "<?xml"), text[..<r.lowerBound].allSatisfy(\.isWhitespace),
-           let end = text[r.upperBound...].range(of: "?>") {
-            let declaration = text[r.upperBound..<end.lowerBound].lowercased()
+        // Processing instructions have no use here, and FoundationXML on Linux crashes (strlen of
+        // NULL) on one without data, such as `<?x?>`: only the leading XML declaration may use `<?`.
+        var piSearchFrom = text.startIndex
+        if text.hasPrefix("<?xml"), let next = text.dropFirst(5).first, next.isWhitespace,
+           let end = text.range(of: "?>") {
+            let declaration = text[..<end.lowerBound].lowercased()
             if declaration.contains("encoding"), !declaration.contains("utf-8") {
-                throw configError(displayName, line: line(of: r, in: text), path: "", "only UTF-8 encoding is accepted")
+                throw configError(displayName, line: 1, path: "", "only UTF-8 encoding is accepted")
             }
+            piSearchFrom = end.upperBound
+        }
+        if let r = text.range(of: "<?", range: piSearchFrom..<text.endIndex) {
+            throw configError(displayName, line: line(of: r, in: text), path: "",
+                              "processing instructions are not allowed (the XML declaration must come first)")
         }
         var searchFrom = text.startIndex
         var doctypes = 0

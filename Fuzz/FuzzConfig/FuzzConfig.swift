@@ -1,0 +1,18 @@
+// libFuzzer target: the same bytes go to the plain-XML and the property-list readers, for both an
+// app policy and a gateway file. Any outcome but a VerificationError or a value is a bug (a crash,
+// a hang, or a sanitizer report).
+import Foundation
+import IAPCore
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    let bytes = Data(bytes: data, count: size)
+    let base = URL(fileURLWithPath: "/nonexistent/config")
+    for format in ConfigFormat.allCases {
+        _ = try? ConfigLoader.decodeAppPolicy(bytes, format: format, displayName: "fuzz.\(format.rawValue)",
+                                              baseDirectory: base, expectedBundleId: "com.fuzz.app")
+        _ = try? ConfigLoader.decodeGateway(bytes, format: format, displayName: "gateway.\(format.rawValue)",
+                                            baseDirectory: base)
+    }
+    return 0
+}
