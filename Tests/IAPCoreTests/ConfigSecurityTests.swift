@@ -54,6 +54,17 @@ final class ConfigSecurityTests: XCTestCase {
                        "evil.plist:2: only the standard plist DOCTYPE, without an internal subset, is allowed")
     }
 
+    func testPlistDoctypeWithAnotherExternalDTDIsRefused() throws {
+        let dir = try S.makeTempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let dtd = dir.appendingPathComponent("evil.dtd")
+        try Data("<!ENTITY leak SYSTEM \"file:///etc/hostname\">".utf8).write(to: dtd)
+        let text = "<?xml version=\"1.0\"?>\n<!DOCTYPE plist SYSTEM \"file://\(dtd.path)\">\n<plist><dict><key>bundleId</key><string>&leak;</string></dict></plist>"
+        let error = S.refusal { () throws(VerificationError) in _ = try tree(text, .plist) }
+        XCTAssertEqual(error?.message,
+                       "evil.plist:2: only the standard plist DOCTYPE, without an internal subset, is allowed")
+    }
+
     func testUndeclaredEntityReferenceIsRefused() {
         let error = S.refusal { () throws(VerificationError) in _ = try tree("<app>\n<bundleId>&nope;</bundleId></app>", .xml) }
         XCTAssertEqual(error?.code, .invalidConfiguration)

@@ -23,6 +23,10 @@ struct XMLElementNode {
 struct SafeXMLReader {
     static let maxDepth = 32
     static let maxElements = 20_000
+    static let standardPlistDoctypes: Set<String> = [
+        #"plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd""#,
+        #"plist PUBLIC "-//Apple Computer//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd""#,
+    ]
 
     let displayName: String
     /// `nil`: no DOCTYPE allowed. Otherwise the root name a DOCTYPE may declare (`plist`).
@@ -72,8 +76,10 @@ struct SafeXMLReader {
             }
             let end = text[r.upperBound...].firstIndex(of: ">") ?? text.endIndex
             let body = text[r.upperBound..<end]
-            let words = body.split(whereSeparator: \.isWhitespace)
-            guard !body.contains("["), words.first == Substring(root) else {
+            // Exactly the standard one: a SYSTEM identifier of our choosing would point libxml2 at
+            // an external DTD whose entities `&name;` could then pull in.
+            let normalized = body.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            guard root == "plist", Self.standardPlistDoctypes.contains(normalized) else {
                 throw configError(displayName, line: lineNumber, path: "",
                                   "only the standard \(root) DOCTYPE, without an internal subset, is allowed")
             }
