@@ -1,7 +1,68 @@
-// Placeholder until this subcommand is built in this session's work on issue 2.
+import Foundation
+import IAPCore
+
+/// `iapgw config check [DIR]`: loads the gateway file and every app policy, checks trust roots exist
+/// and secret references are usable, and lists every problem at once (exit 1 if any error).
+/// Secret values are never read for printing; an unset variable is only a warning.
 struct ConfigCommand: Subcommand {
     let name = "config"
     let summary = "check the per-app and gateway configuration"
-    let usage = "usage: iapgw config ..."
-    func run(_ args: inout CommandLineArguments) throws -> Int32 { throw UsageError(message: "not built yet") }
+    let usage = "usage: iapgw config check [DIR]   (DIR defaults to Config/)"
+
+    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+        guard args.positional() == "check" else { throw UsageError(message: "expected: check") }
+        let directory = args.positional() ?? "Config"
+        try args.finish()
+        var out = ""
+        let ok = check(URL(fileURLWithPath: directory), into: &out)
+        FileHandle.standardOutput.write(Data(out.utf8))
+        return ok ? 0 : 1
+    }
+
+    private func check(_ directory: URL, into out: inout String) -> Bool {
+        var ok = true
+        let gateway: GatewayConfig
+        do {
+            let file = try ConfigLoader.findGatewayFile(configDirectory: directory)
+            if let file {
+                gateway = try ConfigLoader.loadGateway(file: file)
+                out += "ok gateway (\(file.relativePath))\n"
+            } else {
+                gateway = GatewayConfig(appsDirectory: directory.appendingPathComponent("apps"))
+                out += "ok gateway (no gateway.xml or gateway.plist: defaults)\n"
+            }
+        } catch {
+            out += "error \(error)\n"
+            return false
+        }
+        out += "  listen \(gateway.listenAddress):\(gateway.listenPort); storage \(gateway.storageURL)\n"
+        out += "  verifyReceipt \(gateway.upstream.verifyReceiptProduction) | \(gateway.upstream.verifyReceiptSandbox)\n"
+        out += "  serverAPI \(gateway.upstream.serverAPIProduction) | \(gateway.upstream.serverAPISandbox)\n"
+        out += "  timeouts connect \(gateway.timeouts.connectSeconds)s request \(gateway.timeouts.requestSeconds)s;"
+            + " limits body \(gateway.limits.maxBodyBytes) B, JWS \(gateway.limits.maxJWSBytes) B\n"
+        out += "  apps \(gateway.appsDirectory.relativePath)\n"
+
+        let results: [ConfigLoader.AppFileResult]
+        do {
+            results = try ConfigLoader.checkApps(directory: gateway.appsDirectory)
+        } catch {
+            out += "error \(error)\n"
+            return false
+        }
+        if results.isEmpty { out += "warning: no app policies in \(gateway.appsDirectory.relativePath)\n" }
+        for entry in results {
+            switch entry.result {
+            case .failure(let error):
+                ok = false
+                out += "error \(error)\n"
+            case .success(let policy):
+                let diagnostics = policy.diagnostics()
+                let hasError = diagnostics.contains { $0.severity == .error }
+                if hasError { ok = false }
+                out += "\(hasError ? "error" : "ok") \(policy.bundleId) (\(entry.format?.rawValue ?? "?")): \(policy.summary)\n"
+                for d in diagnostics { out += "  \(d.severity.rawValue) \(entry.displayName): \(d.message)\n" }
+            }
+        }
+        return ok
+    }
 }

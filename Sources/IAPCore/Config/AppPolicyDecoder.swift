@@ -1,0 +1,200 @@
+import Foundation
+
+/// The one decoder from the generic tree to `AppPolicy`, whichever format the file was in.
+/// Every key is read through `ConfigObject`, which refuses keys nobody read.
+struct AppPolicyDecoder {
+    let file: String
+    /// Relative paths (trust roots, secret files) are resolved against the config file's folder.
+    let baseDirectory: URL
+
+    func decode(_ tree: ConfigNode, expectedBundleId: String?) throws(VerificationError) -> AppPolicy {
+        let root = ConfigField(node: tree, file: file, path: "")
+        let o = try root.object()
+
+        let bundleIdField = try o.required("bundleId")
+        let bundleId = try bundleIdField.nonEmptyString()
+        if let expectedBundleId, bundleId != expectedBundleId {
+            throw bundleIdField.fail("\"\(bundleId)\" does not match the file name (\(expectedBundleId))")
+        }
+        let appAppleIdField = o.optional("appAppleId")
+        let appAppleId = try appAppleIdField?.integer(in: 1...Int64.max)
+
+        let environmentsField = try o.required("allowedEnvironments")
+        var environments = Set<AppStoreEnvironment>()
+        for item in try environmentsField.array() {
+            let env = try item.oneOf([("Production", AppStoreEnvironment.production), ("Sandbox", .sandbox)])
+            guard environments.insert(env).inserted else { throw item.fail("listed twice") }
+        }
+        guard !environments.isEmpty else { throw environmentsField.fail("must list Production and/or Sandbox") }
+        if environments.contains(.production), appAppleId == nil {
+            throw configError(file, line: tree.line, path: "appAppleId", "required when Production is allowed")
+        }
+
+        var sandboxAccounts = Set<String>()
+        for item in try o.optional("sandboxAccounts")?.array() ?? [] {
+            guard sandboxAccounts.insert(try item.nonEmptyString()).inserted else { throw item.fail("listed twice") }
+        }
+
+        let localField = o.optional("allowLocalTestEnvironments")
+        let allowLocal = try localField?.bool() ?? false
+        if allowLocal, environments.contains(.production), let localField {
+            throw localField.fail("a production policy cannot allow local test environments (Xcode, LocalTesting)")
+        }
+
+        let trustRoots = try decodeTrustRoots(o.required("trustRoots"))
+        let sharedSecret = try o.optional("sharedSecret").map { f throws(VerificationError) in try decodeSecret(f) }
+        let serverAPIField = o.optional("serverAPI")
+        let serverAPI = try serverAPIField.map { f throws(VerificationError) in try decodeServerAPI(f) }
+        let catalog = try decodeCatalog(o.required("productCatalog"))
+        let routingField = try o.required("routing")
+        let routing = try decodeRouting(routingField)
+        let noncePolicy = try decodeNoncePolicy(o.required("noncePolicy"))
+        let family = try o.required("familySharingPolicy").oneOf(
+            AppPolicy.FamilySharingPolicy.allCases.map { ($0.rawValue, $0) })
+        let grace = try decodeGracePolicy(o.required("gracePeriodPolicy"))
+        let onlineChecks = try o.required("onlineChecks").bool()
+        let localOnlyJWS = try o.required("localOnlyJWS").bool()
+        let apiKey = try decodeAPIKey(o.required("apiKey"))
+        try o.finish()
+
+        let needsServerAPI = routing.receipt.usesServerAPI || routing.transactionId.usesServerAPI
+            || (routing.signedTransaction.usesServerAPI && !localOnlyJWS)
+        if needsServerAPI, serverAPI == nil {
+            throw configError(file, line: routingField.node.line, path: "serverAPI",
+                              "required: routing uses the App Store Server API")
+        }
+
+        return AppPolicy(
+            bundleId: bundleId, appAppleId: appAppleId, allowedEnvironments: environments,
+            sandboxAccounts: sandboxAccounts, allowLocalTestEnvironments: allowLocal, trustRoots: trustRoots,
+            sharedSecret: sharedSecret, serverAPI: serverAPI, productCatalog: catalog, routing: routing,
+            noncePolicy: noncePolicy, familySharingPolicy: family, gracePeriodPolicy: grace,
+            onlineChecks: onlineChecks, localOnlyJWS: localOnlyJWS, apiKey: apiKey)
+    }
+
+    private func path(_ field: ConfigField) throws(VerificationError) -> URL {
+        let text = try field.nonEmptyString()
+        guard !text.contains("\0") else { throw field.fail("invalid path") }
+        return text.hasPrefix("/") ? URL(fileURLWithPath: text).standardizedFileURL
+            : baseDirectory.appendingPathComponent(text).standardizedFileURL
+    }
+
+    private func decodeTrustRoots(_ field: ConfigField) throws(VerificationError) -> AppPolicy.TrustRoots {
+        let o = try field.object()
+        var jws: [URL] = []
+        for item in try o.required("jws").array() { jws.append(try path(item)) }
+        var receipts: [URL] = []
+        for item in try o.required("receipts").array() { receipts.append(try path(item)) }
+        try o.finish()
+        return AppPolicy.TrustRoots(jws: jws, receipts: receipts)
+    }
+
+    /// `{env: NAME}` or `{file: path}`, optionally with `previous: {env|file}` for rotation.
+    func decodeSecret(_ field: ConfigField, allowPrevious: Bool = true) throws(VerificationError) -> SecretReference {
+        let o = try field.object()
+        let env = o.optional("env")
+        let file = o.optional("file")
+        let previousField = allowPrevious ? o.optional("previous") : nil
+        try o.finish()
+        let source: SecretReference.Source
+        switch (env, file) {
+        case (let env?, nil):
+            let name = try env.nonEmptyString()
+            guard SecretReference.isValidEnvironmentName(name) else {
+                // The value is not echoed: a secret pasted here by mistake must not reach a log.
+                throw env.fail("not a valid environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+            }
+            source = .environmentVariable(name)
+        case (nil, let file?):
+            source = .file(try path(file))
+        default:
+            throw field.fail("give exactly one of env or file")
+        }
+        let previous = try previousField.map { f throws(VerificationError) in try decodeSecret(f, allowPrevious: false).source }
+        return SecretReference(source, previous: previous)
+    }
+
+    private func decodeServerAPI(_ field: ConfigField) throws(VerificationError) -> AppPolicy.ServerAPICredentials {
+        let o = try field.object()
+        let issuerField = try o.required("issuerId")
+        let issuerId = try issuerField.nonEmptyString()
+        guard UUID(uuidString: issuerId) != nil else { throw issuerField.fail("not a UUID") }
+        let keyField = try o.required("keyId")
+        let keyId = try keyField.nonEmptyString()
+        guard keyId.count <= 32, keyId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            throw keyField.fail("not an App Store Connect key id (letters and digits)")
+        }
+        let privateKey = try decodeSecret(o.required("privateKey"))
+        try o.finish()
+        return AppPolicy.ServerAPICredentials(issuerId: issuerId, keyId: keyId, privateKey: privateKey)
+    }
+
+    private func decodeCatalog(_ field: ConfigField) throws(VerificationError) -> [String: AppPolicy.Product] {
+        var catalog: [String: AppPolicy.Product] = [:]
+        for item in try field.array() {
+            let o = try item.object()
+            let idField = try o.required("productId")
+            let productId = try idField.nonEmptyString()
+            let type = try o.required("type").oneOf(TransactionType.known.map { ($0.rawValue, $0) })
+            let priceField = o.optional("priceMilliunits")
+            let price = try priceField?.integer(in: 0...Int64.max)
+            let currencyField = o.optional("currency")
+            let currency = try currencyField?.string()
+            try o.finish()
+            if let currencyField, let currency,
+               !(currency.count == 3 && currency.allSatisfy({ $0.isASCII && $0.isUppercase })) {
+                throw currencyField.fail("not an ISO 4217 code (three capital letters)")
+            }
+            if (price == nil) != (currency == nil) {
+                throw (priceField ?? currencyField ?? item).fail("priceMilliunits and currency go together")
+            }
+            guard catalog[productId] == nil else { throw idField.fail("product \(productId) listed twice") }
+            catalog[productId] = AppPolicy.Product(productId: productId, type: type, priceMilliunits: price, currency: currency)
+        }
+        return catalog
+    }
+
+    private func decodeRouting(_ field: ConfigField) throws(VerificationError) -> AppPolicy.Routing {
+        let o = try field.object()
+        let modes = AppPolicy.RoutingMode.allCases.map { ($0.rawValue, $0) }
+        let receipt = try o.required("receipt").oneOf(modes)
+        let transactionIdField = try o.required("transactionId")
+        let transactionId = try transactionIdField.oneOf(modes)
+        let signedTransaction = try o.required("signedTransaction").oneOf(modes)
+        try o.finish()
+        if transactionId != .serverAPI {
+            throw transactionIdField.fail("a transaction id can only be verified through the Server API (serverAPI)")
+        }
+        return AppPolicy.Routing(receipt: receipt, transactionId: transactionId, signedTransaction: signedTransaction)
+    }
+
+    private func decodeNoncePolicy(_ field: ConfigField) throws(VerificationError) -> AppPolicy.NoncePolicy {
+        let o = try field.object()
+        let required = try o.required("requiredForReceipts").bool()
+        let ttl = try o.required("ttlSeconds").integer(in: 1...86_400)
+        try o.finish()
+        return AppPolicy.NoncePolicy(requiredForReceipts: required, ttlSeconds: ttl)
+    }
+
+    private func decodeGracePolicy(_ field: ConfigField) throws(VerificationError) -> AppPolicy.GracePeriodPolicy {
+        let o = try field.object()
+        let grace = try o.required("grantDuringGracePeriod").bool()
+        let retry = try o.required("grantDuringBillingRetry").bool()
+        try o.finish()
+        return AppPolicy.GracePeriodPolicy(grantDuringGracePeriod: grace, grantDuringBillingRetry: retry)
+    }
+
+    /// `{sha256: hex}` or a secret reference `{env|file}`.
+    private func decodeAPIKey(_ field: ConfigField) throws(VerificationError) -> APIKeyReference {
+        let o = try field.object()
+        if let hashField = o.optional("sha256") {
+            try o.finish()
+            let hex = try hashField.string()
+            guard hex.count == 64, hex.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else {
+                throw hashField.fail("not a lowercase hex SHA-256 (64 characters)")
+            }
+            return .sha256(hex)
+        }
+        return .secret(try decodeSecret(field, allowPrevious: true))
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+
+/// A finding about a loaded policy that decoding alone cannot see: files that must exist,
+/// secrets that are not available yet. Messages name references, never secret values.
+public struct ConfigDiagnostic: Sendable, Equatable, CustomStringConvertible {
+    public enum Severity: String, Sendable { case error, warning }
+    public var severity: Severity
+    public var message: String
+    public var description: String { "\(severity.rawValue): \(message)" }
+}
+
+extension AppPolicy {
+    /// Trust roots that are missing are errors (nothing could be verified); secrets not available
+    /// now are warnings (they may be provided only where the gateway runs).
+    public func diagnostics(environment: [String: String] = ProcessInfo.processInfo.environment) -> [ConfigDiagnostic] {
+        var found: [ConfigDiagnostic] = []
+        for (kind, roots) in [("jws", trustRoots.jws), ("receipts", trustRoots.receipts)] {
+            for root in roots where !FileManager.default.isReadableFile(atPath: root.path) {
+                found.append(ConfigDiagnostic(severity: .error, message: "trustRoots.\(kind): \(root.path) not found"))
+            }
+        }
+        func secret(_ name: String, _ reference: SecretReference?) {
+            guard let reference else { return }
+            for source in [reference.source] + (reference.previous.map { [$0] } ?? []) {
+                if let problem = SecretReference.availability(source, environment: environment) {
+                    found.append(ConfigDiagnostic(severity: .warning, message: "\(name): \(problem)"))
+                }
+            }
+        }
+        secret("sharedSecret", sharedSecret)
+        secret("serverAPI.privateKey", serverAPI?.privateKey)
+        if case .secret(let reference) = apiKey { secret("apiKey", reference) }
+        return found
+    }
+
+    /// One line for operators: environments, catalog size, routing, and where secrets come from.
+    public var summary: String {
+        let envs = allowedEnvironments.map(\.rawValue).sorted().joined(separator: ",")
+        var parts = ["environments \(envs)"]
+        if let appAppleId { parts.append("appAppleId \(appAppleId)") }
+        if allowLocalTestEnvironments { parts.append("local test environments allowed") }
+        if !sandboxAccounts.isEmpty { parts.append("\(sandboxAccounts.count) sandbox account(s)") }
+        parts.append("\(productCatalog.count) product\(productCatalog.count == 1 ? "" : "s")")
+        parts.append("routing " + EvidenceKind.allCases.map { "\($0.rawValue)=\(routing[$0].rawValue)" }.joined(separator: " "))
+        parts.append("family sharing \(familySharingPolicy.rawValue)")
+        parts.append("online checks \(onlineChecks ? "on" : "off")")
+        if localOnlyJWS { parts.append("local-only JWS") }
+        return parts.joined(separator: "; ")
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+
+/// Gateway-wide settings from `Config/gateway.xml` or `Config/gateway.plist` (root `<gateway>` in
+/// plain XML). Every key is optional; an absent key takes the default shown here.
+public struct GatewayConfig: Sendable, Equatable {
+    public var listenAddress: String = "127.0.0.1"
+    public var listenPort: Int = 8080
+    /// `sqlite:<path>` (relative to the working directory) or `postgresql://…`.
+    public var storageURL: String = "sqlite:var/iapgw.sqlite"
+    public var upstream = Upstream()
+    public var timeouts = Timeouts()
+    public var limits = Limits()
+    /// Where the per-app files are; `apps` next to the gateway file unless set.
+    public var appsDirectory: URL
+
+    public init(appsDirectory: URL) { self.appsDirectory = appsDirectory }
+
+    /// Apple's real endpoints by default; the simulator or a test points them elsewhere.
+    public struct Upstream: Sendable, Equatable {
+        public var verifyReceiptProduction = "https://buy.itunes.apple.com/verifyReceipt"
+        public var verifyReceiptSandbox = "https://sandbox.itunes.apple.com/verifyReceipt"
+        public var serverAPIProduction = "https://api.storekit.itunes.apple.com"
+        public var serverAPISandbox = "https://api.storekit-sandbox.itunes.apple.com"
+        public init() {}
+    }
+
+    public struct Timeouts: Sendable, Equatable {
+        public var connectSeconds: Int64 = 5
+        public var requestSeconds: Int64 = 15
+        public init() {}
+    }
+
+    public struct Limits: Sendable, Equatable {
+        /// Largest HTTP request body accepted (a big legacy receipt is a few hundred KB of base64).
+        public var maxBodyBytes: Int64 = 2 << 20
+        /// Largest compact JWS accepted.
+        public var maxJWSBytes: Int64 = 64 << 10
+        public init() {}
+    }
+}
+
+struct GatewayConfigDecoder {
+    let file: String
+    let baseDirectory: URL
+
+    func decode(_ tree: ConfigNode) throws(VerificationError) -> GatewayConfig {
+        let o = try ConfigField(node: tree, file: file, path: "").object()
+        var config = GatewayConfig(appsDirectory: baseDirectory.appendingPathComponent("apps"))
+        if let f = o.optional("listenAddress") { config.listenAddress = try f.nonEmptyString() }
+        if let f = o.optional("listenPort") { config.listenPort = Int(try f.integer(in: 1...65_535)) }
+        if let f = o.optional("storageURL") {
+            let url = try f.nonEmptyString()
+            guard url.hasPrefix("sqlite:") || url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
+                throw f.fail("must start with sqlite: or postgresql://")
+            }
+            config.storageURL = url
+        }
+        if let f = o.optional("upstream") {
+            let u = try f.object()
+            if let g = u.optional("verifyReceiptProduction") { config.upstream.verifyReceiptProduction = try upstreamURL(g) }
+            if let g = u.optional("verifyReceiptSandbox") { config.upstream.verifyReceiptSandbox = try upstreamURL(g) }
+            if let g = u.optional("serverAPIProduction") { config.upstream.serverAPIProduction = try upstreamURL(g) }
+            if let g = u.optional("serverAPISandbox") { config.upstream.serverAPISandbox = try upstreamURL(g) }
+            try u.finish()
+        }
+        if let f = o.optional("timeouts") {
+            let t = try f.object()
+            if let g = t.optional("connectSeconds") { config.timeouts.connectSeconds = try g.integer(in: 1...300) }
+            if let g = t.optional("requestSeconds") { config.timeouts.requestSeconds = try g.integer(in: 1...600) }
+            try t.finish()
+        }
+        if let f = o.optional("limits") {
+            let l = try f.object()
+            if let g = l.optional("maxBodyBytes") { config.limits.maxBodyBytes = try g.integer(in: 1_024...(64 << 20)) }
+            if let g = l.optional("maxJWSBytes") { config.limits.maxJWSBytes = try g.integer(in: 1_024...(16 << 20)) }
+            try l.finish()
+        }
+        if let f = o.optional("appsDirectory") {
+            let text = try f.nonEmptyString()
+            config.appsDirectory = (text.hasPrefix("/") ? URL(fileURLWithPath: text)
+                : baseDirectory.appendingPathComponent(text))
+        }
+        try o.finish()
+        return config
+    }
+
+    /// HTTPS, except plain HTTP to this machine (the local App Store simulator).
+    private func upstreamURL(_ field: ConfigField) throws(VerificationError) -> String {
+        let text = try field.nonEmptyString()
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
+            throw field.fail("not an absolute URL")
+        }
+        let local = ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host.lowercased())
+        guard scheme == "https" || (scheme == "http" && local) else {
+            throw field.fail("must be https (plain http only to localhost)")
+        }
+        return text
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import XCTest
+@testable import IAPCore
+
+/// One schema, two formats, one decoder: the same settings give the same policy in either format.
+final class ConfigFormatTests: XCTestCase {
+    typealias S = ConfigTestSupport
+
+    func testExamplePlistAndXMLTwinsGiveTheSameAppPolicy() throws {
+        let plist = try ConfigLoader.loadAppPolicy(file: S.configDirectory.appendingPathComponent("apps/com.example.demo.plist"))
+        let xml = try ConfigLoader.loadAppPolicy(file: S.configDirectory.appendingPathComponent("examples/com.example.demo.xml"))
+        XCTAssertEqual(plist, xml)
+        XCTAssertEqual(plist.bundleId, "com.example.demo")
+        XCTAssertEqual(plist.appAppleId, 1234567890)
+        XCTAssertEqual(plist.allowedEnvironments, [.production, .sandbox])
+        XCTAssertEqual(plist.productCatalog.count, 3)
+        XCTAssertEqual(plist.productCatalog["com.example.demo.pro.monthly"],
+                       AppPolicy.Product(productId: "com.example.demo.pro.monthly", type: .autoRenewable,
+                                         priceMilliunits: 4990, currency: "USD"))
+        XCTAssertEqual(plist.routing.receipt, .shadow)
+        XCTAssertEqual(plist.sharedSecret, SecretReference(.environmentVariable("DEMO_SHARED_SECRET"),
+                                                           previous: .environmentVariable("DEMO_SHARED_SECRET_PREVIOUS")))
+        // Relative paths resolve against the file's own folder, so both twins land on Config/trust.
+        XCTAssertEqual(plist.trustRoots.jws, [S.configDirectory.appendingPathComponent("trust/AppleRootCA-G3.cer").standardizedFileURL])
+    }
+
+    func testInlineTwinsGiveTheSameTreeAndPolicy() throws {
+        let xmlTree = try ConfigFormat.readTree(Data(S.appXML().utf8), format: .xml, displayName: "a.xml", rootElement: "app")
+        let plistTree = try ConfigFormat.readTree(Data(S.appPlist().utf8), format: .plist, displayName: "a.plist", rootElement: "app")
+        XCTAssertEqual(xmlTree, plistTree)
+        XCTAssertEqual(try S.decode(S.appXML(), .xml), try S.decode(S.appPlist(), .plist))
+    }
+
+    func testXMLTypesAreWrittenNotGuessed() throws {
+        let tree = try ConfigFormat.readTree(Data("<app><a>123</a><b type=\"integer\">123</b><c type=\"bool\">true</c><d type=\"array\"/></app>".utf8),
+                                             format: .xml, displayName: "t.xml", rootElement: "app")
+        XCTAssertEqual(tree, ConfigNode(.dictionary(["a": ConfigNode(.string("123")), "b": ConfigNode(.integer(123)),
+                                                     "c": ConfigNode(.bool(true)), "d": ConfigNode(.array([]))])))
+    }
+
+    func testRealVectorFixturesLoadWithTheirTrustRootsPresent() throws {
+        let config = try ConfigLoader.loadAll(configDirectory: S.fixtureConfig)
+        XCTAssertEqual(Set(config.apps.keys), ["com.goodheartapp", "com.nineton.taller"])
+        let taller = try XCTUnwrap(config.apps["com.nineton.taller"])
+        XCTAssertEqual(taller.appAppleId, 6450284872)
+        XCTAssertTrue(taller.allows(.production))
+        XCTAssertFalse(taller.allows(.sandbox))
+        let goodheart = try XCTUnwrap(config.apps["com.goodheartapp"])
+        XCTAssertEqual(goodheart.allowedEnvironments, [.sandbox])
+        XCTAssertEqual(goodheart.productCatalog["gh_super_good_ticket_1"]?.priceMilliunits, 230000)
+        XCTAssertEqual(goodheart.productCatalog["gh_super_good_ticket_1"]?.currency, "JPY")
+        for policy in config.apps.values {
+            XCTAssertEqual(policy.diagnostics(environment: [:]).filter { $0.severity == .error }, [], policy.bundleId)
+        }
+        XCTAssertNil(config.gatewayFile)
+        XCTAssertEqual(config.gateway.storageURL, "sqlite:var/iapgw.sqlite")
+    }
+
+    func testMissingTrustRootIsADiagnosticErrorAndUnsetSecretOnlyAWarning() throws {
+        let policy = try ConfigLoader.loadAppPolicy(file: S.configDirectory.appendingPathComponent("apps/com.example.demo.plist"))
+        let diagnostics = policy.diagnostics(environment: ["DEMO_SHARED_SECRET": "x"])
+        XCTAssertTrue(diagnostics.contains { $0.severity == .error && $0.message.contains("trustRoots.jws") })
+        XCTAssertTrue(diagnostics.contains { $0.severity == .warning && $0.message == "apiKey: env:DEMO_API_KEY is not set" })
+        XCTAssertFalse(diagnostics.contains { $0.message.contains("env:DEMO_SHARED_SECRET is not set") })
+    }
+
+    func testGatewayFileDefaultsAndOverrides() throws {
+        let xml = try ConfigLoader.loadGateway(file: S.configDirectory.appendingPathComponent("gateway.xml"))
+        XCTAssertEqual(xml.storageURL, "sqlite:var/iapgw.sqlite")
+        XCTAssertEqual(xml.upstream.verifyReceiptProduction, "https://buy.itunes.apple.com/verifyReceipt")
+        XCTAssertEqual(xml.upstream.serverAPISandbox, "https://api.storekit-sandbox.itunes.apple.com")
+        XCTAssertEqual(xml.listenPort, 8080)
+        let plist = try ConfigLoader.loadGateway(file: S.configDirectory.appendingPathComponent("examples/gateway.plist"))
+        XCTAssertEqual(plist.listenPort, 8443)
+        XCTAssertEqual(plist.storageURL, "postgresql://iapgw@localhost/iapgw")
+        XCTAssertEqual(plist.appsDirectory.standardizedFileURL, xml.appsDirectory.standardizedFileURL)
+        XCTAssertEqual(plist.limits, GatewayConfig.Limits())
+    }
+
+    func testGatewayRefusesPlainHTTPUpstreamExceptLocalhost() throws {
+        func gateway(_ url: String) throws(VerificationError) -> GatewayConfig {
+            try ConfigLoader.decodeGateway(Data("<gateway><upstream><serverAPIProduction>\(url)</serverAPIProduction></upstream></gateway>".utf8),
+                                           format: .xml, displayName: "gateway.xml", baseDirectory: URL(fileURLWithPath: "/tmp"))
+        }
+        XCTAssertEqual(try gateway("http://127.0.0.1:9000").upstream.serverAPIProduction, "http://127.0.0.1:9000")
+        let error = S.refusal { () throws(VerificationError) in _ = try gateway("http://evil.example.com") }
+        XCTAssertEqual(error?.code, .invalidConfiguration)
+        XCTAssertEqual(error?.message, "gateway.xml:1: upstream.serverAPIProduction: must be https (plain http only to localhost)")
+    }
+
+    func testLoadAllRefusesGatewayInBothFormats() throws {
+        let dir = try S.makeTempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Data("<gateway/>".utf8).write(to: dir.appendingPathComponent("gateway.xml"))
+        try Data("<gateway/>".utf8).write(to: dir.appendingPathComponent("gateway.plist"))
+        let error = S.refusal { () throws(VerificationError) in _ = try ConfigLoader.loadAll(configDirectory: dir) }
+        XCTAssertEqual(error?.code, .invalidConfiguration)
+        XCTAssertTrue(error?.message.contains("both gateway.plist and gateway.xml") == true)
+    }
+}
