@@ -1,4 +1,5 @@
 import XCTest
+import Foundation
 @testable import IAPCore
 
 final class StrictJSONTests: XCTestCase {
@@ -93,5 +94,14 @@ final class CanonicalModelTests: XCTestCase {
         for r in raw { XCTAssertNotNil(r.range(of: "^[A-Z][A-Z0-9_]+$", options: .regularExpression), r) }
         XCTAssertTrue(VerificationError(.revocationCheckUnavailable, "x").retryable)
         XCTAssertFalse(VerificationError(.invalidSignature, "x").retryable)
+    }
+
+    func testEveryErrorCodeIsDocumentedInTheREADME() throws {
+        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("README.md")
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        for code in VerificationError.Code.all {
+            XCTAssertTrue(text.contains("| `\(code.rawValue)` |"), "README lacks \(code.rawValue); run Scripts/error-codes-table.py")
+        }
     }
 }
