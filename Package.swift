@@ -35,6 +35,12 @@ var targets: [Target] = [
     // Outgoing HTTPS to Apple (and plain HTTP to loopback simulators) on libcurl.
     .target(name: "UpstreamHTTP", dependencies: ["CCurl"]),
 
+    // The plugin protocol (VerificationAdapter) and the adapters: verifyReceipt, App Store Server API.
+    .target(name: "Adapters", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "UpstreamHTTP"]),
+
+    // The gateway: policy checks, entitlements, routes, auth, nonces (transport-free handlers).
+    .target(name: "Gateway", dependencies: ["IAPCore", "AppleTrust", "Adapters", "Ledger", "HTTPServer"]),
+
     .executableTarget(name: "iapgw", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "TestPKI"]),
 
     .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore"], exclude: ["Fixtures"]),

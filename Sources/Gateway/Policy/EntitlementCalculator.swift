@@ -1,0 +1,51 @@
+import IAPCore
+
+/// What an account may use now, derived from canonical facts alone: the same answer whichever
+/// adapter produced them. One entitlement per purchase chain (`originalTransactionId`).
+public enum EntitlementCalculator {
+    public static func entitlements(account: String, transactions: [CanonicalTransaction],
+                                    renewals: [CanonicalRenewal], now: Int64) -> [Entitlement] {
+        let renewalByChain = Dictionary(renewals.map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
+        let chains = Dictionary(grouping: transactions) { $0.originalTransactionId ?? $0.transactionId }
+        return chains.keys.sorted().compactMap { chain in
+            guard let current = currentTransaction(chains[chain]!) else { return nil }
+            return Entitlement(account: account, productId: current.productId,
+                               state: state(of: current, renewal: renewalByChain[chain], now: now),
+                               expiresDate: current.expiresDate, originalTransactionId: chain,
+                               source: current.source)
+        }
+    }
+
+    /// The transaction that decides a chain's state: the newest one not superseded by an upgrade
+    /// (an upgrade leaves the old transaction with `isUpgraded`, and the new product takes over).
+    static func currentTransaction(_ chain: [CanonicalTransaction]) -> CanonicalTransaction? {
+        let live = chain.filter { $0.isUpgraded != true }
+        return (live.isEmpty ? chain : live).max { a, b in
+            (a.purchaseDate ?? 0, a.expiresDate ?? 0, a.transactionId) < (b.purchaseDate ?? 0, b.expiresDate ?? 0, b.transactionId)
+        }
+    }
+
+    static func state(of t: CanonicalTransaction, renewal: CanonicalRenewal?, now: Int64) -> Entitlement.State {
+        if t.revocationDate != nil {
+            // Family Sharing ending is a revocation, not a refund: nobody got money back.
+            return t.inAppOwnershipType == .familyShared ? .revoked : .refunded
+        }
+        guard let expires = t.expiresDate else { return .active }  // non-consumable, consumable
+        if expires > now { return .active }
+        if let renewal {
+            if let grace = renewal.gracePeriodExpiresDate, grace > now { return .gracePeriod }
+            if renewal.isInBillingRetryPeriod == true { return .billingRetry }
+        }
+        return .expired
+    }
+
+    /// Whether a state grants access under the app's policy (billing retry only if it says so).
+    public static func grantsAccess(_ state: Entitlement.State, policy: AppPolicy.GracePeriodPolicy) -> Bool {
+        switch state {
+        case .active: true
+        case .gracePeriod: policy.grantDuringGracePeriod
+        case .billingRetry: policy.grantDuringBillingRetry
+        case .expired, .revoked, .refunded: false
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import Adapters
+import IAPCore
+
+/// What a claim is checked against: the app's policy, the claiming account, the kind of evidence.
+public struct ClaimContext: Sendable {
+    public var app: AppPolicy
+    public var account: String
+    public var evidenceKind: AppPolicy.EvidenceKind
+    /// Milliseconds since 1970.
+    public var now: Int64
+
+    public init(app: AppPolicy, account: String, evidenceKind: AppPolicy.EvidenceKind, now: Int64) {
+        self.app = app
+        self.account = account
+        self.evidenceKind = evidenceKind
+        self.now = now
+    }
+}
+
+/// One reason to refuse a verified purchase, after its signature and before it is bound or granted.
+/// The gateway runs a list of these, like certificate policies: each small, each one reason.
+public protocol PurchaseCheck: Sendable {
+    func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError)
+}
+
+extension Array where Element == any PurchaseCheck {
+    /// The checks every claim passes, in the order their refusals are most useful to a caller.
+    public static var standard: [any PurchaseCheck] {
+        [NonEmptyCheck(), BundleIdentityCheck(), EnvironmentCheck(), CatalogCheck(), FamilySharingCheck(),
+         AppAccountTokenCheck(), RevocationCheck()]
+    }
+
+    public func run(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
+        for check in self { try check.check(outcome, context) }
+    }
+}
+
+/// Evidence that proves no purchase grants nothing: refused rather than answered "ok, nothing".
+public struct NonEmptyCheck: PurchaseCheck {
+    public init() {}
+    public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
+        guard !outcome.transactions.isEmpty else {
+            throw VerificationError(.noTransactions, "the evidence carries no in-app purchase")
+        }
+    }
+}
+
+/// Another app's purchase is refused, whichever path verified it.
+public struct BundleIdentityCheck: PurchaseCheck {
+    public init() {}
+    public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
+        let app = context.app
+        if let bundle = outcome.appTransaction?.bundleId, bundle != app.bundleId {
+            throw VerificationError(.bundleIdMismatch, "receipt is for bundle \(bundle), not \(app.bundleId)")
+        }
+        for t in outcome.transactions {
+            if let bundle = t.bundleId, bundle != app.bundleId {
+                throw VerificationError(.bundleIdMismatch, "transaction \(t.transactionId) is for bundle \(bundle)")
+            }
+            // Sandbox receipts carry app_item_id 0: Apple assigns the id in production only.
+            if outcome.environment == .production, let expected = app.appAppleId,
+               let actual = t.appAppleId ?? outcome.appTransaction?.appAppleId, actual != expected {
+                throw VerificationError(.appAppleIdMismatch, "transaction \(t.transactionId) is for app \(actual)")
+            }
+        }
+    }
+}
+
+/// Sandbox data in production only for the app's App Review accounts; test data only where allowed.
+public struct EnvironmentCheck: PurchaseCheck {
+    public init() {}
+    public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
+        let env = outcome.environment
+        let allowed = env == .sandbox ? context.app.allowsSandbox(forAccount: context.account) : context.app.allows(env)
+        guard allowed else {
+            throw VerificationError(env.isLocalTest ? .testEnvironmentNotAllowed : .environmentNotAllowed,
+                                    "\(env) evidence is not accepted for \(context.app.bundleId)")
+        }
+        for t in outcome.transactions where t.environment != nil && t.environment != env {
+            throw VerificationError(.environmentNotAllowed,
+                                    "transaction \(t.transactionId) is from \(t.environment!), the evidence from \(env)")
+        }
+    }
+}
+
+/// Only products the app sells, of the type it sells them as, at the price it set (where known).
+public struct CatalogCheck: PurchaseCheck {
+    public init() {}
+    public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
+        for t in outcome.transactions {
+            guard let product = context.app.productCatalog[t.productId] else {
+                throw VerificationError(.unknownProduct, "product \(t.productId) is not in the catalog of \(context.app.bundleId)")
+            }
+            if let type = t.type, type != product.type {
+                throw VerificationError(.productTypeMismatch, "product \(t.productId) is \(type), the catalog says \(product.type)")
+            }
+            // Legacy receipts carry no price; a price Apple signed must match the catalog's.
+            if let price = t.price, let expected = product.priceMilliunits, price != expected {
+                throw VerificationError(.priceMismatch, "product \(t.productId) was sold at \(price) milliunits, the catalog says \(expected)")
+            }
+            if let currency = t.currency, let expected = product.currency, currency != expected {
+                throw VerificationError(.priceMismatch, "product \(t.productId) was sold in \(currency), the catalog says \(expected)")
+            }
+        }
+    }
+}
+
+/// Family-shared purchases only where the app's policy accepts them.
+public struct FamilySharingCheck: PurchaseCheck {
+    public init() {}
+    public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
+        guard context.app.familySharingPolicy == .deny else { return }
+        if let t = outcome.transactions.first(where: { $0.inAppOwnershipType == .familyShared }) {
+            throw VerificationError(.familySharingNotAllowed, "transaction \(t.transactionId) is family-shared")
+        }
+    }
+}
+
+/// A transaction that carries an appAccountToken belongs to the account it was derived from.
+public struct AppAccountTokenCheck: PurchaseCheck {
+    public init() {}
+    public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
+        let expected = AppAccountToken.derive(bundleId: context.app.bundleId, account: context.account)
+        for t in outcome.transactions {
+            if let token = t.appAccountToken, !token.isEmpty, token.lowercased() != expected {
+                throw VerificationError(.appAccountTokenMismatch,
+                                        "transaction \(t.transactionId) was bought with another account's appAccountToken")
+            }
+        }
+    }
+}
+
+/// A single revoked or refunded transaction presented on its own grants nothing and says so.
+/// (A receipt with many purchases keeps its refunded ones: they become refunded entitlements.)
+public struct RevocationCheck: PurchaseCheck {
+    public init() {}
+    public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
+        guard context.evidenceKind != .receipt, outcome.transactions.count == 1,
+              let t = outcome.transactions.first, let date = t.revocationDate else { return }
+        throw VerificationError(.transactionRevoked, "transaction \(t.transactionId) was revoked at \(date)")
+    }
+}
