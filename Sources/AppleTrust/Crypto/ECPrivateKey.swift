@@ -12,6 +12,9 @@ public final class ECPrivateKey: @unchecked Sendable, CustomStringConvertible {
     init(owning pkey: OpaquePointer) { self.pkey = pkey }
     deinit { EVP_PKEY_free(pkey) }
 
+    /// The OpenSSL handle, for the test PKI that signs certificates with it. Borrowed, not owned.
+    @_spi(TestPKI) public var evpPKey: OpaquePointer { pkey }
+
     public var description: String { "ECPrivateKey(\(EVP_PKEY_get_bits(pkey)) bits)" }
 
     /// A fresh key (tests, the simulator's PKI).
