@@ -16,7 +16,7 @@ final class RealAppleVectorTests: XCTestCase {
                                now: { Self.now2026 }, ocspTransport: UnreachableOCSPTransport())
     }
 
-    func assertRefused<T>(_ code: VerificationError.Code, _ body: () throws -> T, file: StaticString = #filePath, line: UInt = #line) {
+    func assertRefusedReal<T>(_ code: VerificationError.Code, _ body: () throws -> T, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertThrowsError(try body(), file: file, line: line) { error in
             XCTAssertEqual((error as? VerificationError)?.code, code, "\(error)", file: file, line: line)
         }
@@ -37,27 +37,27 @@ final class RealAppleVectorTests: XCTestCase {
 
     func testProductionNotificationRefusedForAnotherBundle() throws {
         let v = try verifier(bundleId: "com.example.other", environments: [.production])
-        assertRefused(.bundleIdMismatch) { try v.verifyAndDecodeNotification(try notification) }
+        assertRefusedReal(.bundleIdMismatch) { try v.verifyAndDecodeNotification(try notification) }
     }
 
     func testProductionNotificationRefusedForAnotherAppAppleId() throws {
         let v = try verifier(bundleId: "com.nineton.taller", appAppleId: 1, environments: [.production])
-        assertRefused(.appAppleIdMismatch) { try v.verifyAndDecodeNotification(try notification) }
+        assertRefusedReal(.appAppleIdMismatch) { try v.verifyAndDecodeNotification(try notification) }
     }
 
     func testProductionNotificationRefusedWhereOnlySandboxIsAllowed() throws {
         let v = try verifier(bundleId: "com.nineton.taller", environments: [.sandbox])
-        assertRefused(.environmentNotAllowed) { try v.verifyAndDecodeNotification(try notification) }
+        assertRefusedReal(.environmentNotAllowed) { try v.verifyAndDecodeNotification(try notification) }
     }
 
     func testProductionNotificationRefusedWithOnlineChecksBecauseItsLeafHasExpired() throws {
         let v = try verifier(bundleId: "com.nineton.taller", appAppleId: 6450284872, environments: [.production], online: true)
-        assertRefused(.certificateExpired) { try v.verifyAndDecodeNotification(try notification) }
+        assertRefusedReal(.certificateExpired) { try v.verifyAndDecodeNotification(try notification) }
     }
 
     func testProductionNotificationIsNotATransaction() throws {
         let v = try verifier(bundleId: "com.nineton.taller", environments: [.production])
-        assertRefused(.wrongPayloadKind) { try v.verifyAndDecodeTransaction(try notification) }
+        assertRefusedReal(.wrongPayloadKind) { try v.verifyAndDecodeTransaction(try notification) }
     }
 
     func testSandboxConsumableTransactionVerifiesWithApplesFields() throws {
@@ -75,22 +75,22 @@ final class RealAppleVectorTests: XCTestCase {
 
     func testSandboxTransactionRefusedForAnotherBundle() throws {
         let v = try verifier(bundleId: "com.example.other", environments: [.sandbox])
-        assertRefused(.bundleIdMismatch) { try v.verifyAndDecodeTransaction(try transaction) }
+        assertRefusedReal(.bundleIdMismatch) { try v.verifyAndDecodeTransaction(try transaction) }
     }
 
     func testSandboxTransactionRefusedWhereOnlyProductionIsAllowed() throws {
         let v = try verifier(bundleId: "com.goodheartapp", environments: [.production])
-        assertRefused(.environmentNotAllowed) { try v.verifyAndDecodeTransaction(try transaction) }
+        assertRefusedReal(.environmentNotAllowed) { try v.verifyAndDecodeTransaction(try transaction) }
     }
 
     func testSandboxTransactionIsNotRenewalInfo() throws {
         let v = try verifier(bundleId: "com.goodheartapp", environments: [.sandbox])
-        assertRefused(.wrongPayloadKind) { try v.verifyAndDecodeRenewalInfo(try transaction) }
+        assertRefusedReal(.wrongPayloadKind) { try v.verifyAndDecodeRenewalInfo(try transaction) }
     }
 
     func testSandboxTransactionRefusedAgainstTheLegacyReceiptRoot() throws {
         let v = try verifier(bundleId: "com.goodheartapp", environments: [.sandbox], root: AppleRealVectors.appleIncRoot)
-        assertRefused(.untrustedRoot) { try v.verifyAndDecodeTransaction(try transaction) }
+        assertRefusedReal(.untrustedRoot) { try v.verifyAndDecodeTransaction(try transaction) }
     }
 
     func testAppleRootG3FingerprintMatchesThePublishedOne() throws {
