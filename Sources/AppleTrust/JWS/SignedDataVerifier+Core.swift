@@ -9,11 +9,11 @@ extension SignedDataVerifier {
     /// cache), before the payload is even parsed, so tampering is always INVALID_SIGNATURE; (3) the
     /// payload's date, which picks the chain validation time (a forged date cannot get here, it
     /// would have failed (2)); (4) the chain at that date; (5) the clock and online checks.
-    func verifiedPayload(_ jws: String, dateField: String) throws(VerificationError) -> JSONValue {
+    func verifiedPayload(_ jws: String, dateField: String, expected: PayloadKind?) throws(VerificationError) -> JSONValue {
         var text = jws
         let result: Result<JSONValue, VerificationError> = text.withUTF8 { bytes in
             do throws(VerificationError) {
-                return .success(try verifiedPayload(bytes: bytes, dateField: dateField))
+                return .success(try verifiedPayload(bytes: bytes, dateField: dateField, expected: expected))
             } catch {
                 return .failure(error)
             }
@@ -21,7 +21,7 @@ extension SignedDataVerifier {
         return try result.get()
     }
 
-    private func verifiedPayload(bytes: UnsafeBufferPointer<UInt8>, dateField: String) throws(VerificationError) -> JSONValue {
+    private func verifiedPayload(bytes: UnsafeBufferPointer<UInt8>, dateField: String, expected: PayloadKind?) throws(VerificationError) -> JSONValue {
         guard bytes.count <= Self.maxInputBytes else {
             throw VerificationError(.inputTooLarge, "JWS of \(bytes.count) bytes exceeds \(Self.maxInputBytes)")
         }
@@ -51,7 +51,11 @@ extension SignedDataVerifier {
         }
 
         let payload = try StrictJSON(maxBytes: Self.maxInputBytes).parse(payloadBytes)
-        let signedMs = try JSONFields(payload, context: "payload").requiredInt64(dateField)
+        guard let signedMs = try JSONFields(payload, context: "payload").int64(dateField) else {
+            // Another kind of payload (an app transaction has no signedDate) is named as such.
+            if let expected, Self.kind(of: payload) != expected { try requireKind(payload, expected) }
+            throw VerificationError(.missingField, "payload.\(dateField) is required")
+        }
         let signedSecond = Self.floorSeconds(signedMs)
 
         var verified: VerifiedChain

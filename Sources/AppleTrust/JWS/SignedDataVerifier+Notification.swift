@@ -5,7 +5,7 @@ extension SignedDataVerifier {
     /// verify on its own (pinned chain, signature, kind) and agree with the envelope on bundle and
     /// environment: a genuine envelope cannot smuggle a forged or foreign transaction.
     public func verifyAndDecodeNotification(_ signedPayload: String) throws(VerificationError) -> ResponseBodyV2DecodedPayload {
-        let payload = try verifiedPayload(signedPayload, dateField: "signedDate")
+        let payload = try verifiedPayload(signedPayload, dateField: "signedDate", expected: .notification)
         try requireKind(payload, .notification)
         var n = try ResponseBodyV2DecodedPayload(payload)
 
@@ -80,7 +80,7 @@ extension SignedDataVerifier {
     private func verifyInner<T>(_ jws: String, as kind: PayloadKind,
                                 _ decode: (JSONValue) throws(VerificationError) -> T) throws(VerificationError) -> T {
         let date = kind == .appTransaction ? "receiptCreationDate" : "signedDate"
-        let payload = try verifiedPayload(jws, dateField: date)
+        let payload = try verifiedPayload(jws, dateField: date, expected: kind)
         try requireKind(payload, kind)
         return try decode(payload)
     }

@@ -49,7 +49,7 @@ public final class SignedDataVerifier: Sendable {
     public var chainCacheMisses: Int { cache.misses }
 
     public func verifyAndDecodeTransaction(_ jws: String) throws(VerificationError) -> JWSTransactionDecodedPayload {
-        let payload = try verifiedPayload(jws, dateField: "signedDate")
+        let payload = try verifiedPayload(jws, dateField: "signedDate", expected: .transaction)
         try requireKind(payload, .transaction)
         let t = try JWSTransactionDecodedPayload(payload)
         try checkIdentity(bundleId: t.bundleId, requireBundle: true, appAppleId: nil, environment: t.environment)
@@ -57,7 +57,7 @@ public final class SignedDataVerifier: Sendable {
     }
 
     public func verifyAndDecodeRenewalInfo(_ jws: String) throws(VerificationError) -> JWSRenewalInfoDecodedPayload {
-        let payload = try verifiedPayload(jws, dateField: "signedDate")
+        let payload = try verifiedPayload(jws, dateField: "signedDate", expected: .renewalInfo)
         try requireKind(payload, .renewalInfo)
         let r = try JWSRenewalInfoDecodedPayload(payload)
         try checkIdentity(bundleId: nil, requireBundle: false, appAppleId: nil, environment: r.environment)
@@ -65,7 +65,7 @@ public final class SignedDataVerifier: Sendable {
     }
 
     public func verifyAndDecodeAppTransaction(_ jws: String) throws(VerificationError) -> AppTransaction {
-        let payload = try verifiedPayload(jws, dateField: "receiptCreationDate")
+        let payload = try verifiedPayload(jws, dateField: "receiptCreationDate", expected: .appTransaction)
         try requireKind(payload, .appTransaction)
         let a = try AppTransaction(payload)
         try checkIdentity(bundleId: a.bundleId, requireBundle: true, appAppleId: a.appAppleId, environment: a.receiptType)
