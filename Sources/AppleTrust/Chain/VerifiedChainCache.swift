@@ -10,13 +10,21 @@ struct VerifiedChain: @unchecked Sendable {
     var revocationCheckedAt: Int64?
 }
 
+/// Exact bytes as a dictionary key, hashed in one pass (the default `[UInt8]` hash feeds the
+/// hasher byte by byte, which showed up in profiles for 4 KiB headers).
+struct ExactBytes: Hashable, Sendable {
+    let bytes: [UInt8]
+    func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+    static func == (a: ExactBytes, b: ExactBytes) -> Bool { a.bytes == b.bytes }
+}
+
 /// A bounded map from the exact bytes of a JWS header segment (which carries x5c) to its verified
 /// chain. Keys are whole bytes, so equality is byte equality, not a hash. Only successes are stored.
 /// Eviction is first-in-first-out: cheap, and Apple signs with few distinct chains at a time.
 final class VerifiedChainCache: Sendable {
     private struct State {
-        var entries: [[UInt8]: VerifiedChain] = [:]
-        var order: [[UInt8]] = []
+        var entries: [ExactBytes: VerifiedChain] = [:]
+        var order: [ExactBytes] = []
         var head = 0
     }
 
@@ -32,7 +40,7 @@ final class VerifiedChainCache: Sendable {
 
     func lookup(_ key: UnsafeBufferPointer<UInt8>) -> VerifiedChain? {
         guard capacity > 0 else { missCount.add(1, ordering: .relaxed); return nil }
-        let k = Array(key)
+        let k = ExactBytes(bytes: Array(key))
         let found = state.withLock { $0.entries[k] }
         if found == nil { missCount.add(1, ordering: .relaxed) } else { hitCount.add(1, ordering: .relaxed) }
         return found
@@ -40,7 +48,7 @@ final class VerifiedChainCache: Sendable {
 
     func store(_ key: UnsafeBufferPointer<UInt8>, _ chain: VerifiedChain) {
         guard capacity > 0 else { return }
-        let k = Array(key)
+        let k = ExactBytes(bytes: Array(key))
         state.withLock { s in
             if s.entries.updateValue(chain, forKey: k) != nil { return }
             if s.order.count < capacity {
