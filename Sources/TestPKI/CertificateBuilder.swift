@@ -8,7 +8,8 @@ enum CertificateBuilder {
     private static let serial = SerialCounter()
 
     static func build(subject: String, issuer: String, publicKeyOf subjectKey: ECPrivateKey, signer: ECPrivateKey,
-                      validity: TestPKI.Validity, isCA: Bool, markerOID: String?) throws(VerificationError) -> X509Certificate {
+                      validity: TestPKI.Validity, isCA: Bool, markerOID: String?,
+                      ocspURL: String? = nil) throws(VerificationError) -> X509Certificate {
         guard let x = X509_new() else { throw failure("X509_new") }
         defer { X509_free(x); ERR_clear_error() }
         X509_set_version(x, 2)
@@ -22,6 +23,7 @@ enum CertificateBuilder {
         try addExtension(x, nid: NID_basic_constraints, value: isCA ? "critical,CA:TRUE" : "critical,CA:FALSE")
         try addExtension(x, nid: NID_key_usage, value: isCA ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature")
         if let markerOID { try addMarker(x, oid: markerOID) }
+        if let ocspURL { try addExtension(x, nid: NID_info_access, value: "OCSP;URI:\(ocspURL)") }
         let digest = EVP_PKEY_get_bits(signer.evpPKey) > 256 ? EVP_sha384() : EVP_sha256()
         guard X509_sign(x, signer.evpPKey, digest) > 0 else { throw failure("X509_sign") }
         var out: UnsafeMutablePointer<UInt8>? = nil

@@ -40,7 +40,8 @@ public enum TestPKI {
                                 rootCurve: ECPrivateKey.Curve = .p384,
                                 validity: Validity = .around(days: 3650),
                                 intermediateValidity: Validity? = nil,
-                                intermediateHasAppleOID: Bool = true) throws(VerificationError) -> CertificateAuthority {
+                                intermediateHasAppleOID: Bool = true,
+                                intermediateOCSPURL: String? = nil) throws(VerificationError) -> CertificateAuthority {
             let rootKey = try ECPrivateKey.generate(rootCurve)
             let root = try CertificateBuilder.build(
                 subject: rootName, issuer: rootName, publicKeyOf: rootKey, signer: rootKey,
@@ -49,18 +50,20 @@ public enum TestPKI {
             let intermediate = try CertificateBuilder.build(
                 subject: "IAPGateway Test Worldwide Developer Relations CA - G6", issuer: rootName,
                 publicKeyOf: intermediateKey, signer: rootKey, validity: intermediateValidity ?? validity,
-                isCA: true, markerOID: intermediateHasAppleOID ? TestPKI.intermediateOID : nil)
+                isCA: true, markerOID: intermediateHasAppleOID ? TestPKI.intermediateOID : nil, ocspURL: intermediateOCSPURL)
             return CertificateAuthority(root: Identity(certificate: root, key: rootKey),
                                         intermediate: Identity(certificate: intermediate, key: intermediateKey))
         }
 
         /// A P-256 signing leaf, as Apple's "Prod ECC Mac App Store and iTunes Store Receipt Signing".
         public func issueLeaf(validity: Validity = .around(days: 365), hasAppleOID: Bool = true,
-                              commonName: String = "IAPGateway Test StoreKit Signing") throws(VerificationError) -> Identity {
+                              commonName: String = "IAPGateway Test StoreKit Signing",
+                              ocspURL: String? = nil) throws(VerificationError) -> Identity {
             let key = try ECPrivateKey.generate(.p256)
             let cert = try CertificateBuilder.build(
                 subject: commonName, issuer: intermediate.certificate.subjectCommonName, publicKeyOf: key,
-                signer: intermediate.key, validity: validity, isCA: false, markerOID: hasAppleOID ? TestPKI.leafOID : nil)
+                signer: intermediate.key, validity: validity, isCA: false, markerOID: hasAppleOID ? TestPKI.leafOID : nil,
+                ocspURL: ocspURL)
             return Identity(certificate: cert, key: key)
         }
 

@@ -35,6 +35,9 @@ public final class X509Certificate: @unchecked Sendable {
 
     deinit { X509_free(x509) }
 
+    /// The OpenSSL handle, for the test PKI's OCSP responder. Borrowed, not owned.
+    @_spi(TestPKI) public var x509Handle: OpaquePointer { x509 }
+
     /// SHA-256 of the DER, upper-case hex (as Apple and `openssl x509 -fingerprint` print it).
     public var sha256Fingerprint: String { SHA256Digest.hex(der) }
 
