@@ -17,6 +17,7 @@
 #include <openssl/ocsp.h>
 #include <openssl/core_names.h>
 #include <openssl/hmac.h>
+#include <string.h>
 
 static inline STACK_OF(X509) *iapgw_sk_X509_new_null(void) { return sk_X509_new_null(); }
 static inline int iapgw_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { return sk_X509_push(sk, x); }
@@ -39,5 +40,20 @@ static inline ASN1_OCTET_STRING *iapgw_PKCS7_signed_content(PKCS7 *p7) {
     PKCS7 *inner = p7->d.sign->contents;
     if (inner == NULL || !PKCS7_type_is_data(inner)) return NULL;
     return inner->d.data;
+}
+
+// AppleTrust (JWS): the first OCSP responder URL of a certificate's AIA extension, copied into buf.
+// Returns the URL length, 0 if the certificate names none, -1 if buf is too small.
+static inline int iapgw_X509_first_ocsp_url(X509 *x, char *buf, int cap) {
+    STACK_OF(OPENSSL_STRING) *urls = X509_get1_ocsp(x);
+    if (urls == NULL) return 0;
+    int result = 0;
+    if (sk_OPENSSL_STRING_num(urls) > 0) {
+        const char *u = sk_OPENSSL_STRING_value(urls, 0);
+        size_t n = strlen(u);
+        if ((int)n + 1 > cap) result = -1; else { memcpy(buf, u, n + 1); result = (int)n; }
+    }
+    X509_email_free(urls);
+    return result;
 }
 #endif

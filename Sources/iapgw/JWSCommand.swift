@@ -1,7 +1,116 @@
-// Placeholder until this subcommand is built in this session's work on issue 2.
+import AppleTrust
+import Foundation
+import IAPCore
+
+/// `iapgw jws verify`: one compact JWS per stdin line in, one JSON verdict per stdout line out.
 struct JWSCommand: Subcommand {
     let name = "jws"
-    let summary = "verify JWS from stdin"
-    let usage = "usage: iapgw jws ..."
-    func run(_ args: inout CommandLineArguments) throws -> Int32 { throw UsageError(message: "not built yet") }
+    let summary = "verify App Store JWS (transactions, renewals, notifications) from stdin"
+    let usage = """
+        usage: iapgw jws verify --kind transaction|renewal|notification|app-transaction
+                                --root PATH [--root PATH ...] --bundle-id ID [--app-apple-id N]
+                                --environment Production|Sandbox|Xcode|LocalTesting [--environment ...]
+                                [--online-checks]
+          reads one compact JWS per line on stdin; writes one JSON object per line:
+            {"valid":true,"payload":{...},"inner":{...}} or {"valid":false,"error":"CODE","message":"..."}
+          exit 0 if every line was valid, 1 if any was not, 2 on a usage error.
+          Xcode/LocalTesting in --environment also allows local test data (still verified against --root).
+        """
+
+    enum Kind: String { case transaction, renewal, notification, appTransaction = "app-transaction" }
+
+    /// Everything the verifier needs. Today it comes from flags only; `--app Config/apps/FILE`
+    /// will fill the same struct from an app policy file (flags then override or are refused).
+    struct VerifierSettings {
+        var rootPaths: [String]
+        var bundleId: String
+        var appAppleId: Int64?
+        var environments: Set<AppStoreEnvironment>
+        var onlineChecks: Bool
+
+        func makeVerifier() throws -> SignedDataVerifier {
+            var roots: [Data] = []
+            for path in rootPaths {
+                guard let der = FileManager.default.contents(atPath: path) else {
+                    throw UsageError(message: "cannot read root certificate \(path)")
+                }
+                roots.append(der)
+            }
+            do {
+                return try SignedDataVerifier(
+                    rootCertificates: roots, bundleId: bundleId, appAppleId: appAppleId, environments: environments,
+                    enableOnlineChecks: onlineChecks,
+                    allowLocalTestEnvironments: environments.contains(where: \.isLocalTest))
+            } catch {
+                throw UsageError(message: "cannot set up the verifier: \(error)")
+            }
+        }
+    }
+
+    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+        guard args.positional() == "verify" else { throw UsageError(message: "expected the action: verify") }
+        guard let kindText = try args.value("--kind") else { throw UsageError(message: "--kind is required") }
+        guard let kind = Kind(rawValue: kindText) else { throw UsageError(message: "unknown --kind \(kindText)") }
+        let settings = try readSettings(&args)
+        try args.finish()
+        let verifier = try settings.makeVerifier()
+
+        var allValid = true
+        while let line = readLine(strippingNewline: true) {
+            // Cheap trim (Foundation's trimmingCharacters walks UTF-16 and dominated a profile).
+            let jws = Self.trimmed(line)
+            if jws.isEmpty { continue }
+            let verdict: JSONValue
+            do {
+                verdict = try Self.verify(jws, kind: kind, with: verifier)
+            } catch {
+                allValid = false
+                verdict = .object(["valid": .bool(false), "error": .string(error.code.rawValue), "message": .string(error.message)])
+            }
+            print(verdict.jsonText)
+        }
+        return allValid ? 0 : 1
+    }
+
+    static func trimmed(_ line: String) -> String {
+        let u = line.utf8
+        func blank(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0D }
+        guard let first = u.firstIndex(where: { !blank($0) }), let last = u.lastIndex(where: { !blank($0) }) else { return "" }
+        if first == u.startIndex && last == u.index(before: u.endIndex) { return line }
+        return String(line[first...last])
+    }
+
+    private func readSettings(_ args: inout CommandLineArguments) throws -> VerifierSettings {
+        let roots = try args.values("--root")
+        guard !roots.isEmpty else { throw UsageError(message: "at least one --root is required") }
+        guard let bundleId = try args.value("--bundle-id") else { throw UsageError(message: "--bundle-id is required") }
+        var appAppleId: Int64?
+        if let text = try args.value("--app-apple-id") {
+            guard let n = Int64(text), n > 0 else { throw UsageError(message: "--app-apple-id must be a positive integer") }
+            appAppleId = n
+        }
+        var environments: Set<AppStoreEnvironment> = []
+        for text in try args.values("--environment") {
+            let env = AppStoreEnvironment(rawValue: text)
+            guard env.isKnown else { throw UsageError(message: "unknown --environment \(text)") }
+            environments.insert(env)
+        }
+        guard !environments.isEmpty else { throw UsageError(message: "at least one --environment is required") }
+        return VerifierSettings(rootPaths: roots, bundleId: bundleId, appAppleId: appAppleId,
+                                environments: environments, onlineChecks: args.flag("--online-checks"))
+    }
+
+    static func verify(_ jws: String, kind: Kind, with verifier: SignedDataVerifier) throws(VerificationError) -> JSONValue {
+        var out: [String: JSONValue] = ["valid": .bool(true)]
+        switch kind {
+        case .transaction: out["payload"] = try verifier.verifyAndDecodeTransaction(jws).raw
+        case .renewal: out["payload"] = try verifier.verifyAndDecodeRenewalInfo(jws).raw
+        case .appTransaction: out["payload"] = try verifier.verifyAndDecodeAppTransaction(jws).raw
+        case .notification:
+            let n = try verifier.verifyAndDecodeNotification(jws)
+            out["payload"] = n.raw
+            out["inner"] = .object(n.innerPayloads)
+        }
+        return .object(out)
+    }
 }

@@ -1,0 +1,103 @@
+import COpenSSL
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import IAPCore
+
+/// The HTTP leg of an OCSP check, injectable so tests never touch the network.
+/// Any failure must be thrown as `REVOCATION_CHECK_UNAVAILABLE` (retryable).
+public protocol OCSPTransport: Sendable {
+    func post(_ body: Data, to url: URL, timeout: TimeInterval) throws(VerificationError) -> Data
+}
+
+/// Default transport: URLSession (libcurl on Linux), bridged to the synchronous verifier.
+public struct URLSessionOCSPTransport: OCSPTransport {
+    public init() {}
+
+    public func post(_ body: Data, to url: URL, timeout: TimeInterval) throws(VerificationError) -> Data {
+        var request = URLRequest(url: url, timeoutInterval: timeout)
+        request.httpMethod = "POST"
+        request.httpBody = body
+        request.setValue("application/ocsp-request", forHTTPHeaderField: "Content-Type")
+        final class Box: @unchecked Sendable { var data: Data?; var failed = true }
+        let box = Box()
+        let done = DispatchSemaphore(value: 0)
+        URLSession.shared.dataTask(with: request) { data, response, error in
+            if error == nil, let http = response as? HTTPURLResponse, http.statusCode == 200 {
+                box.data = data
+                box.failed = false
+            }
+            done.signal()
+        }.resume()
+        guard done.wait(timeout: .now() + timeout + 1) == .success, !box.failed, let data = box.data else {
+            throw VerificationError(.revocationCheckUnavailable, "OCSP responder \(url.host ?? "?") unreachable")
+        }
+        return data
+    }
+}
+
+/// Asks each certificate's OCSP responder (from its AIA extension) whether it is revoked, and
+/// checks the answer with OpenSSL: signed by the issuer or its delegate, chaining to a pinned root,
+/// fresh, and about this certificate.
+struct OCSPRevocationCheck: Sendable {
+    let transport: any OCSPTransport
+    var timeout: TimeInterval = 5
+
+    func check(_ cert: X509Certificate, issuer: X509Certificate, policy: AppleChainPolicy) throws(VerificationError) {
+        guard let urlText = cert.ocspResponderURL, let url = URL(string: urlText),
+              url.scheme == "http" || url.scheme == "https" else {
+            throw VerificationError(.revocationCheckUnavailable, "\(cert.subjectCommonName) names no OCSP responder")
+        }
+        defer { clearOpenSSLErrors() }
+        guard let request = OCSP_REQUEST_new() else { throw unavailable("cannot build OCSP request") }
+        defer { OCSP_REQUEST_free(request) }
+        guard let id = OCSP_cert_to_id(EVP_sha1(), cert.x509, issuer.x509),
+              let lookupId = OCSP_cert_to_id(EVP_sha1(), cert.x509, issuer.x509) else {
+            throw unavailable("cannot build OCSP certificate id")
+        }
+        defer { OCSP_CERTID_free(lookupId) }
+        guard OCSP_request_add0_id(request, id) != nil else { OCSP_CERTID_free(id); throw unavailable("cannot build OCSP request") }
+        var derPtr: UnsafeMutablePointer<UInt8>? = nil
+        let derLen = i2d_OCSP_REQUEST(request, &derPtr)
+        guard derLen > 0, let derPtr else { throw unavailable("cannot encode OCSP request") }
+        let body = Data(bytes: derPtr, count: Int(derLen))
+        CRYPTO_free(derPtr, nil, 0)
+
+        let answer = try transport.post(body, to: url, timeout: timeout)
+        let response: OpaquePointer? = answer.withUnsafeBytes { raw in
+            var p = raw.bindMemory(to: UInt8.self).baseAddress
+            return d2i_OCSP_RESPONSE(nil, &p, raw.count)
+        }
+        guard let response else { throw unavailable("OCSP response does not parse") }
+        defer { OCSP_RESPONSE_free(response) }
+        guard OCSP_response_status(response) == OCSP_RESPONSE_STATUS_SUCCESSFUL,
+              let basic = OCSP_response_get1_basic(response) else {
+            throw unavailable("OCSP responder did not answer successfully")
+        }
+        defer { OCSP_BASICRESP_free(basic) }
+        guard let certs = iapgw_sk_X509_new_null() else { throw unavailable("out of memory") }
+        defer { iapgw_sk_X509_free(certs) }
+        _ = iapgw_sk_X509_push(certs, issuer.x509)
+        guard OCSP_basic_verify(basic, certs, policy.storeForOCSP, 0) == 1 else {
+            throw unavailable("OCSP response signature does not verify")
+        }
+        var status: Int32 = -1, reason: Int32 = -1
+        var thisUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>? = nil, nextUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>? = nil
+        var revokedAt: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>? = nil
+        guard OCSP_resp_find_status(basic, lookupId, &status, &reason, &revokedAt, &thisUpdate, &nextUpdate) == 1 else {
+            throw unavailable("OCSP response does not mention the certificate")
+        }
+        guard OCSP_check_validity(thisUpdate, nextUpdate, 300, -1) == 1 else {
+            throw unavailable("OCSP response is stale")
+        }
+        switch status {
+        case V_OCSP_CERTSTATUS_GOOD: return
+        case V_OCSP_CERTSTATUS_REVOKED:
+            throw VerificationError(.certificateRevoked, "\(cert.subjectCommonName) is revoked")
+        default: throw unavailable("OCSP responder does not know the certificate")
+        }
+    }
+
+    private func unavailable(_ why: String) -> VerificationError { VerificationError(.revocationCheckUnavailable, why) }
+}

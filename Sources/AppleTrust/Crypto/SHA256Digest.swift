@@ -1,0 +1,22 @@
+import COpenSSL
+import Foundation
+
+/// SHA-256 through OpenSSL (one-shot; the inputs here are small).
+public enum SHA256Digest {
+    public static func hash<Bytes: ContiguousBytes>(_ bytes: Bytes) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        bytes.withUnsafeBytes { raw in
+            out.withUnsafeMutableBufferPointer { o in
+                _ = SHA256(raw.bindMemory(to: UInt8.self).baseAddress, raw.count, o.baseAddress)
+            }
+        }
+        return out
+    }
+
+    public static func hex<Bytes: ContiguousBytes>(_ bytes: Bytes) -> String {
+        hash(bytes).map { String(format: "%02X", $0) }.joined()
+    }
+}
+
+/// OpenSSL keeps a per-thread error queue; drained so one failure never colours the next call.
+@inline(__always) func clearOpenSSLErrors() { ERR_clear_error() }

@@ -1,0 +1,131 @@
+import Foundation
+import IAPCore
+
+extension SignedDataVerifier {
+    /// The shared path for every kind: returns the payload only once its signature verifies under a
+    /// leaf that chains to a pinned root at the payload's own date.
+    ///
+    /// Order: (1) shape and header; (2) the ES256 signature, with the leaf key from x5c (or the
+    /// cache), before the payload is even parsed, so tampering is always INVALID_SIGNATURE; (3) the
+    /// payload's date, which picks the chain validation time (a forged date cannot get here, it
+    /// would have failed (2)); (4) the chain at that date; (5) the clock and online checks.
+    func verifiedPayload(_ jws: String, dateField: String, expected: PayloadKind?) throws(VerificationError) -> JSONValue {
+        var text = jws
+        let result: Result<JSONValue, VerificationError> = text.withUTF8 { bytes in
+            do throws(VerificationError) {
+                return .success(try verifiedPayload(bytes: bytes, dateField: dateField, expected: expected))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    private func verifiedPayload(bytes: UnsafeBufferPointer<UInt8>, dateField: String, expected: PayloadKind?) throws(VerificationError) -> JSONValue {
+        guard bytes.count <= Self.maxInputBytes else {
+            throw VerificationError(.inputTooLarge, "JWS of \(bytes.count) bytes exceeds \(Self.maxInputBytes)")
+        }
+        let segments = try Self.split(bytes)
+        let header = UnsafeBufferPointer(rebasing: bytes[segments.header])
+        let payloadText = UnsafeBufferPointer(rebasing: bytes[segments.payload])
+        let signingInput = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[segments.header.lowerBound..<segments.payload.upperBound])
+        let payloadBytes = try Base64URL.decode(payloadText)
+        let signature = try Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[segments.signature]))
+
+        let cached = cache.lookup(header)
+        let chain: [X509Certificate]?
+        let leafKey: ECPublicKey
+        if let cached {
+            chain = nil
+            leafKey = cached.leafKey
+        } else {
+            let certs = try Self.decodeHeader(header)
+            guard let key = certs[0].publicKey, key.isP256 else {
+                throw VerificationError(.invalidSignature, "the leaf key is not an EC P-256 key")
+            }
+            chain = certs
+            leafKey = key
+        }
+        guard leafKey.verifyES256(signature: signature, message: signingInput) else {
+            throw VerificationError(.invalidSignature, "the ES256 signature does not verify")
+        }
+
+        let payload = try StrictJSON(maxBytes: Self.maxInputBytes).parse(payloadBytes)
+        guard let signedMs = try JSONFields(payload, context: "payload").int64(dateField) else {
+            // Another kind of payload (an app transaction has no signedDate) is named as such.
+            if let expected, Self.kind(of: payload) != expected { try requireKind(payload, expected) }
+            throw VerificationError(.missingField, "payload.\(dateField) is required")
+        }
+        let signedSecond = Self.floorSeconds(signedMs)
+
+        var verified: VerifiedChain
+        var certs = chain
+        if let cached, cached.validity.contains(signedSecond) {
+            verified = cached
+        } else {
+            // A miss, or a hit outside the cached validity: verify in full so the error is exact.
+            if certs == nil { certs = try Self.decodeHeader(header) }
+            let validity = try policy.verify(certs!, at: signedSecond)
+            verified = VerifiedChain(leafKey: leafKey, validity: validity, revocationCheckedAt: nil)
+        }
+
+        let nowMs = Int64((now().timeIntervalSince1970 * 1000).rounded(.down))
+        guard signedMs <= nowMs + clockSkewMs else {
+            throw VerificationError(.signedDateInFuture, "\(dateField) \(signedMs) is later than now (\(nowMs)) plus the allowed skew")
+        }
+        if enableOnlineChecks {
+            let nowSecond = Self.floorSeconds(nowMs)
+            guard verified.validity.contains(nowSecond) else {
+                throw VerificationError(nowSecond < verified.validity.notBefore ? .certificateNotYetValid : .certificateExpired,
+                                        "the signing chain is not valid now (online checks)")
+            }
+            if verified.revocationCheckedAt.map({ nowSecond - $0 > revocationRecheckSeconds || $0 > nowSecond }) ?? true {
+                if certs == nil { certs = try Self.decodeHeader(header) }
+                try revocation.check(certs![0], issuer: certs![1], policy: policy)
+                try revocation.check(certs![1], issuer: certs![2], policy: policy)
+                verified.revocationCheckedAt = nowSecond
+                cache.store(header, verified)
+            }
+        } else if cached == nil || certs != nil {
+            cache.store(header, verified)
+        }
+        return payload
+    }
+
+    static func floorSeconds(_ ms: Int64) -> Int64 { ms >= 0 ? ms / 1000 : (ms - 999) / 1000 }
+
+    struct Segments { var header: Range<Int>; var payload: Range<Int>; var signature: Range<Int> }
+
+    static func split(_ bytes: UnsafeBufferPointer<UInt8>) throws(VerificationError) -> Segments {
+        var dots: [Int] = []
+        for i in 0..<bytes.count where bytes[i] == UInt8(ascii: ".") {
+            dots.append(i)
+            if dots.count > 2 { break }
+        }
+        guard dots.count == 2, dots[0] > 0, dots[1] > dots[0] + 1, dots[1] < bytes.count - 1 else {
+            throw VerificationError(.malformedJWS, "a compact JWS is exactly three non-empty segments")
+        }
+        return Segments(header: 0..<dots[0], payload: (dots[0] + 1)..<dots[1], signature: (dots[1] + 1)..<bytes.count)
+    }
+
+    /// The protected header: `alg` must be ES256 and `x5c` exactly three DER certificates.
+    static func decodeHeader(_ segment: UnsafeBufferPointer<UInt8>) throws(VerificationError) -> [X509Certificate] {
+        let json = try StrictJSON(maxBytes: maxInputBytes, maxDepth: 4).parse(try Base64URL.decode(segment))
+        let fields = try JSONFields(json, context: "header")
+        guard let alg = try fields.string("alg") else { throw VerificationError(.unsupportedAlgorithm, "header has no alg") }
+        guard alg == "ES256" else { throw VerificationError(.unsupportedAlgorithm, "alg \"\(alg.prefix(32))\" is not ES256") }
+        if fields.object["crit"] != nil {
+            throw VerificationError(.malformedJWS, "header has critical extensions this verifier does not know")
+        }
+        guard let x5c = try fields.array("x5c") else { throw VerificationError(.invalidChainLength, "header has no x5c") }
+        guard x5c.count == 3 else {
+            throw VerificationError(.invalidChainLength, "x5c holds \(x5c.count) certificates, expected 3")
+        }
+        var certs: [X509Certificate] = []
+        for entry in x5c {
+            guard let b64 = entry.stringValue else { throw VerificationError(.invalidFieldType, "header.x5c must hold strings") }
+            certs.append(try X509Certificate(der: Data(try Base64URL.decodeStandardPadded(b64))))
+        }
+        return certs
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import IAPCore
+
+/// Verifies and decodes data Apple signs as compact JWS (transactions, renewal info, notifications,
+/// app transactions) against pinned roots. Named after Apple's library; stricter than it: inner
+/// notification JWS are verified too, Xcode/LocalTesting data is never exempt from the chain and
+/// signature, and a bad signature is always `INVALID_SIGNATURE`.
+///
+/// Synchronous on purpose: offline verification is pure CPU (no suspension point on the hot path);
+/// only `enableOnlineChecks` does I/O, through `OCSPTransport`.
+public final class SignedDataVerifier: Sendable {
+    public static let maxInputBytes = 64 * 1024
+
+    public let bundleId: String
+    public let appAppleId: Int64?
+    public let environments: Set<AppStoreEnvironment>
+    public let enableOnlineChecks: Bool
+    public let allowLocalTestEnvironments: Bool
+    public let clockSkewMs: Int64
+    /// How long an OCSP "good" answer is trusted for a cached chain (online checks only).
+    public let revocationRecheckSeconds: Int64
+
+    let policy: AppleChainPolicy
+    let cache: VerifiedChainCache
+    let revocation: OCSPRevocationCheck
+    let now: @Sendable () -> Date
+
+    public init(rootCertificates: [Data], bundleId: String, appAppleId: Int64?,
+                environments: Set<AppStoreEnvironment>, enableOnlineChecks: Bool = false,
+                allowLocalTestEnvironments: Bool = false, clockSkewMs: Int64 = 60_000,
+                now: @escaping @Sendable () -> Date = { Date() }, cacheCapacity: Int = 64,
+                ocspTransport: any OCSPTransport = URLSessionOCSPTransport(),
+                revocationRecheckSeconds: Int64 = 300) throws(VerificationError) {
+        self.policy = try AppleChainPolicy(rootCertificates: rootCertificates)
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environments = environments
+        self.enableOnlineChecks = enableOnlineChecks
+        self.allowLocalTestEnvironments = allowLocalTestEnvironments
+        self.clockSkewMs = max(0, clockSkewMs)
+        self.now = now
+        self.cache = VerifiedChainCache(capacity: cacheCapacity)
+        self.revocation = OCSPRevocationCheck(transport: ocspTransport)
+        self.revocationRecheckSeconds = revocationRecheckSeconds
+    }
+
+    /// Chain cache counters (metrics).
+    public var chainCacheHits: Int { cache.hits }
+    public var chainCacheMisses: Int { cache.misses }
+
+    public func verifyAndDecodeTransaction(_ jws: String) throws(VerificationError) -> JWSTransactionDecodedPayload {
+        let payload = try verifiedPayload(jws, dateField: "signedDate", expected: .transaction)
+        try requireKind(payload, .transaction)
+        let t = try JWSTransactionDecodedPayload(payload)
+        try checkIdentity(bundleId: t.bundleId, requireBundle: true, appAppleId: nil, environment: t.environment)
+        return t
+    }
+
+    public func verifyAndDecodeRenewalInfo(_ jws: String) throws(VerificationError) -> JWSRenewalInfoDecodedPayload {
+        let payload = try verifiedPayload(jws, dateField: "signedDate", expected: .renewalInfo)
+        try requireKind(payload, .renewalInfo)
+        let r = try JWSRenewalInfoDecodedPayload(payload)
+        try checkIdentity(bundleId: nil, requireBundle: false, appAppleId: nil, environment: r.environment)
+        return r
+    }
+
+    public func verifyAndDecodeAppTransaction(_ jws: String) throws(VerificationError) -> AppTransaction {
+        let payload = try verifiedPayload(jws, dateField: "receiptCreationDate", expected: .appTransaction)
+        try requireKind(payload, .appTransaction)
+        let a = try AppTransaction(payload)
+        try checkIdentity(bundleId: a.bundleId, requireBundle: true, appAppleId: a.appAppleId, environment: a.receiptType)
+        return a
+    }
+
+    // MARK: Policy after the signature
+
+    func checkIdentity(bundleId found: String?, requireBundle: Bool, appAppleId foundAppId: Int64?,
+                       environment: AppStoreEnvironment?) throws(VerificationError) {
+        if let found {
+            guard found == bundleId else {
+                throw VerificationError(.bundleIdMismatch, "signed for bundle \"\(found.prefix(200))\", expected \"\(bundleId)\"")
+            }
+        } else if requireBundle {
+            throw VerificationError(.missingField, "payload has no bundleId")
+        }
+        if let expected = appAppleId, let foundAppId, foundAppId != expected {
+            throw VerificationError(.appAppleIdMismatch, "signed for appAppleId \(foundAppId), expected \(expected)")
+        }
+        guard let environment else { throw VerificationError(.missingField, "payload has no environment") }
+        if environment.isLocalTest && !allowLocalTestEnvironments {
+            throw VerificationError(.testEnvironmentNotAllowed, "\(environment.rawValue) data is not accepted by this policy")
+        }
+        guard environments.contains(environment) else {
+            throw VerificationError(.environmentNotAllowed, "environment \(environment.rawValue.prefix(64)) is not allowed")
+        }
+    }
+
+    enum PayloadKind: String { case transaction, renewalInfo = "renewal info", notification, appTransaction = "app transaction" }
+
+    /// Recognises what a verified payload is by its required fields, so one kind of signed data
+    /// cannot be replayed where another is expected.
+    static func kind(of payload: JSONValue) -> PayloadKind? {
+        guard let o = payload.objectValue else { return nil }
+        if o["notificationType"] != nil { return .notification }
+        if o["transactionId"] != nil { return .transaction }
+        if o["receiptType"] != nil && o["receiptCreationDate"] != nil { return .appTransaction }
+        if o["originalTransactionId"] != nil && o["autoRenewStatus"] != nil { return .renewalInfo }
+        return nil
+    }
+
+    func requireKind(_ payload: JSONValue, _ expected: PayloadKind) throws(VerificationError) {
+        let found = Self.kind(of: payload)
+        guard found == expected else {
+            throw VerificationError(.wrongPayloadKind, "expected a \(expected.rawValue), found \(found?.rawValue ?? "an unknown payload")")
+        }
+    }
+}

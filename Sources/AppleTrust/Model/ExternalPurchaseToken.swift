@@ -1,0 +1,21 @@
+import IAPCore
+
+/// The `externalPurchaseToken` object of an EXTERNAL_PURCHASE_TOKEN notification.
+public struct ExternalPurchaseToken: Sendable, Hashable {
+    public let externalPurchaseId: String?
+    public let tokenCreationDate: Int64?
+    public let appAppleId: Int64?
+    public let bundleId: String?
+
+    public init(_ f: JSONFields) throws(VerificationError) {
+        externalPurchaseId = try f.string("externalPurchaseId")
+        tokenCreationDate = try f.int64("tokenCreationDate")
+        appAppleId = try f.int64("appAppleId")
+        bundleId = try f.string("bundleId")
+    }
+
+    /// Apple marks sandbox tokens by the id's prefix; the object has no environment field.
+    public var environment: AppStoreEnvironment {
+        externalPurchaseId?.hasPrefix("SANDBOX") == true ? .sandbox : .production
+    }
+}

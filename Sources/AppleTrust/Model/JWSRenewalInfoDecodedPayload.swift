@@ -1,0 +1,55 @@
+import IAPCore
+
+/// Verified subscription renewal info (`JWSRenewalInfo`), Apple's field names, plus `raw`.
+/// Apple's renewal info carries no bundleId: the caller's bundle is checked on the transaction.
+public struct JWSRenewalInfoDecodedPayload: Sendable, Hashable {
+    public let originalTransactionId: String
+    public let autoRenewStatus: AutoRenewStatus
+    public let expirationIntent: ExpirationIntent?
+    public let autoRenewProductId: String?
+    public let productId: String?
+    public let isInBillingRetryPeriod: Bool?
+    public let priceIncreaseStatus: PriceIncreaseStatus?
+    public let gracePeriodExpiresDate: Int64?
+    public let offerType: OfferType?
+    public let offerIdentifier: String?
+    public let signedDate: Int64
+    public let environment: AppStoreEnvironment?
+    public let recentSubscriptionStartDate: Int64?
+    public let renewalDate: Int64?
+    public let currency: String?
+    public let renewalPrice: Int64?
+    public let offerDiscountType: OfferDiscountType?
+    public let appAccountToken: String?
+    public let appTransactionId: String?
+    public let offerPeriod: String?
+    public let raw: JSONValue
+
+    public init(_ raw: JSONValue) throws(VerificationError) {
+        let f = try JSONFields(raw, context: "renewalInfo")
+        originalTransactionId = try f.requiredString("originalTransactionId")
+        guard let status: AutoRenewStatus = try f.open("autoRenewStatus") else {
+            throw VerificationError(.missingField, "renewalInfo.autoRenewStatus is required")
+        }
+        autoRenewStatus = status
+        expirationIntent = try f.open("expirationIntent")
+        autoRenewProductId = try f.string("autoRenewProductId")
+        productId = try f.string("productId")
+        isInBillingRetryPeriod = try f.bool("isInBillingRetryPeriod")
+        priceIncreaseStatus = try f.open("priceIncreaseStatus")
+        gracePeriodExpiresDate = try f.int64("gracePeriodExpiresDate")
+        offerType = try f.open("offerType")
+        offerIdentifier = try f.string("offerIdentifier")
+        signedDate = try f.requiredInt64("signedDate")
+        environment = try f.open("environment")
+        recentSubscriptionStartDate = try f.int64("recentSubscriptionStartDate")
+        renewalDate = try f.int64("renewalDate")
+        currency = try f.string("currency")
+        renewalPrice = try f.int64("renewalPrice")
+        offerDiscountType = try f.open("offerDiscountType")
+        appAccountToken = try f.string("appAccountToken")
+        appTransactionId = try f.string("appTransactionId")
+        offerPeriod = try f.string("offerPeriod")
+        self.raw = raw
+    }
+}

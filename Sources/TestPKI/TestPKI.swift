@@ -1,0 +1,112 @@
+@_spi(TestPKI) import AppleTrust
+import COpenSSL
+import Foundation
+import IAPCore
+
+/// A private PKI shaped like Apple's (root → WWDR-like intermediate → leaf, with Apple's marker
+/// OIDs), for tests, the App Store simulator and benchmarks. Never trusted by a production policy:
+/// a verifier trusts it only when its root is pinned explicitly.
+public enum TestPKI {
+    /// A certificate and the private key it certifies.
+    public struct Identity: Sendable {
+        public let certificate: X509Certificate
+        public let key: ECPrivateKey
+        public var der: Data { certificate.der }
+    }
+
+    /// Validity in seconds since 1970 (certificates have second precision).
+    public struct Validity: Sendable {
+        public var notBefore: Date
+        public var notAfter: Date
+        public init(notBefore: Date, notAfter: Date) { self.notBefore = notBefore; self.notAfter = notAfter }
+        /// From `days` ago until `days` from `now`.
+        public static func around(_ now: Date = Date(), days: Double) -> Validity {
+            Validity(notBefore: now.addingTimeInterval(-days * 86_400), notAfter: now.addingTimeInterval(days * 86_400))
+        }
+    }
+
+    public static let intermediateOID = "1.2.840.113635.100.6.2.1"
+    public static let leafOID = "1.2.840.113635.100.6.11.1"
+
+    /// Root and intermediate; issues leaves.
+    public struct CertificateAuthority: Sendable {
+        public let root: Identity
+        public let intermediate: Identity
+
+        /// - Parameters:
+        ///   - rootName: the root's CN (give two CAs the same name to get a same-name, other-key root).
+        ///   - intermediateHasAppleOID: false for the "missing WWDR OID" broken variant.
+        public static func make(rootName: String = "IAPGateway Test Root CA - G3",
+                                rootCurve: ECPrivateKey.Curve = .p384,
+                                validity: Validity = .around(days: 3650),
+                                intermediateValidity: Validity? = nil,
+                                intermediateHasAppleOID: Bool = true,
+                                intermediateOCSPURL: String? = nil) throws(VerificationError) -> CertificateAuthority {
+            let rootKey = try ECPrivateKey.generate(rootCurve)
+            let root = try CertificateBuilder.build(
+                subject: rootName, issuer: rootName, publicKeyOf: rootKey, signer: rootKey,
+                validity: validity, isCA: true, markerOID: nil)
+            let intermediateKey = try ECPrivateKey.generate(rootCurve)
+            let intermediate = try CertificateBuilder.build(
+                subject: "IAPGateway Test Worldwide Developer Relations CA - G6", issuer: rootName,
+                publicKeyOf: intermediateKey, signer: rootKey, validity: intermediateValidity ?? validity,
+                isCA: true, markerOID: intermediateHasAppleOID ? TestPKI.intermediateOID : nil, ocspURL: intermediateOCSPURL)
+            return CertificateAuthority(root: Identity(certificate: root, key: rootKey),
+                                        intermediate: Identity(certificate: intermediate, key: intermediateKey))
+        }
+
+        /// A P-256 signing leaf, as Apple's "Prod ECC Mac App Store and iTunes Store Receipt Signing".
+        public func issueLeaf(validity: Validity = .around(days: 365), hasAppleOID: Bool = true,
+                              commonName: String = "IAPGateway Test StoreKit Signing",
+                              ocspURL: String? = nil) throws(VerificationError) -> Identity {
+            let key = try ECPrivateKey.generate(.p256)
+            let cert = try CertificateBuilder.build(
+                subject: commonName, issuer: intermediate.certificate.subjectCommonName, publicKeyOf: key,
+                signer: intermediate.key, validity: validity, isCA: false, markerOID: hasAppleOID ? TestPKI.leafOID : nil,
+                ocspURL: ocspURL)
+            return Identity(certificate: cert, key: key)
+        }
+
+        /// A signer for `leaf` with the usual x5c [leaf, intermediate, root].
+        public func signer(leaf: Identity) -> JWSSigner {
+            JWSSigner(x5c: [leaf.der, intermediate.der, root.der], key: leaf.key)
+        }
+    }
+
+    /// Signs compact JWS the way Apple does (ES256, x5c in the header).
+    public struct JWSSigner: Sendable {
+        public var x5c: [Data]
+        public let key: ECPrivateKey
+
+        public init(x5c: [Data], key: ECPrivateKey) {
+            self.x5c = x5c
+            self.key = key
+        }
+
+        /// `headerOverrides` replace header fields (a `.null` value removes the field): adversarial
+        /// tests use it for `alg: none`, wrong x5c, and so on.
+        public func sign(_ payload: JSONValue, headerOverrides: [String: JSONValue] = [:]) throws(VerificationError) -> String {
+            try TestPKI.signJWS(payloadText: payload.jsonText, chain: x5c, key: key, headerOverrides: headerOverrides)
+        }
+    }
+
+    public static func signJWS(payload: JSONValue, chain: [Data], key: ECPrivateKey,
+                               headerOverrides: [String: JSONValue] = [:]) throws(VerificationError) -> String {
+        try signJWS(payloadText: payload.jsonText, chain: chain, key: key, headerOverrides: headerOverrides)
+    }
+
+    /// Signs payload text as given (so tests can sign JSON that `JSONValue` cannot represent, such
+    /// as duplicate keys).
+    public static func signJWS(payloadText: String, chain: [Data], key: ECPrivateKey,
+                               headerOverrides: [String: JSONValue] = [:]) throws(VerificationError) -> String {
+        var header: [String: JSONValue] = [
+            "alg": .string("ES256"),
+            "x5c": .array(chain.map { .string(Base64URL.encodeStandardPadded($0)) }),
+        ]
+        for (k, v) in headerOverrides {
+            if v == .null { header.removeValue(forKey: k) } else { header[k] = v }
+        }
+        let input = Base64URL.encode(Array(JSONValue.object(header).jsonText.utf8)) + "." + Base64URL.encode(Array(payloadText.utf8))
+        return input + "." + Base64URL.encode(try key.signES256(Array(input.utf8)))
+    }
+}
