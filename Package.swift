@@ -41,13 +41,25 @@ var targets: [Target] = [
     // The gateway: policy checks, entitlements, routes, auth, nonces (transport-free handlers).
     .target(name: "Gateway", dependencies: ["IAPCore", "AppleTrust", "Adapters", "Ledger", "HTTPServer"]),
 
-    .executableTarget(name: "iapgw", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "TestPKI"]),
+    // A local App Store on loopback: its own test PKI, receipts, verifyReceipt, the Server API,
+    // notifications and fault injection. For tests, the demo and benchmarks; never for production.
+    .target(name: "AppStoreSimulator", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "TestPKI", "HTTPServer",
+                                                       "UpstreamHTTP", "COpenSSL"]),
+
+    .executableTarget(name: "iapgw", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "TestPKI", "Adapters",
+                                                    "Gateway", "Ledger", "HTTPServer", "AppStoreSimulator"]),
 
     .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore"], exclude: ["Fixtures"]),
     .testTarget(name: "AppleTrustTests", dependencies: ["AppleTrust", "TestPKI", "IAPCore"]),
     .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore"]),
     .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
     .testTarget(name: "UpstreamHTTPTests", dependencies: ["UpstreamHTTP", "HTTPServer"]),
+    .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "AppStoreSimulator", "TestPKI", "IAPCore",
+                                                      "AppleTrust", "UpstreamHTTP", "HTTPServer"]),
+    .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "TestPKI", "AppleTrust",
+                                                               "AppReceipts", "IAPCore", "UpstreamHTTP"]),
+    .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
+                                                     "UpstreamHTTP", "TestPKI", "IAPCore", "AppleTrust"]),
     .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "AppleTrust", "TestPKI", "IAPCore"]),
 ]
 
