@@ -210,7 +210,7 @@ final class SQLiteDatabase: @unchecked Sendable {
         try withConnection { (connection) throws(VerificationError) -> R in
             try connection.executeScript("BEGIN IMMEDIATE", operation: "begin")
             let result: R
-            do {
+            do throws(VerificationError) {
                 result = try body(connection)
                 try connection.executeScript("COMMIT", operation: "commit")
             } catch {
