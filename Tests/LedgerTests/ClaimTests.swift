@@ -43,6 +43,17 @@ final class ClaimTests: LedgerTestCase {
         XCTAssertEqual(try ledger.owner(bundleId: "com.example.app", originalTransactionId: "1000"), "alice@example.com")
     }
 
+    func testRenewalOfAnotherAccountsPurchaseIsRefused() throws {
+        let ledger = try openLedger()
+        _ = try ledger.claim(claim("alice", [transaction("1000", original: "1000")]))
+        XCTAssertEqual(errorCode { () throws(VerificationError) in
+            _ = try ledger.claim(claim("mallory", [transaction("1001", original: "1000")]))
+        }, .transactionBoundToOtherAccount)
+        XCTAssertEqual(try ledger.owner(bundleId: "com.example.app", originalTransactionId: "1000"), "alice")
+        XCTAssertEqual(try ledger.transactions(bundleId: "com.example.app", originalTransactionId: "1000")
+            .map(\.transactionId), ["1000"])
+    }
+
     func testConflictOnSecondTransactionLeavesNothingOfTheFirst() throws {
         let ledger = try openLedger()
         _ = try ledger.claim(claim("alice", [transaction("2000", original: "2000")]))
