@@ -12,7 +12,8 @@ import IAPCore
 /// - `claim` is all-or-nothing, and an ownership key is bound to exactly one account forever;
 /// - storage failures surface as `STORAGE_UNAVAILABLE` and their messages carry no data values.
 public protocol Ledger: Sendable {
-    /// Issues a fresh single-use nonce for one account of one app, valid for `ttlSeconds` after `now`.
+    /// Issues a fresh single-use nonce for one account of one app, valid for `ttlSeconds` after `now`
+    /// (1 second to 1 day; anything else is `INVALID_CONFIGURATION`).
     func issueNonce(bundleId: String, account: String, ttlSeconds: Int, now: Int64) throws(VerificationError) -> IssuedNonce
 
     /// Uses up a nonce. Unknown, expired, or issued for another app or account: `NONCE_INVALID`;
@@ -70,7 +71,9 @@ public struct PurchaseClaim: Sendable {
     public var account: String
     public var transactions: [CanonicalTransaction]
     /// Entitlements derived from the transactions; each must be for `account` and for a purchase
-    /// this claim (or an earlier one) binds to `account`.
+    /// this claim (or an earlier one) binds to `account`. One for a purchase of another account is
+    /// `TRANSACTION_BOUND_TO_OTHER_ACCOUNT`; one for another account or an unbound purchase is a
+    /// gateway bug and refused as `STORAGE_UNAVAILABLE`. Either way nothing of the claim is written.
     public var entitlements: [Entitlement]
     /// Milliseconds since 1970.
     public var now: Int64

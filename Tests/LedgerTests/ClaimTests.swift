@@ -97,6 +97,16 @@ final class ClaimTests: LedgerTestCase {
         XCTAssertNil(try ledger.owner(bundleId: "com.example.app", originalTransactionId: "3000"))
     }
 
+    func testEntitlementForAnotherAccountOrAnUnboundPurchaseIsRefusedAndRolledBack() throws {
+        let ledger = try openLedger()
+        for wrong in [entitlement("bob", original: "1000"), entitlement("alice", original: "never-bound")] {
+            XCTAssertEqual(errorCode { () throws(VerificationError) in
+                _ = try ledger.claim(claim("alice", [transaction("1000", original: "1000")], entitlements: [wrong]))
+            }, .storageUnavailable)
+        }
+        XCTAssertNil(try ledger.owner(bundleId: "com.example.app", originalTransactionId: "1000"))
+    }
+
     func testEntitlementsAreUpsertedPerPurchase() throws {
         let ledger = try openLedger()
         _ = try ledger.claim(claim("alice", [transaction("1000", original: "1000")],

@@ -72,6 +72,15 @@ final class NonceTests: LedgerTestCase {
         }
     }
 
+    func testNonceLifetimeOutsideOneSecondToOneDayIsRefused() throws {
+        let ledger = try openLedger()
+        for ttl in [0, -5, 86_401, Int.max] {
+            XCTAssertEqual(errorCode { () throws(VerificationError) in
+                _ = try ledger.issueNonce(bundleId: "com.example.app", account: "alice", ttlSeconds: ttl, now: now)
+            }, .invalidConfiguration)
+        }
+    }
+
     func testConcurrentConsumersOnTwoConnectionsSucceedExactlyOnce() throws {
         let first = try openLedger()
         let second = try openLedger()

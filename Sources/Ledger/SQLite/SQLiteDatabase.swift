@@ -90,6 +90,7 @@ final class SQLiteConnection {
     }
 
     /// A statement from the cache (prepared once per connection), reset and bound to `arguments`.
+    /// The cache is keyed by SQL text; callers pass only constant SQL, so it stays small.
     private func prepared(_ sql: String, _ arguments: [SQLValue]) throws(VerificationError) -> OpaquePointer {
         let statement: OpaquePointer
         if let cached = statements[sql] {

@@ -31,8 +31,8 @@ public final class SQLiteLedger: Ledger {
 
     public func issueNonce(bundleId: String, account: String, ttlSeconds: Int, now: Int64)
         throws(VerificationError) -> IssuedNonce {
-        guard ttlSeconds > 0 else {
-            throw VerificationError(.invalidConfiguration, "nonce lifetime must be positive")
+        guard (1...86_400).contains(ttlSeconds) else {
+            throw VerificationError(.invalidConfiguration, "nonce lifetime must be between 1 second and 1 day")
         }
         var generator = SystemRandomNumberGenerator()
         var bytes = [UInt8]()
