@@ -1,1 +1,142 @@
+import Foundation
 import IAPCore
+
+/// Durable state the gateway keeps AFTER an adapter has verified evidence: single-use nonces,
+/// the binding of each purchase to one account, the once-only grant of each transaction,
+/// entitlements, sealed latest receipts and the audit trail.
+///
+/// This is the seam between the gateway and its storage engine (SQLite today, PostgreSQL for
+/// several instances): it speaks only the canonical model and plain values, never SQL types.
+/// Every implementation must give the same guarantees:
+/// - `consumeNonce` succeeds at most once per nonce, across all connections and processes;
+/// - `claim` is all-or-nothing, and an ownership key is bound to exactly one account forever;
+/// - storage failures surface as `STORAGE_UNAVAILABLE` and their messages carry no data values.
+public protocol Ledger: Sendable {
+    /// Issues a fresh single-use nonce for one account of one app, valid for `ttlSeconds` after `now`
+    /// (1 second to 1 day; anything else is `INVALID_CONFIGURATION`).
+    func issueNonce(bundleId: String, account: String, ttlSeconds: Int, now: Int64) throws(VerificationError) -> IssuedNonce
+
+    /// Uses up a nonce. Unknown, expired, or issued for another app or account: `NONCE_INVALID`;
+    /// already used: `NONCE_REUSED`.
+    func consumeNonce(_ value: String, bundleId: String, account: String, now: Int64) throws(VerificationError)
+
+    /// Binds every transaction's purchase to the claiming account, records the transactions and
+    /// stores the entitlements, all in one atomic step. If any purchase belongs to another account
+    /// nothing is written and `TRANSACTION_BOUND_TO_OTHER_ACCOUNT` is thrown.
+    func claim(_ claim: PurchaseClaim) throws(VerificationError) -> ClaimOutcome
+
+    /// The stored entitlements of one account of one app, ordered by original transaction id.
+    func entitlements(bundleId: String, account: String) throws(VerificationError) -> [Entitlement]
+
+    /// The account a purchase is bound to, if any.
+    func owner(bundleId: String, originalTransactionId: String) throws(VerificationError) -> String?
+
+    /// Every stored transaction of one purchase (its renewals too), oldest grant first.
+    func transactions(bundleId: String, originalTransactionId: String) throws(VerificationError) -> [CanonicalTransaction]
+
+    /// Appends one audit record. The record holds a hash of the evidence, never the evidence.
+    func recordAudit(_ record: AuditRecord) throws(VerificationError)
+
+    /// The newest `limit` audit records of one app, newest first.
+    func auditRecords(bundleId: String, limit: Int) throws(VerificationError) -> [AuditRecord]
+
+    /// Stores the latest receipt of a purchase. The bytes are opaque to the ledger: the gateway
+    /// seals (encrypts and authenticates) them before the call, so the ledger never holds a
+    /// readable receipt and needs no key.
+    func storeLatestReceipt(bundleId: String, originalTransactionId: String, sealedReceipt: Data) throws(VerificationError)
+
+    /// The sealed bytes last stored for a purchase, exactly as given.
+    func latestReceipt(bundleId: String, originalTransactionId: String) throws(VerificationError) -> Data?
+
+    /// Proves the storage answers (readiness probe).
+    func ping() throws(VerificationError)
+}
+
+/// A nonce handed to a client, to be sent back with its purchase evidence.
+public struct IssuedNonce: Hashable, Sendable {
+    /// 128 random bits, base64url without padding (22 characters).
+    public let value: String
+    /// Milliseconds since 1970 after which the nonce is refused.
+    public let expiresAt: Int64
+
+    public init(value: String, expiresAt: Int64) {
+        self.value = value
+        self.expiresAt = expiresAt
+    }
+}
+
+/// What the gateway asks the ledger to record once an adapter has verified a purchase.
+public struct PurchaseClaim: Sendable {
+    public var bundleId: String
+    public var account: String
+    public var transactions: [CanonicalTransaction]
+    /// Entitlements derived from the transactions; each must be for `account` and for a purchase
+    /// this claim (or an earlier one) binds to `account`. One for a purchase of another account is
+    /// `TRANSACTION_BOUND_TO_OTHER_ACCOUNT`; one for another account or an unbound purchase is a
+    /// gateway bug and refused as `STORAGE_UNAVAILABLE`. Either way nothing of the claim is written.
+    public var entitlements: [Entitlement]
+    /// Milliseconds since 1970.
+    public var now: Int64
+
+    public init(bundleId: String, account: String, transactions: [CanonicalTransaction],
+                entitlements: [Entitlement], now: Int64) {
+        self.bundleId = bundleId
+        self.account = account
+        self.transactions = transactions
+        self.entitlements = entitlements
+        self.now = now
+    }
+}
+
+/// Which transactions a claim granted for the first time. Each transactionId is granted once:
+/// the gateway delivers consumables and other one-off effects only for `newlyGranted`.
+public struct ClaimOutcome: Hashable, Sendable {
+    public var newlyGranted: [String]
+    public var alreadyGranted: [String]
+
+    public init(newlyGranted: [String], alreadyGranted: [String]) {
+        self.newlyGranted = newlyGranted
+        self.alreadyGranted = alreadyGranted
+    }
+}
+
+public enum AuditVerdict: String, Codable, Hashable, Sendable {
+    case granted, refused
+}
+
+/// One line of the audit trail: what was decided about which evidence, never the evidence itself.
+public struct AuditRecord: Hashable, Sendable {
+    /// Milliseconds since 1970.
+    public var time: Int64
+    public var bundleId: String
+    public var account: String?
+    /// "appReceipt", "transactionId", "signedTransaction", "notification", ...
+    public var evidenceKind: String
+    /// Lowercase hex SHA-256 of the evidence as received (64 characters); anything else is refused.
+    public var evidenceSHA256: String
+    public var transactionIds: [String]
+    public var productIds: [String]
+    public var environment: String?
+    public var verdict: AuditVerdict
+    public var errorCode: VerificationError.Code?
+    /// The adapter that verified the evidence ("verifyReceipt", "serverAPI").
+    public var adapter: String?
+    public var latencyMicros: Int64
+
+    public init(time: Int64, bundleId: String, account: String?, evidenceKind: String, evidenceSHA256: String,
+                transactionIds: [String], productIds: [String], environment: String?, verdict: AuditVerdict,
+                errorCode: VerificationError.Code?, adapter: String?, latencyMicros: Int64) {
+        self.time = time
+        self.bundleId = bundleId
+        self.account = account
+        self.evidenceKind = evidenceKind
+        self.evidenceSHA256 = evidenceSHA256
+        self.transactionIds = transactionIds
+        self.productIds = productIds
+        self.environment = environment
+        self.verdict = verdict
+        self.errorCode = errorCode
+        self.adapter = adapter
+        self.latencyMicros = latencyMicros
+    }
+}

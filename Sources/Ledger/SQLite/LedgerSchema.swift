@@ -1,0 +1,82 @@
+/// The SQLite ledger's migrations, in order. Append new versions; never edit a released one.
+enum LedgerSchema {
+    static let migrations: [String] = [v1]
+
+    /// Times are integer milliseconds since 1970. Nonces are stored as the SHA-256 of their value,
+    /// so a copy of the file cannot be used to answer an outstanding challenge.
+    static let v1 = """
+        CREATE TABLE nonces (
+            value_sha256 TEXT PRIMARY KEY,
+            bundle_id TEXT NOT NULL,
+            account TEXT NOT NULL,
+            issued_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            consumed_at INTEGER
+        ) WITHOUT ROWID;
+        CREATE INDEX nonces_by_expiry ON nonces (expires_at);
+
+        -- One row per purchase: ownership_key is originalTransactionId, or transactionId when absent.
+        CREATE TABLE ownership (
+            bundle_id TEXT NOT NULL,
+            ownership_key TEXT NOT NULL,
+            account TEXT NOT NULL,
+            bound_at INTEGER NOT NULL,
+            PRIMARY KEY (bundle_id, ownership_key)
+        ) WITHOUT ROWID;
+        CREATE INDEX ownership_by_account ON ownership (bundle_id, account);
+
+        -- One row per granted transaction; canonical_json is the latest facts (sorted keys).
+        CREATE TABLE transactions (
+            bundle_id TEXT NOT NULL,
+            transaction_id TEXT NOT NULL,
+            ownership_key TEXT NOT NULL,
+            account TEXT NOT NULL,
+            product_id TEXT NOT NULL,
+            canonical_json TEXT NOT NULL,
+            first_granted_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (bundle_id, transaction_id),
+            FOREIGN KEY (bundle_id, ownership_key) REFERENCES ownership (bundle_id, ownership_key)
+        ) WITHOUT ROWID;
+        CREATE INDEX transactions_by_purchase ON transactions (bundle_id, ownership_key);
+
+        CREATE TABLE entitlements (
+            bundle_id TEXT NOT NULL,
+            account TEXT NOT NULL,
+            original_transaction_id TEXT NOT NULL,
+            product_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            expires_date INTEGER,
+            source TEXT NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (bundle_id, account, original_transaction_id),
+            FOREIGN KEY (bundle_id, original_transaction_id) REFERENCES ownership (bundle_id, ownership_key)
+        ) WITHOUT ROWID;
+
+        -- Receipts arrive sealed by the gateway: opaque bytes here.
+        CREATE TABLE latest_receipts (
+            bundle_id TEXT NOT NULL,
+            original_transaction_id TEXT NOT NULL,
+            sealed_receipt BLOB NOT NULL,
+            PRIMARY KEY (bundle_id, original_transaction_id)
+        ) WITHOUT ROWID;
+
+        -- Append-only. transaction_ids and product_ids are JSON arrays of strings.
+        CREATE TABLE audit_log (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            time INTEGER NOT NULL,
+            bundle_id TEXT NOT NULL,
+            account TEXT,
+            evidence_kind TEXT NOT NULL,
+            evidence_sha256 TEXT NOT NULL CHECK (length(evidence_sha256) = 64),
+            transaction_ids TEXT NOT NULL,
+            product_ids TEXT NOT NULL,
+            environment TEXT,
+            verdict TEXT NOT NULL CHECK (verdict IN ('granted', 'refused')),
+            error_code TEXT,
+            adapter TEXT,
+            latency_micros INTEGER NOT NULL
+        );
+        CREATE INDEX audit_log_by_app ON audit_log (bundle_id, id);
+        """
+}

@@ -1,0 +1,225 @@
+import CSQLite
+import Foundation
+import IAPCore
+import Synchronization
+
+/// A value bound to or read from a statement parameter.
+enum SQLValue: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByNilLiteral {
+    case null
+    case integer(Int64)
+    case text(String)
+    case blob(Data)
+
+    init(stringLiteral value: String) { self = .text(value) }
+    init(integerLiteral value: Int64) { self = .integer(value) }
+    init(nilLiteral: ()) { self = .null }
+
+    static func text(_ value: String?) -> SQLValue { value.map { .text($0) } ?? .null }
+    static func integer(_ value: Int64?) -> SQLValue { value.map { .integer($0) } ?? .null }
+}
+
+/// The result of a write that may break a constraint the caller knows how to handle.
+enum WriteResult: Equatable {
+    case changed(Int)
+    /// The extended result code (e.g. 2067 for a unique violation).
+    case constraintViolation(Int32)
+}
+
+/// One SQLite connection, used by one thread at a time (under `SQLiteDatabase`'s mutex).
+///
+/// Error messages name the operation and SQLite's generic text for the result code
+/// (`sqlite3_errstr`), never `sqlite3_errmsg`, which may quote schema details, and never values.
+final class SQLiteConnection {
+    fileprivate let handle: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+
+    fileprivate init(handle: OpaquePointer) { self.handle = handle }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(handle)
+    }
+
+    static func storageError(_ operation: String, _ code: Int32) -> VerificationError {
+        let text = sqlite3_errstr(code).map { String(cString: $0) } ?? "unknown error"
+        return VerificationError(.storageUnavailable, "storage: \(operation) failed (SQLite \(code): \(text))")
+    }
+
+    /// Runs SQL without parameters (pragmas, migration scripts); may hold several statements.
+    func executeScript(_ sql: String, operation: String) throws(VerificationError) {
+        let code = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard code == SQLITE_OK else { throw Self.storageError(operation, code) }
+    }
+
+    /// A write; a constraint violation is returned for the caller to handle, any other failure throws.
+    func write(_ sql: String, _ arguments: [SQLValue]) throws(VerificationError) -> WriteResult {
+        let statement = try prepared(sql, arguments)
+        defer { release(statement) }
+        let code = sqlite3_step(statement)
+        switch code {
+        case SQLITE_DONE, SQLITE_ROW:
+            return .changed(Int(sqlite3_changes(handle)))
+        case _ where code & 0xFF == SQLITE_CONSTRAINT:
+            return .constraintViolation(code)
+        default:
+            throw Self.storageError("write", code)
+        }
+    }
+
+    /// A write where a constraint violation is a storage fault too; returns the number of changed rows.
+    @discardableResult
+    func run(_ sql: String, _ arguments: SQLValue...) throws(VerificationError) -> Int {
+        switch try write(sql, arguments) {
+        case .changed(let count): return count
+        case .constraintViolation(let code): throw Self.storageError("write", code)
+        }
+    }
+
+    /// Reads every row the query returns through `decode`.
+    func query<T>(_ sql: String, _ arguments: SQLValue..., decode: (SQLRow) throws(VerificationError) -> T)
+        throws(VerificationError) -> [T] {
+        let statement = try prepared(sql, arguments)
+        defer { release(statement) }
+        var rows: [T] = []
+        while true {
+            let code = sqlite3_step(statement)
+            if code == SQLITE_DONE { return rows }
+            guard code == SQLITE_ROW else { throw Self.storageError("read", code) }
+            rows.append(try decode(SQLRow(statement: statement)))
+        }
+    }
+
+    /// A statement from the cache (prepared once per connection), reset and bound to `arguments`.
+    /// The cache is keyed by SQL text; callers pass only constant SQL, so it stays small.
+    private func prepared(_ sql: String, _ arguments: [SQLValue]) throws(VerificationError) -> OpaquePointer {
+        let statement: OpaquePointer
+        if let cached = statements[sql] {
+            statement = cached
+        } else {
+            var fresh: OpaquePointer?
+            let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &fresh, nil)
+            guard code == SQLITE_OK, let fresh else { throw Self.storageError("prepare", code) }
+            statements[sql] = fresh
+            statement = fresh
+        }
+        for (offset, argument) in arguments.enumerated() {
+            let index = Int32(offset + 1)
+            let code: Int32
+            switch argument {
+            case .null:
+                code = sqlite3_bind_null(statement, index)
+            case .integer(let value):
+                code = sqlite3_bind_int64(statement, index, value)
+            case .text(let value):
+                code = sqlite3_bind_text(statement, index, value, -1, iapgw_sqlite_transient())
+            case .blob(let value):
+                code = value.withUnsafeBytes { bytes in
+                    // A zero-length blob still needs a non-null pointer, or SQLite stores NULL.
+                    sqlite3_bind_blob(statement, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+                                      Int32(bytes.count), iapgw_sqlite_transient())
+                }
+            }
+            guard code == SQLITE_OK else {
+                release(statement)
+                throw Self.storageError("bind", code)
+            }
+        }
+        return statement
+    }
+
+    private func release(_ statement: OpaquePointer) {
+        sqlite3_reset(statement)
+        sqlite3_clear_bindings(statement)
+    }
+}
+
+/// The current row of a query; valid only inside the `decode` closure.
+struct SQLRow {
+    fileprivate let statement: OpaquePointer
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
+
+    func integer(_ column: Int32) -> Int64? {
+        isNull(column) ? nil : sqlite3_column_int64(statement, column)
+    }
+
+    func text(_ column: Int32) -> String? {
+        guard !isNull(column), let bytes = sqlite3_column_text(statement, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+
+    func blob(_ column: Int32) -> Data? {
+        guard !isNull(column) else { return nil }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return Data() }
+        return Data(bytes: bytes, count: count)
+    }
+
+    /// A column the schema declares NOT NULL; NULL means the file was tampered with or corrupted.
+    func requiredText(_ column: Int32) throws(VerificationError) -> String {
+        guard let value = text(column) else { throw Self.corrupt }
+        return value
+    }
+
+    func requiredInteger(_ column: Int32) throws(VerificationError) -> Int64 {
+        guard let value = integer(column) else { throw Self.corrupt }
+        return value
+    }
+
+    static let corrupt = VerificationError(.storageUnavailable, "storage: a stored row does not match the schema")
+}
+
+/// One SQLite database file behind one connection guarded by a mutex: simple, and correct for a
+/// gateway whose writes are short. Other processes may open the same file; `busy_timeout` makes
+/// their writers wait for each other instead of failing.
+final class SQLiteDatabase: @unchecked Sendable {
+    private let connection: SQLiteConnection
+    private let lock = Mutex(())
+
+    /// Opens (creating if needed) the file at `path` and applies `migrations` not yet applied.
+    init(path: String, migrations: [String], busyTimeoutMilliseconds: Int32 = 10_000) throws(VerificationError) {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        guard code == SQLITE_OK, let handle else {
+            if let handle { sqlite3_close_v2(handle) }
+            throw SQLiteConnection.storageError("open", code)
+        }
+        connection = SQLiteConnection(handle: handle)
+        sqlite3_extended_result_codes(handle, 1)
+        // The busy timeout comes first: switching to WAL needs a lock another process may hold.
+        sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
+        try connection.executeScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+                                     operation: "configure")
+        try SchemaMigrator.migrate(self, migrations: migrations)
+    }
+
+    /// Runs `body` with exclusive use of the connection (no transaction of its own).
+    @discardableResult
+    func withConnection<R: Sendable>(_ body: (SQLiteConnection) throws(VerificationError) -> R)
+        throws(VerificationError) -> R {
+        let connection = self.connection
+        return try lock.withLock { (_: inout ()) throws(VerificationError) -> R in try body(connection) }
+    }
+
+    /// Runs `body` in one write transaction: BEGIN IMMEDIATE takes the write lock up front, so two
+    /// connections never deadlock upgrading read locks; any throw rolls everything back.
+    @discardableResult
+    func transaction<R: Sendable>(_ body: (SQLiteConnection) throws(VerificationError) -> R)
+        throws(VerificationError) -> R {
+        try withConnection { (connection) throws(VerificationError) -> R in
+            try connection.executeScript("BEGIN IMMEDIATE", operation: "begin")
+            let result: R
+            do throws(VerificationError) {
+                result = try body(connection)
+                try connection.executeScript("COMMIT", operation: "commit")
+            } catch {
+                // A failed ROLLBACK leaves nothing better to report than the original error.
+                try? connection.executeScript("ROLLBACK", operation: "rollback")
+                throw error
+            }
+            return result
+        }
+    }
+}

@@ -1,0 +1,261 @@
+import Foundation
+import IAPCore
+
+/// The `Ledger` on one SQLite file: the default for a single gateway instance. Several processes
+/// may share the file (WAL, busy timeout); for many instances use the PostgreSQL ledger.
+public final class SQLiteLedger: Ledger {
+    let database: SQLiteDatabase
+
+    /// Opens the ledger at `storage`: `sqlite:PATH` or a plain path. Creates the parent directory
+    /// and the file if needed and migrates the schema; refuses a file from a newer schema.
+    public convenience init(storage: String) throws(VerificationError) {
+        try self.init(storage: storage, migrations: LedgerSchema.migrations)
+    }
+
+    /// Tests pass other migration lists to prove versioning.
+    init(storage: String, migrations: [String]) throws(VerificationError) {
+        let path = storage.hasPrefix("sqlite:") ? String(storage.dropFirst("sqlite:".count)) : storage
+        guard !path.isEmpty else {
+            throw VerificationError(.storageUnavailable, "storage: empty SQLite path")
+        }
+        let parent = URL(fileURLWithPath: path).deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+        } catch {
+            throw VerificationError(.storageUnavailable, "storage: cannot create the ledger's directory")
+        }
+        database = try SQLiteDatabase(path: path, migrations: migrations)
+    }
+
+    // MARK: Nonces
+
+    public func issueNonce(bundleId: String, account: String, ttlSeconds: Int, now: Int64)
+        throws(VerificationError) -> IssuedNonce {
+        guard (1...86_400).contains(ttlSeconds) else {
+            throw VerificationError(.invalidConfiguration, "nonce lifetime must be between 1 second and 1 day")
+        }
+        var generator = SystemRandomNumberGenerator()
+        var bytes = [UInt8]()
+        for _ in 0..<2 { withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) } }
+        let value = Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+        let expiresAt = now + Int64(ttlSeconds) * 1000
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.run("""
+                INSERT INTO nonces (value_sha256, bundle_id, account, issued_at, expires_at)
+                VALUES (?, ?, ?, ?, ?)
+                """, .text(LedgerDigest.sha256Hex(value)), .text(bundleId), .text(account), .integer(now),
+                .integer(expiresAt))
+        }
+        return IssuedNonce(value: value, expiresAt: expiresAt)
+    }
+
+    public func consumeNonce(_ value: String, bundleId: String, account: String, now: Int64)
+        throws(VerificationError) {
+        let invalid = VerificationError(.nonceInvalid, "the nonce is unknown, expired or not for this account")
+        // Issued nonces are 22 characters; anything far longer is not worth hashing.
+        guard !value.isEmpty, value.utf8.count <= 128 else { throw invalid }
+        let hash = LedgerDigest.sha256Hex(value)
+        try database.withConnection { (connection) throws(VerificationError) in
+            // The single conditional UPDATE is the whole guarantee: only one caller can flip consumed_at.
+            let consumed = try connection.run("""
+                UPDATE nonces SET consumed_at = ?
+                WHERE value_sha256 = ? AND bundle_id = ? AND account = ? AND consumed_at IS NULL AND expires_at > ?
+                """, .integer(now), .text(hash), .text(bundleId), .text(account), .integer(now))
+            if consumed == 1 { return }
+            // Explain the refusal; another app's or account's nonce looks exactly like an unknown one.
+            let rows = try connection.query(
+                "SELECT bundle_id, account, consumed_at FROM nonces WHERE value_sha256 = ?", .text(hash)
+            ) { (row) throws(VerificationError) in
+                (try row.requiredText(0), try row.requiredText(1), row.integer(2))
+            }
+            guard let (storedBundle, storedAccount, consumedAt) = rows.first,
+                  storedBundle == bundleId, storedAccount == account else { throw invalid }
+            if consumedAt != nil {
+                throw VerificationError(.nonceReused, "the nonce was already used")
+            }
+            throw invalid
+        }
+    }
+
+    // MARK: Claims
+
+    public func claim(_ claim: PurchaseClaim) throws(VerificationError) -> ClaimOutcome {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return try database.transaction { (connection) throws(VerificationError) -> ClaimOutcome in
+            var outcome = ClaimOutcome(newlyGranted: [], alreadyGranted: [])
+            var seen = Set<String>()
+            for transaction in claim.transactions where seen.insert(transaction.transactionId).inserted {
+                let key = transaction.originalTransactionId ?? transaction.transactionId
+                try bind(key, in: claim, connection)
+                if try grant(transaction, key: key, in: claim, encoder: encoder, connection) {
+                    outcome.newlyGranted.append(transaction.transactionId)
+                } else {
+                    outcome.alreadyGranted.append(transaction.transactionId)
+                }
+            }
+            for entitlement in claim.entitlements {
+                try store(entitlement, in: claim, connection)
+            }
+            return outcome
+        }
+    }
+
+    private static let boundElsewhere = VerificationError(.transactionBoundToOtherAccount,
+                                                          "this purchase is already bound to another account")
+
+    /// Binds the purchase to the claiming account unless it already belongs to someone.
+    private func bind(_ key: String, in claim: PurchaseClaim, _ connection: SQLiteConnection)
+        throws(VerificationError) {
+        try connection.run("""
+            INSERT INTO ownership (bundle_id, ownership_key, account, bound_at) VALUES (?, ?, ?, ?)
+            ON CONFLICT (bundle_id, ownership_key) DO NOTHING
+            """, .text(claim.bundleId), .text(key), .text(claim.account), .integer(claim.now))
+        let owner = try ownerOf(key, bundleId: claim.bundleId, connection)
+        guard owner == claim.account else { throw Self.boundElsewhere }
+    }
+
+    /// Records the transaction; true if this is its first grant. A known transaction keeps its
+    /// first_granted_at and takes the newer facts (see `TransactionFacts.merge`).
+    private func grant(_ transaction: CanonicalTransaction, key: String, in claim: PurchaseClaim,
+                       encoder: JSONEncoder, _ connection: SQLiteConnection) throws(VerificationError) -> Bool {
+        let inserted = try connection.run("""
+            INSERT INTO transactions (bundle_id, transaction_id, ownership_key, account, product_id,
+                                      canonical_json, first_granted_at, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (bundle_id, transaction_id) DO NOTHING
+            """, .text(claim.bundleId), .text(transaction.transactionId), .text(key), .text(claim.account),
+            .text(transaction.productId), .text(try Self.json(transaction, encoder)), .integer(claim.now),
+            .integer(claim.now))
+        if inserted == 1 { return true }
+
+        let existing = try connection.query(
+            "SELECT account, canonical_json FROM transactions WHERE bundle_id = ? AND transaction_id = ?",
+            .text(claim.bundleId), .text(transaction.transactionId)
+        ) { (row) throws(VerificationError) in (try row.requiredText(0), try row.requiredText(1)) }
+        guard let (storedAccount, storedJSON) = existing.first else { throw SQLRow.corrupt }
+        // The same transaction reached under another ownership key must not change hands either.
+        guard storedAccount == claim.account else { throw Self.boundElsewhere }
+        let merged = TransactionFacts.merge(stored: try Self.decode(storedJSON), incoming: transaction)
+        try connection.run("""
+            UPDATE transactions SET product_id = ?, canonical_json = ?, updated_at = ?
+            WHERE bundle_id = ? AND transaction_id = ?
+            """, .text(merged.productId), .text(try Self.json(merged, encoder)), .integer(claim.now),
+            .text(claim.bundleId), .text(transaction.transactionId))
+        return false
+    }
+
+    private func store(_ entitlement: Entitlement, in claim: PurchaseClaim, _ connection: SQLiteConnection)
+        throws(VerificationError) {
+        // An entitlement is only as good as the ownership behind it: never store one for a
+        // purchase the claiming account does not own.
+        guard entitlement.account == claim.account else {
+            throw VerificationError(.storageUnavailable, "storage: entitlement for another account than the claim")
+        }
+        switch try ownerOf(entitlement.originalTransactionId, bundleId: claim.bundleId, connection) {
+        case claim.account?: break
+        case nil: throw VerificationError(.storageUnavailable, "storage: entitlement for a purchase not bound")
+        case _?: throw Self.boundElsewhere
+        }
+        try connection.run("""
+            INSERT INTO entitlements (bundle_id, account, original_transaction_id, product_id, state,
+                                      expires_date, source, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (bundle_id, account, original_transaction_id) DO UPDATE SET
+                product_id = excluded.product_id, state = excluded.state, expires_date = excluded.expires_date,
+                source = excluded.source, updated_at = excluded.updated_at
+            """, .text(claim.bundleId), .text(claim.account), .text(entitlement.originalTransactionId),
+            .text(entitlement.productId), .text(entitlement.state.rawValue), .integer(entitlement.expiresDate),
+            .text(entitlement.source), .integer(claim.now))
+    }
+
+    private func ownerOf(_ key: String, bundleId: String, _ connection: SQLiteConnection)
+        throws(VerificationError) -> String? {
+        try connection.query("SELECT account FROM ownership WHERE bundle_id = ? AND ownership_key = ?",
+                             .text(bundleId), .text(key)) { (row) throws(VerificationError) in
+            try row.requiredText(0)
+        }.first
+    }
+
+    private static func json(_ transaction: CanonicalTransaction, _ encoder: JSONEncoder)
+        throws(VerificationError) -> String {
+        guard let data = try? encoder.encode(transaction) else {
+            throw VerificationError(.storageUnavailable, "storage: cannot encode a transaction")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private static func decode(_ json: String) throws(VerificationError) -> CanonicalTransaction {
+        guard let transaction = try? JSONDecoder().decode(CanonicalTransaction.self, from: Data(json.utf8)) else {
+            throw SQLRow.corrupt
+        }
+        return transaction
+    }
+
+    // MARK: Reads
+
+    public func entitlements(bundleId: String, account: String) throws(VerificationError) -> [Entitlement] {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("""
+                SELECT original_transaction_id, product_id, state, expires_date, source FROM entitlements
+                WHERE bundle_id = ? AND account = ? ORDER BY original_transaction_id
+                """, .text(bundleId), .text(account)) { (row) throws(VerificationError) in
+                guard let state = Entitlement.State(rawValue: try row.requiredText(2)) else { throw SQLRow.corrupt }
+                return Entitlement(account: account, productId: try row.requiredText(1), state: state,
+                                   expiresDate: row.integer(3), originalTransactionId: try row.requiredText(0),
+                                   source: try row.requiredText(4))
+            }
+        }
+    }
+
+    public func owner(bundleId: String, originalTransactionId: String) throws(VerificationError) -> String? {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try ownerOf(originalTransactionId, bundleId: bundleId, connection)
+        }
+    }
+
+    public func transactions(bundleId: String, originalTransactionId: String)
+        throws(VerificationError) -> [CanonicalTransaction] {
+        let stored = try database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("""
+                SELECT canonical_json FROM transactions WHERE bundle_id = ? AND ownership_key = ?
+                ORDER BY first_granted_at, transaction_id
+                """, .text(bundleId), .text(originalTransactionId)) { (row) throws(VerificationError) in
+                try row.requiredText(0)
+            }
+        }
+        var result: [CanonicalTransaction] = []
+        for json in stored { result.append(try Self.decode(json)) }
+        return result
+    }
+
+    // MARK: Receipts, readiness
+
+    public func storeLatestReceipt(bundleId: String, originalTransactionId: String, sealedReceipt: Data)
+        throws(VerificationError) {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.run("""
+                INSERT INTO latest_receipts (bundle_id, original_transaction_id, sealed_receipt) VALUES (?, ?, ?)
+                ON CONFLICT (bundle_id, original_transaction_id) DO UPDATE SET sealed_receipt = excluded.sealed_receipt
+                """, .text(bundleId), .text(originalTransactionId), .blob(sealedReceipt))
+        }
+    }
+
+    public func latestReceipt(bundleId: String, originalTransactionId: String) throws(VerificationError) -> Data? {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("""
+                SELECT sealed_receipt FROM latest_receipts WHERE bundle_id = ? AND original_transaction_id = ?
+                """, .text(bundleId), .text(originalTransactionId)) { (row) throws(VerificationError) in
+                row.blob(0) ?? Data()
+            }.first
+        }
+    }
+
+    public func ping() throws(VerificationError) {
+        _ = try database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("SELECT 1") { (row) throws(VerificationError) in try row.requiredInteger(0) }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import IAPCore
+import XCTest
+@testable import Ledger
+
+final class AuditTests: LedgerTestCase {
+    private func record(evidenceSHA256: String, time: Int64 = 1_700_000_000_000,
+                        verdict: AuditVerdict = .granted, errorCode: VerificationError.Code? = nil) -> AuditRecord {
+        AuditRecord(time: time, bundleId: "com.example.app", account: "alice", evidenceKind: "signedTransaction",
+                    evidenceSHA256: evidenceSHA256, transactionIds: ["1000", "1001"], productIds: ["com.example.pro"],
+                    environment: "Production", verdict: verdict, errorCode: errorCode, adapter: "serverAPI",
+                    latencyMicros: 1234)
+    }
+
+    func testAuditRecordRoundTripsNewestFirst() throws {
+        let ledger = try openLedger()
+        let granted = record(evidenceSHA256: LedgerDigest.sha256Hex("first"), time: 1)
+        let refused = record(evidenceSHA256: LedgerDigest.sha256Hex("second"), time: 2, verdict: .refused,
+                             errorCode: .invalidSignature)
+        try ledger.recordAudit(granted)
+        try ledger.recordAudit(refused)
+        XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10), [refused, granted])
+        XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 1), [refused])
+        XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.other", limit: 10), [])
+    }
+
+    func testDatabaseFilesHoldTheEvidenceHashButNeverTheEvidence() throws {
+        let evidence = "eyJhbGciOiJFUzI1NiJ9.SECRET-EVIDENCE-PAYLOAD.c2lnbmF0dXJl"
+        do {
+            let ledger = try openLedger()
+            try ledger.recordAudit(record(evidenceSHA256: LedgerDigest.sha256Hex(evidence)))
+        }
+        var bytes = Data()
+        for suffix in ["", "-wal"] {
+            bytes.append((try? Data(contentsOf: URL(fileURLWithPath: databasePath + suffix))) ?? Data())
+        }
+        XCTAssertNotNil(bytes.range(of: Data(LedgerDigest.sha256Hex(evidence).utf8)))
+        XCTAssertNil(bytes.range(of: Data("SECRET-EVIDENCE-PAYLOAD".utf8)))
+    }
+
+    func testAnythingButAHexDigestInTheEvidenceFieldIsRefused() throws {
+        let ledger = try openLedger()
+        for notADigest in ["eyJhbGciOiJFUzI1NiJ9.payload.signature",
+                           LedgerDigest.sha256Hex("x").uppercased(),
+                           String(repeating: "a", count: 65)] {
+            XCTAssertEqual(errorCode { () throws(VerificationError) in
+                try ledger.recordAudit(record(evidenceSHA256: notADigest))
+            }, .storageUnavailable)
+        }
+        XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10), [])
+    }
+
+    func testSHA256MatchesFIPSVectors() {
+        XCTAssertEqual(LedgerDigest.sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        XCTAssertEqual(LedgerDigest.sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        XCTAssertEqual(LedgerDigest.sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+                       "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        XCTAssertEqual(LedgerDigest.sha256Hex(String(repeating: "a", count: 1000)),
+                       "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3")
+    }
+}

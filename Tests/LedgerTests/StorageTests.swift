@@ -1,0 +1,109 @@
+import Foundation
+import IAPCore
+import XCTest
+@testable import Ledger
+
+final class StorageTests: LedgerTestCase {
+    private func schemaVersions(_ ledger: SQLiteLedger) throws -> [Int64] {
+        try ledger.database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("SELECT version FROM schema_migrations ORDER BY version") {
+                (row) throws(VerificationError) in try row.requiredInteger(0)
+            }
+        }
+    }
+
+    func testOpeningCreatesParentDirectoriesAndAcceptsAPlainPath() throws {
+        let path = directory.appendingPathComponent("a/b/ledger.sqlite").path
+        let ledger = try SQLiteLedger(storage: path)
+        try ledger.ping()
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path))
+    }
+
+    func testReopeningAppliesNoMigrationTwiceAndKeepsData() throws {
+        do {
+            let ledger = try openLedger()
+            _ = try ledger.claim(claim("alice", [transaction("1000", original: "1000")]))
+            XCTAssertEqual(try schemaVersions(ledger), [1])
+        }
+        let reopened = try openLedger()
+        XCTAssertEqual(try schemaVersions(reopened), [1])
+        XCTAssertEqual(try reopened.owner(bundleId: "com.example.app", originalTransactionId: "1000"), "alice")
+    }
+
+    func testNewMigrationIsAppliedOnceOnTopOfExistingSchema() throws {
+        _ = try openLedger()
+        let upgraded = LedgerSchema.migrations + ["CREATE TABLE added_later (id INTEGER PRIMARY KEY)"]
+        let ledger = try SQLiteLedger(storage: databasePath, migrations: upgraded)
+        XCTAssertEqual(try schemaVersions(ledger), [1, 2])
+        XCTAssertEqual(try schemaVersions(try SQLiteLedger(storage: databasePath, migrations: upgraded)), [1, 2])
+    }
+
+    func testDatabaseFromANewerVersionIsRefused() throws {
+        let upgraded = LedgerSchema.migrations + ["CREATE TABLE added_later (id INTEGER PRIMARY KEY)"]
+        _ = try SQLiteLedger(storage: databasePath, migrations: upgraded)
+        let error = errorThrown { () throws(VerificationError) in _ = try SQLiteLedger(storage: databasePath) }
+        XCTAssertEqual(error?.code, .storageUnavailable)
+        XCTAssertTrue(error?.message.contains("newer") ?? false)
+    }
+
+    func testFailedMigrationLeavesTheDatabaseAtItsPreviousVersion() throws {
+        _ = try openLedger()
+        let broken = LedgerSchema.migrations + ["CREATE TABLE half_done (id INTEGER); THIS IS NOT SQL"]
+        XCTAssertEqual(errorCode { () throws(VerificationError) in
+            _ = try SQLiteLedger(storage: databasePath, migrations: broken)
+        }, .storageUnavailable)
+        let ledger = try openLedger()
+        XCTAssertEqual(try schemaVersions(ledger), [1])
+        let leftovers = try ledger.database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("SELECT name FROM sqlite_master WHERE name = 'half_done'") {
+                (row) throws(VerificationError) in try row.requiredText(0)
+            }
+        }
+        XCTAssertEqual(leftovers, [])
+    }
+
+    func testPathBelowARegularFileIsStorageUnavailable() throws {
+        let file = directory.appendingPathComponent("not-a-directory")
+        try Data("x".utf8).write(to: file)
+        XCTAssertEqual(errorCode { () throws(VerificationError) in
+            _ = try SQLiteLedger(storage: "sqlite:" + file.appendingPathComponent("ledger.sqlite").path)
+        }, .storageUnavailable)
+    }
+
+    func testFileThatIsNotADatabaseIsStorageUnavailable() throws {
+        try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: databasePath))
+        let error = errorThrown { () throws(VerificationError) in _ = try SQLiteLedger(storage: databasePath) }
+        XCTAssertEqual(error?.code, .storageUnavailable)
+        XCTAssertEqual(error?.retryable, true)
+    }
+
+    func testEmptyStoragePathIsStorageUnavailable() throws {
+        XCTAssertEqual(errorCode { () throws(VerificationError) in _ = try SQLiteLedger(storage: "sqlite:") },
+                       .storageUnavailable)
+    }
+
+    func testStorageFailureMidClaimIsStorageUnavailableAndMentionsNoValues() throws {
+        let ledger = try openLedger()
+        // Simulates a damaged schema under a running gateway.
+        try ledger.database.withConnection { (connection) throws(VerificationError) in
+            try connection.executeScript("DROP TABLE transactions", operation: "test")
+        }
+        let error = errorThrown { () throws(VerificationError) in
+            _ = try ledger.claim(claim("alice-secret-account", [transaction("1000", original: "1000")]))
+        }
+        XCTAssertEqual(error?.code, .storageUnavailable)
+        XCTAssertFalse(error?.message.contains("alice-secret-account") ?? true)
+        XCTAssertFalse(error?.message.contains("1000") ?? true)
+        // All or nothing: the binding made before the failure was rolled back.
+        XCTAssertNil(try ledger.owner(bundleId: "com.example.app", originalTransactionId: "1000"))
+    }
+
+    func testConstraintViolationIsReportedToTheCallerNotThrown() throws {
+        let ledger = try openLedger()
+        let sql = "INSERT INTO schema_migrations (version, applied_at) VALUES (1, 0)"
+        let result = try ledger.database.withConnection { (connection) throws(VerificationError) in
+            try connection.write(sql, [])
+        }
+        XCTAssertEqual(result, .constraintViolation(1555))  // SQLITE_CONSTRAINT_PRIMARYKEY, an extended code
+    }
+}
