@@ -27,7 +27,7 @@ var targets: [Target] = [
     .target(name: "TestPKI", dependencies: ["AppleTrust", "COpenSSL"]),
 
     // Durable state after verification: nonces, ownership, grants, entitlements, audit (SQLite).
-    .target(name: "Ledger", dependencies: ["IAPCore", "CSQLite"]),
+    .target(name: "Ledger", dependencies: ["IAPCore", "CSQLite", "COpenSSL"]),
 
     // HTTP/1.1 serving on libmicrohttpd: transport only; handlers are plain async functions.
     .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
