@@ -92,12 +92,29 @@ public final class ReceiptTrustStore: @unchecked Sendable {
         let extra = try intermediates.map { (der) throws(VerificationError) in try OpenSSLCertificate(der: der) }
         let store = try makeStore(at: time)
         defer { X509_STORE_free(store) }
+        // The stack owns a reference to each certificate (up_ref, pop_free): a raw pointer taken
+        // from a Swift object is only valid while that object lives, and Swift may release it
+        // right after its last use, before OpenSSL is done with the stack.
         guard let untrusted = iapgw_sk_X509_new_null() else { throw VerificationError(.invalidCertificateChain, "allocation failed") }
-        defer { iapgw_sk_X509_free(untrusted) }
-        for cert in extra { _ = iapgw_sk_X509_push(untrusted, cert.pointer) }
-        try verifyChain(leaf: leaf.pointer, untrusted: untrusted, store: store)
+        defer { iapgw_sk_X509_pop_free(untrusted) }
+        for cert in extra {
+            guard X509_up_ref(cert.pointer) == 1 else { throw VerificationError(.invalidCertificateChain, "allocation failed") }
+            guard iapgw_sk_X509_push(untrusted, cert.pointer) > 0 else {
+                X509_free(cert.pointer)
+                throw VerificationError(.invalidCertificateChain, "allocation failed")
+            }
+        }
+        try withExtendedLifetime(leaf) { () throws(VerificationError) in
+            try verifyChain(leaf: leaf.pointer, untrusted: untrusted, store: store)
+        }
 
-        guard let key = X509_get0_pubkey(leaf.pointer), EVP_PKEY_get_base_id(key) == NID_rsaEncryption else {
+        // An owned key reference: X509_get0_pubkey would borrow from `leaf`, which Swift may free
+        // before the digest below runs.
+        guard let key = withExtendedLifetime(leaf, { X509_get_pubkey(leaf.pointer) }) else {
+            throw VerificationError(.invalidSignature, "signing certificate has no public key")
+        }
+        defer { EVP_PKEY_free(key) }
+        guard EVP_PKEY_get_base_id(key) == NID_rsaEncryption else {
             throw VerificationError(.invalidSignature, "signing certificate has no RSA key")
         }
         guard let md = EVP_MD_CTX_new() else { throw VerificationError(.invalidSignature, "allocation failed") }
