@@ -44,7 +44,13 @@ public final class ReceiptTrustStore: @unchecked Sendable {
         for root in roots { X509_STORE_add_cert(store, root.pointer) }
         X509_STORE_set_purpose(store, X509_PURPOSE_ANY)
         let param = X509_STORE_get0_param(store)
-        X509_VERIFY_PARAM_set_time(param, time_t(time.timeIntervalSince1970.rounded(.down)))
+        // time_t(Double) traps on NaN, infinities and out-of-range values; a caller-supplied
+        // date must never crash the verifier.
+        guard let seconds = time_t(exactly: time.timeIntervalSince1970.rounded(.down)) else {
+            X509_STORE_free(store)
+            throw VerificationError(.invalidCertificateChain, "verification time is not a representable date")
+        }
+        X509_VERIFY_PARAM_set_time(param, seconds)
         return store
     }
 
