@@ -41,7 +41,12 @@ public final class ReceiptTrustStore: @unchecked Sendable {
     /// would race between threads.
     private func makeStore(at time: Date) throws(VerificationError) -> OpaquePointer {
         guard let store = X509_STORE_new() else { throw VerificationError(.invalidCertificateChain, "X509_STORE_new failed") }
-        for root in roots { X509_STORE_add_cert(store, root.pointer) }
+        // A root that failed to go in would leave a store that silently trusts less (or, with a
+        // later fallback, something else): fail closed instead.
+        for root in roots where X509_STORE_add_cert(store, root.pointer) != 1 {
+            X509_STORE_free(store)
+            throw VerificationError(.invalidCertificateChain, "cannot add a pinned root to the trust store")
+        }
         X509_STORE_set_purpose(store, X509_PURPOSE_ANY)
         let param = X509_STORE_get0_param(store)
         // time_t(Double) traps on NaN, infinities and out-of-range values; a caller-supplied
