@@ -93,8 +93,13 @@ public struct LegacyTransactionReceipt: Sendable {
 }
 
 /// Verifies iOS 6 transaction receipts: the embedded certificate must chain (through the given
-/// intermediates, e.g. Apple's WWDR) to a pinned root, and its RSA key must have signed the
-/// purchase-info.
+/// intermediates) to a pinned root, and its RSA key must have signed the purchase-info.
+///
+/// KNOWN GAP: unlike app receipts, no check here that the signer is Apple's receipt-signing
+/// certificate (chain shape, marker OIDs). No real iOS 6 transaction receipt is available to
+/// confirm which certificates and OIDs Apple used for them, and guessing would either refuse
+/// genuine receipts or give false assurance. So ANY certificate under the pinned roots can sign
+/// one: pin a root (or issuing CA) used only for these receipts, never Apple Inc. Root alone.
 public struct LegacyTransactionReceiptVerifier: Sendable {
     private let trust: ReceiptTrustStore
     private let intermediates: [[UInt8]]

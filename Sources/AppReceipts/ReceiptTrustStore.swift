@@ -59,10 +59,28 @@ public final class ReceiptTrustStore: @unchecked Sendable {
         return store
     }
 
-    /// Verifies a PKCS#7 SignedData receipt: signer chain to a pinned root at `time`, signature over
-    /// the content, and that the signed content is exactly `expectedContent` (what our own parser
-    /// read), so OpenSSL and this package cannot disagree on what was signed.
-    func verifyPKCS7(_ der: [UInt8], expectedContent: [UInt8], at time: Date) throws(VerificationError) {
+    /// What a PKCS#7 signer's chain must be, beyond ending in a pinned root.
+    enum SignerRequirement: Sendable {
+        /// App Store receipts: exactly leaf → intermediate → pinned root, the intermediate marked
+        /// as Apple WWDR and the leaf as receipt signing. Chaining to Apple Inc. Root alone proves
+        /// nothing: every Apple developer certificate does that too.
+        case appleReceiptSigning
+        /// Any chain to a pinned root: only for roots pinned for one narrow purpose (Xcode's
+        /// self-signed StoreKit Testing key).
+        case pinnedRootOnly
+    }
+
+    /// Apple's marker on WWDR intermediates (seen on WWDR G1 and G5 in the real receipts).
+    static let wwdrIntermediateOID = "1.2.840.113635.100.6.2.1"
+    /// Apple's marker on "Mac App Store and iTunes Store Receipt Signing" leaves.
+    static let receiptSigningLeafOID = "1.2.840.113635.100.6.11.1"
+
+    /// Verifies a PKCS#7 SignedData receipt: exactly one signer, whose chain to a pinned root at
+    /// `time` meets `requirement`, a signature over the content, and signed content that is
+    /// exactly `expectedContent` (what our own parser read), so OpenSSL and this package cannot
+    /// disagree on what was signed.
+    func verifyPKCS7(_ der: [UInt8], expectedContent: [UInt8], at time: Date,
+                     requirement: SignerRequirement) throws(VerificationError) {
         defer { ERR_clear_error() }
         let p7: UnsafeMutablePointer<PKCS7>? = der.withUnsafeBufferPointer { buffer in
             var p: UnsafePointer<UInt8>? = buffer.baseAddress
@@ -77,21 +95,26 @@ public final class ReceiptTrustStore: @unchecked Sendable {
         guard openSSLContent == expectedContent else {
             throw VerificationError(.malformedReceipt, "receipt content is ambiguous (parsers disagree)")
         }
-        let store = try makeStore(at: time)
-        defer { X509_STORE_free(store) }
-        if PKCS7_verify(p7, nil, store, nil, nil, 0) == 1 { return }
-        ERR_clear_error()
-
-        // PKCS7_verify only says "certificate verify error": check the chain ourselves to say why.
+        // PKCS7_verify accepts if every signer verifies; a second SignerInfo is never Apple's and
+        // would make "the signer" we check below ambiguous.
+        guard let infos = PKCS7_get_signer_info(p7), iapgw_sk_PKCS7_SIGNER_INFO_num(infos) == 1 else {
+            throw VerificationError(.invalidSignature, "receipt must have exactly one signer")
+        }
         guard let signers = PKCS7_get0_signers(p7, nil, 0) else {
             throw VerificationError(.invalidSignature, "receipt has no usable signer certificate")
         }
         defer { iapgw_sk_X509_free(signers) }
-        guard iapgw_sk_X509_num(signers) >= 1, let leaf = iapgw_sk_X509_value(signers, 0) else {
-            throw VerificationError(.invalidSignature, "receipt has no signer")
+        guard iapgw_sk_X509_num(signers) == 1, let leaf = iapgw_sk_X509_value(signers, 0) else {
+            throw VerificationError(.invalidSignature, "receipt must have exactly one signer certificate")
         }
-        try verifyChain(leaf: leaf, untrusted: iapgw_PKCS7_signers_certs(p7), store: store)
-        throw VerificationError(.invalidSignature, "receipt signature does not match its content")
+        let store = try makeStore(at: time)
+        defer { X509_STORE_free(store) }
+        // Our own chain build first: PKCS7_verify would only say the signer chains to some pinned
+        // root, not which chain it is.
+        try verifyChain(leaf: leaf, untrusted: iapgw_PKCS7_signers_certs(p7), store: store, requirement: requirement)
+        guard PKCS7_verify(p7, nil, store, nil, nil, 0) == 1 else {
+            throw VerificationError(.invalidSignature, "receipt signature does not match its content")
+        }
     }
 
     /// Verifies an RSA PKCS#1 v1.5 signature by `certificateDER`, whose chain (through
@@ -116,7 +139,7 @@ public final class ReceiptTrustStore: @unchecked Sendable {
             }
         }
         try withExtendedLifetime(leaf) { () throws(VerificationError) in
-            try verifyChain(leaf: leaf.pointer, untrusted: untrusted, store: store)
+            try verifyChain(leaf: leaf.pointer, untrusted: untrusted, store: store, requirement: .pinnedRootOnly)
         }
 
         // An owned key reference: X509_get0_pubkey would borrow from `leaf`, which Swift may free
@@ -141,13 +164,20 @@ public final class ReceiptTrustStore: @unchecked Sendable {
         guard ok == 1 else { throw VerificationError(.invalidSignature, "RSA signature does not verify") }
     }
 
-    private func verifyChain(leaf: OpaquePointer, untrusted: OpaquePointer?, store: OpaquePointer) throws(VerificationError) {
+    private func verifyChain(leaf: OpaquePointer, untrusted: OpaquePointer?, store: OpaquePointer,
+                             requirement: SignerRequirement) throws(VerificationError) {
         guard let ctx = X509_STORE_CTX_new() else { throw VerificationError(.invalidCertificateChain, "allocation failed") }
         defer { X509_STORE_CTX_free(ctx) }
         guard X509_STORE_CTX_init(ctx, store, leaf, untrusted) == 1 else {
             throw VerificationError(.invalidCertificateChain, "cannot initialise chain verification")
         }
-        if X509_verify_cert(ctx) == 1 { return }
+        if X509_verify_cert(ctx) == 1 {
+            guard let chain = X509_STORE_CTX_get0_chain(ctx) else {
+                throw VerificationError(.invalidCertificateChain, "verified chain is unavailable")
+            }
+            try check(chain: chain, requirement)
+            return
+        }
         let code = X509_STORE_CTX_get_error(ctx)
         let reason = String(cString: X509_verify_cert_error_string(Int(code)))
         switch code {
@@ -162,5 +192,34 @@ public final class ReceiptTrustStore: @unchecked Sendable {
         default:
             throw VerificationError(.invalidCertificateChain, "signer chain does not verify (\(reason))")
         }
+    }
+
+    /// The chain OpenSSL built (leaf first, trust anchor last) against `requirement`.
+    private func check(chain: OpaquePointer, _ requirement: SignerRequirement) throws(VerificationError) {
+        let count = Int(iapgw_sk_X509_num(chain))
+        guard count >= 1, let anchor = iapgw_sk_X509_value(chain, Int32(count - 1)),
+              roots.contains(where: { X509_cmp($0.pointer, anchor) == 0 }) else {
+            throw VerificationError(.untrustedRoot, "signer chain does not end in a pinned root")
+        }
+        switch requirement {
+        case .pinnedRootOnly:
+            return
+        case .appleReceiptSigning:
+            guard count == 3, let leaf = iapgw_sk_X509_value(chain, 0), let intermediate = iapgw_sk_X509_value(chain, 1) else {
+                throw VerificationError(.invalidCertificateChain, "receipt signer chain has \(count) certificates, not leaf, intermediate and root")
+            }
+            guard try Self.has(extension: Self.wwdrIntermediateOID, intermediate) else {
+                throw VerificationError(.missingAppleOID, "receipt signer's intermediate is not an Apple WWDR certificate authority")
+            }
+            guard try Self.has(extension: Self.receiptSigningLeafOID, leaf) else {
+                throw VerificationError(.missingAppleOID, "receipt signer is not an Apple receipt signing certificate")
+            }
+        }
+    }
+
+    private static func has(extension oid: String, _ certificate: OpaquePointer) throws(VerificationError) -> Bool {
+        guard let object = OBJ_txt2obj(oid, 1) else { throw VerificationError(.invalidCertificateChain, "allocation failed") }
+        defer { ASN1_OBJECT_free(object) }
+        return X509_get_ext_by_OBJ(certificate, object, -1) >= 0
     }
 }

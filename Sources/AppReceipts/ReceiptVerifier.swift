@@ -34,7 +34,8 @@ public struct ReceiptVerifier: Sendable {
         guard let when = time ?? payload.creationDate.map({ Date(timeIntervalSince1970: Double($0) / 1000) }) else {
             throw VerificationError(.malformedReceipt, "receipt has no creation date to verify its certificates at")
         }
-        try trust.verifyPKCS7(receipt, expectedContent: content, at: when)
+        try trust.verifyPKCS7(receipt, expectedContent: content, at: when,
+                              requirement: payload.isXcodeReceipt ? .pinnedRootOnly : .appleReceiptSigning)
     }
 }
 

@@ -40,4 +40,5 @@ static inline ASN1_OCTET_STRING *iapgw_PKCS7_signed_content(PKCS7 *p7) {
     if (inner == NULL || !PKCS7_type_is_data(inner)) return NULL;
     return inner->d.data;
 }
+static inline int iapgw_sk_PKCS7_SIGNER_INFO_num(const STACK_OF(PKCS7_SIGNER_INFO) *sk) { return sk_PKCS7_SIGNER_INFO_num(sk); }
 #endif
