@@ -105,7 +105,7 @@ public struct LegacyTransactionReceiptVerifier: Sendable {
     private let intermediates: [[UInt8]]
 
     public init(rootCertificates: [Data], intermediateCertificates: [Data] = []) throws(VerificationError) {
-        trust = try ReceiptTrustStore(rootCertificates: rootCertificates.map { Array($0) })
+        trust = try ReceiptTrustStore(rootCertificates: rootCertificates.map { Array($0) }, requirement: .pinnedRootOnly)
         intermediates = intermediateCertificates.map { Array($0) }
     }
 

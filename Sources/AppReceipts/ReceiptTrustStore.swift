@@ -27,14 +27,24 @@ final class OpenSSLCertificate: @unchecked Sendable {
 
 /// The pinned roots that legacy receipt signatures must chain to: an `X509_STORE` with only these
 /// certificates, no default paths, no partial chains.
-public final class ReceiptTrustStore: @unchecked Sendable {
+///
+/// One store serves one purpose: Apple's roots and an Xcode StoreKit Testing key never share a
+/// store, so which roots apply never depends on what the (unverified) payload claims to be.
+final class ReceiptTrustStore: @unchecked Sendable {
     private let roots: [OpenSSLCertificate]
+    let requirement: SignerRequirement
 
     /// With no roots every signature is refused as UNTRUSTED_ROOT (fail closed, never "trust all").
-    public init(rootCertificates: [[UInt8]]) throws(VerificationError) {
+    init(rootCertificates: [[UInt8]], requirement: SignerRequirement) throws(VerificationError) {
         var parsed: [OpenSSLCertificate] = []
         for der in rootCertificates { parsed.append(try OpenSSLCertificate(der: der)) }
         roots = parsed
+        self.requirement = requirement
+    }
+
+    /// Whether any root of this store is also a root of `other`.
+    func sharesRoot(with other: ReceiptTrustStore) -> Bool {
+        roots.contains { mine in other.roots.contains { X509_cmp(mine.pointer, $0.pointer) == 0 } }
     }
 
     /// A fresh store per verification: its verify time is per call, and a shared mutable store
@@ -76,11 +86,10 @@ public final class ReceiptTrustStore: @unchecked Sendable {
     static let receiptSigningLeafOID = "1.2.840.113635.100.6.11.1"
 
     /// Verifies a PKCS#7 SignedData receipt: exactly one signer, whose chain to a pinned root at
-    /// `time` meets `requirement`, a signature over the content, and signed content that is
+    /// `time` meets this store's `requirement`, a signature over the content, and signed content that is
     /// exactly `expectedContent` (what our own parser read), so OpenSSL and this package cannot
     /// disagree on what was signed.
-    func verifyPKCS7(_ der: [UInt8], expectedContent: [UInt8], at time: Date,
-                     requirement: SignerRequirement) throws(VerificationError) {
+    func verifyPKCS7(_ der: [UInt8], expectedContent: [UInt8], at time: Date) throws(VerificationError) {
         defer { ERR_clear_error() }
         let p7: UnsafeMutablePointer<PKCS7>? = der.withUnsafeBufferPointer { buffer in
             var p: UnsafePointer<UInt8>? = buffer.baseAddress
@@ -139,7 +148,7 @@ public final class ReceiptTrustStore: @unchecked Sendable {
             }
         }
         try withExtendedLifetime(leaf) { () throws(VerificationError) in
-            try verifyChain(leaf: leaf.pointer, untrusted: untrusted, store: store, requirement: .pinnedRootOnly)
+            try verifyChain(leaf: leaf.pointer, untrusted: untrusted, store: store, requirement: requirement)
         }
 
         // An owned key reference: X509_get0_pubkey would borrow from `leaf`, which Swift may free

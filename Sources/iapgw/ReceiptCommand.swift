@@ -11,11 +11,13 @@ struct ReceiptCommand: Subcommand {
     let summary = "inspect and verify legacy receipts"
     let usage = """
     usage: iapgw receipt inspect [--verify --root CERT.der ...] [--intermediate CERT.der ...]
-                                 [--unverified] [--allow-xcode] [--at-creation-date | --at RFC3339|now] < receipt.b64
+                                 [--unverified] [--allow-xcode --xcode-root CERT.der ...]
+                                 [--at-creation-date | --at RFC3339|now] < receipt.b64
       --verify            check the signature against the pinned --root certificates (DER)
       --intermediate      extra chain certificates for iOS 6 transaction receipts (e.g. Apple WWDR)
       --unverified        print transaction ids even if the signature was not verified (exit 0)
-      --allow-xcode       accept Xcode StoreKit Testing receipts (their root must be a --root)
+      --allow-xcode       accept Xcode StoreKit Testing receipts, verified only against --xcode-root
+      --xcode-root        a StoreKit Testing certificate (DER); never trusted for non-Xcode receipts
       --at-creation-date  check certificates at the receipt's creation/purchase date (default)
       --at                check certificates at this time instead
     exit: 0 ok, 1 refused or malformed, 2 usage
@@ -28,15 +30,18 @@ struct ReceiptCommand: Subcommand {
         let intermediatePaths = try args.values("--intermediate")
         let unverified = args.flag("--unverified")
         let allowXcode = args.flag("--allow-xcode")
+        let xcodeRootPaths = try args.values("--xcode-root")
         let atCreation = args.flag("--at-creation-date")
         let atText = try args.value("--at")
         try args.finish()
         if verify && rootPaths.isEmpty { throw UsageError(message: "--verify needs at least one --root") }
         if !verify && !(rootPaths.isEmpty && intermediatePaths.isEmpty) { throw UsageError(message: "--root and --intermediate need --verify") }
+        if !xcodeRootPaths.isEmpty && !(verify && allowXcode) { throw UsageError(message: "--xcode-root needs --verify and --allow-xcode") }
         if atCreation && atText != nil { throw UsageError(message: "--at and --at-creation-date exclude each other") }
         let time = try atText.map(parseTime)
         let roots = try rootPaths.map(readFile)
         let intermediates = try intermediatePaths.map(readFile)
+        let xcodeRoots = try xcodeRootPaths.map(readFile)
 
         let input = FileHandle.standardInput.readData(ofLength: StrictBase64.defaultMaxInputBytes + 1)
         do throws(VerificationError) {
@@ -48,7 +53,7 @@ struct ReceiptCommand: Subcommand {
                 (out, signatureVerified) = try inspectTransactionReceipt(bytes, verify: verify, roots: roots,
                                                                          intermediates: intermediates, at: time, unverified: unverified)
             } else {
-                let reader = try AppReceiptReader(roots: roots, allowXcodeReceipts: allowXcode)
+                let reader = try AppReceiptReader(roots: roots, xcodeRoots: xcodeRoots, allowXcodeReceipts: allowXcode)
                 let result = try reader.read(der: bytes, mode: .unverified, at: time)
                 out = ["format": .string("appReceipt"), "receipt": result.receipt.jsonValue]
                 signatureVerified = verify && result.signatureVerified

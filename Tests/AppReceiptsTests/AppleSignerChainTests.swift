@@ -67,6 +67,22 @@ final class AppleSignerChainTests: XCTestCase {
         XCTAssertEqual(code { try self.verifier().verify(der) }, .invalidSignature)
     }
 
+    /// One store per purpose: a pinned Xcode StoreKit key signing a payload that claims
+    /// "Production" is checked against the App Store roots only, and refused.
+    func testXcodeKeySigningAProductionReceiptIsRefusedEvenWhenXcodeIsAllowed() throws {
+        let storeKitKey = TestSigner(commonName: "StoreKit")
+        let der = TestSigner.pkcs7(content: try productionPayload(), signers: [storeKitKey])
+        let verifier = try ReceiptVerifier(rootCertificates: [AppleRealVectors.data(AppleRealVectors.appleIncRoot)],
+                                           xcodeRootCertificates: [Data(storeKitKey.certificateDER)], allowXcodeReceipts: true)
+        XCTAssertEqual(code { try verifier.verify(der) }, .untrustedRoot)
+    }
+
+    func testSameCertificateAsAppStoreRootAndXcodeRootIsAConfigurationError() throws {
+        let root = Data(Self.root.certificateDER)
+        XCTAssertEqual(code { _ = try ReceiptVerifier(rootCertificates: [root], xcodeRootCertificates: [root], allowXcodeReceipts: true) },
+                       .invalidConfiguration)
+    }
+
     /// The real Apple chains carry exactly the markers required (leaf 1.2.840.113635.100.6.11.1,
     /// WWDR G1/G5 1.2.840.113635.100.6.2.1), so all three real App Store receipts still verify.
     func testAllRealNonXcodeReceiptsStillVerifyUnderAppleIncRoot() throws {
