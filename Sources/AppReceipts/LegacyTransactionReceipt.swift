@@ -7,11 +7,17 @@ import IAPCore
 /// length ‖ DER certificate. The signed message is the version byte followed by the decoded
 /// purchase-info bytes, hashed with SHA-1 (version 2) or SHA-256 (version 3).
 public struct LegacyTransactionReceipt: Sendable {
-    public let environment: String?
-    public let pod: String?
-    public let signingStatus: String?
-    /// Every purchase-info field as Apple wrote it.
+    /// The outer plist's "environment", "pod" and "signing-status". The signature covers only
+    /// purchase-info, so these are ATTACKER-CONTROLLED: shown for inspection, never a basis for
+    /// any decision. Use `environment` (from the signed purchase-info) instead.
+    public let unsignedEnvironment: String?
+    public let unsignedPod: String?
+    public let unsignedSigningStatus: String?
+    /// Every purchase-info field as Apple wrote it (signed).
     public let purchaseInfo: [String: String]
+    /// The environment stated inside the signed purchase-info, if it states one; nil otherwise
+    /// (the unsigned outer value is deliberately not a fallback).
+    public var environment: String? { purchaseInfo["environment"] }
     /// The purchase, in the same shape as an app receipt's in-app record.
     public let purchase: InAppPurchaseRecord
     public var bundleId: String? { purchaseInfo["bid"] }
@@ -54,7 +60,7 @@ public struct LegacyTransactionReceipt: Sendable {
             throw VerificationError(.malformedReceipt, "transaction receipt certificate length \(certLength) does not match the blob")
         }
         return LegacyTransactionReceipt(
-            environment: outer["environment"], pod: outer["pod"], signingStatus: outer["signing-status"],
+            unsignedEnvironment: outer["environment"], unsignedPod: outer["pod"], unsignedSigningStatus: outer["signing-status"],
             purchaseInfo: info, purchase: try record(from: info), signatureVersion: version,
             signature: Array(blob[1..<lengthAt]), certificate: Array(blob[(lengthAt + 4)...]), purchaseInfoBytes: infoBytes)
     }

@@ -80,8 +80,12 @@ extension LegacyTransactionReceipt {
                                       "purchaseInfo": .object(purchaseInfo.mapValues { .string($0) }),
                                       "inAppPurchases": .array([purchase.jsonValue])]
         put(&o, "environment", environment)
-        put(&o, "pod", pod)
-        put(&o, "signingStatus", signingStatus)
+        // Outside the signature: kept apart so no reader mistakes them for signed facts.
+        var unsigned: [String: JSONValue] = [:]
+        put(&unsigned, "environment", unsignedEnvironment)
+        put(&unsigned, "pod", unsignedPod)
+        put(&unsigned, "signingStatus", unsignedSigningStatus)
+        if !unsigned.isEmpty { o["unsigned"] = .object(unsigned) }
         return .object(o)
     }
 }

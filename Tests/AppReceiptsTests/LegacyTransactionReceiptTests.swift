@@ -52,7 +52,7 @@ final class LegacyTransactionReceiptTests: XCTestCase {
 
     func testVersion3ReceiptParsesIntoAnInAppRecordAndVerifies() throws {
         let receipt = try LegacyTransactionReceipt.parse(base64: transactionReceipt(version: 3, signer: Self.signer3))
-        XCTAssertEqual(receipt.environment, "Sandbox")
+        XCTAssertEqual(receipt.unsignedEnvironment, "Sandbox")
         XCTAssertEqual(receipt.bundleId, "com.example.app")
         XCTAssertEqual(receipt.bundleVersion, "1.2.0")
         XCTAssertEqual(receipt.purchase.transactionId, "1000000283718134")
@@ -86,6 +86,26 @@ final class LegacyTransactionReceiptTests: XCTestCase {
         }
         let withoutIntermediate = try LegacyTransactionReceiptVerifier(rootCertificates: [Data(root.certificateDER)])
         XCTAssertEqual(code { try withoutIntermediate.verify(receipt) }, .untrustedRoot)
+    }
+
+    /// The outer plist is outside the signature: an attacker can say "Production" there of a
+    /// sandbox purchase. Only the signed purchase-info may state the environment.
+    func testOuterPlistFieldsAreReportedAsUnsignedAndNeverAsTheEnvironment() throws {
+        let receipt = try LegacyTransactionReceipt.parse(base64: transactionReceipt(version: 3, signer: Self.signer3))
+        XCTAssertEqual(receipt.unsignedEnvironment, "Sandbox")
+        XCTAssertEqual(receipt.unsignedPod, "100")
+        XCTAssertEqual(receipt.unsignedSigningStatus, "0")
+        XCTAssertNil(receipt.environment)
+        guard case .object(let json) = receipt.jsonValue else { return XCTFail("not an object") }
+        XCTAssertNil(json["environment"])
+        XCTAssertNil(json["pod"])
+        XCTAssertNil(json["signingStatus"])
+        XCTAssertEqual(json["unsigned"], .object(["environment": .string("Sandbox"), "pod": .string("100"), "signingStatus": .string("0")]))
+
+        let signedEnvironment = purchaseInfo.replacingOccurrences(of: "{\n", with: "{\n\t\"environment\" = \"Sandbox\";\n")
+        let stated = try LegacyTransactionReceipt.parse(base64: transactionReceipt(version: 3, signer: Self.signer3, signedInfo: signedEnvironment))
+        XCTAssertEqual(stated.environment, "Sandbox")
+        XCTAssertNoThrow(try verifier(Self.signer3).verify(stated))
     }
 
     func testAlteredPurchaseInfoIsAnInvalidSignature() throws {
