@@ -4,8 +4,9 @@ import IAPCore
 
 /// `iapgw receipt inspect`: prints every attribute and in-app record of a base64 legacy receipt
 /// (an app receipt, or an iOS 6 transactionReceipt) read from stdin, with its signature outcome.
-/// Transaction ids are printed only from a verified receipt, or when `--unverified` says the
-/// caller knowingly takes unverified claims.
+/// Transaction ids (and the in-app records and attributes that carry them) are printed only from
+/// a verified receipt, or when `--unverified` says the caller knowingly takes unverified claims;
+/// the gating lives in `inspectionJSON` so it is unit-tested.
 struct ReceiptCommand: Subcommand {
     let name = "receipt"
     let summary = "inspect and verify legacy receipts"
@@ -15,7 +16,10 @@ struct ReceiptCommand: Subcommand {
                                  [--at-creation-date | --at RFC3339|now] < receipt.b64
       --verify            check the signature against the pinned --root certificates (DER)
       --intermediate      extra chain certificates for iOS 6 transaction receipts (e.g. Apple WWDR)
-      --unverified        print transaction ids even if the signature was not verified (exit 0)
+      --unverified        print in-app records and transaction ids even if the signature was not
+                          verified (exit 0). Without it, an unverified receipt's body is printed
+                          with its in-app records, transaction-id attributes and purchase-info ids
+                          omitted and a "withheld" note.
       --allow-xcode       accept Xcode StoreKit Testing receipts, verified only against --xcode-root
       --xcode-root        a StoreKit Testing certificate (DER); never trusted for non-Xcode receipts
       --at-creation-date  check certificates at the receipt's creation/purchase date (default)
@@ -55,10 +59,11 @@ struct ReceiptCommand: Subcommand {
             } else {
                 let reader = try AppReceiptReader(roots: roots, xcodeRoots: xcodeRoots, allowXcodeReceipts: allowXcode)
                 let result = try reader.read(der: bytes, mode: .unverified, at: time)
-                out = ["format": .string("appReceipt"), "receipt": result.receipt.jsonValue]
                 signatureVerified = verify && result.signatureVerified
+                guard case .object(let body) = result.inspectionJSON(includeUnverifiedIdentifiers: unverified) else { return 1 }
+                out = body
+                out["format"] = .string("appReceipt")
                 out["signature"] = signatureJSON(verify: verify, verified: signatureVerified, error: result.signatureError)
-                if signatureVerified || unverified { out["transactionIds"] = .array(result.transactionIds.map { .string($0) }) }
             }
             print(JSONValue.object(out).jsonText)
             return verify && !signatureVerified && !unverified ? 1 : 0
@@ -80,12 +85,11 @@ struct ReceiptCommand: Subcommand {
             }
         }
         let verified = verify && signatureError == nil
-        var out: [String: JSONValue] = ["format": .string("transactionReceipt"), "receipt": receipt.jsonValue,
-                                        "signature": signatureJSON(verify: verify, verified: verified, error: signatureError)]
-        if verified || unverified {
-            let ids = [receipt.purchase.transactionId, receipt.purchase.originalTransactionId].compactMap { $0 }
-            out["transactionIds"] = .array(ids.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }.map { .string($0) })
+        guard case .object(var out) = receipt.inspectionJSON(signatureVerified: verified, includeUnverifiedIdentifiers: unverified) else {
+            throw VerificationError(.malformedReceipt, "receipt has no JSON form")
         }
+        out["format"] = .string("transactionReceipt")
+        out["signature"] = signatureJSON(verify: verify, verified: verified, error: signatureError)
         return (out, verified)
     }
 
