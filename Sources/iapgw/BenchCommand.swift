@@ -1,7 +1,187 @@
-// Placeholder until this subcommand is built in this session's work on issue 2.
+import AppReceipts
+import AppleTrust
+import Foundation
+import IAPCore
+import TestPKI
+
+/// `iapgw bench`: how fast verification runs here, as ratios to the cryptography underneath it
+/// (`openssl speed ecdsap256`, measured in the same run on the same core). Single-threaded.
 struct BenchCommand: Subcommand {
     let name = "bench"
-    let summary = "measure verification speed against OpenSSL"
-    let usage = "usage: iapgw bench ..."
-    func run(_ args: inout CommandLineArguments) throws -> Int32 { throw UsageError(message: "not built yet") }
+    let summary = "measure verification speed against openssl speed ecdsap256 (and Apple's Python library)"
+    let usage = """
+        usage: iapgw bench [--seconds N] [--vectors DIR] [--python PYTHON] [--results FILE]
+          --seconds   per measurement (default 3)
+          --vectors   Apple's real vectors (default ../shared/testdata/apple-real or $IAPGW_APPLE_REAL)
+          --python    a Python with app-store-server-library (Benchmarks/setup_python_peer.sh) to measure as a peer
+          --results   where to write the JSON results (default Benchmarks/results/bench-<time>.json)
+        """
+
+    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+        let seconds = try args.value("--seconds").map { text throws(UsageError) -> Double in
+            guard let s = Double(text), s > 0, s <= 600 else { throw UsageError(message: "--seconds must be in (0, 600]") }
+            return s
+        } ?? 3
+        let vectors = try args.value("--vectors").map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? AppleRealVectors.directory
+        let python = try args.value("--python")
+        let resultsPath = try args.value("--results")
+        try args.finish()
+
+        var results = Results(seconds: seconds)
+        let read = { (name: String) throws -> Data in try Data(contentsOf: vectors.appendingPathComponent(name)) }
+
+        // 1. The physical baseline: OpenSSL's own ECDSA P-256 verify loop on one core.
+        results.opensslVerifyPerSecond = try Self.opensslSpeedVerify(seconds: seconds)
+        report("openssl speed ecdsap256 verify", results.opensslVerifyPerSecond, baseline: nil)
+
+        // 2. The same operation from Swift (one ES256 verify of a 1 KiB message).
+        let key = try ECPrivateKey.generate(.p256)
+        let message = [UInt8](repeating: 0x5A, count: 1024)
+        let signature = try key.signES256(message)
+        let publicKey = key.publicKey
+        results.swiftES256VerifyPerSecond = measure(seconds) { _ = publicKey.verifyES256(signature: signature, message: message) }
+        report("ES256 verify from Swift", results.swiftES256VerifyPerSecond, baseline: results.opensslVerifyPerSecond)
+
+        // 3. Apple's real StoreKit 2 transaction, verified end to end at its signedDate.
+        let jws = String(decoding: try read(AppleRealVectors.sandboxConsumableTransaction), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let root = try read(AppleRealVectors.appleRootG3)
+        func verifier(cache: Int) throws -> SignedDataVerifier {
+            try SignedDataVerifier(rootCertificates: [root], bundleId: "com.goodheartapp", appAppleId: nil,
+                                   environments: [.sandbox], cacheCapacity: cache)
+        }
+        let warm = try verifier(cache: 64)
+        _ = try warm.verifyAndDecodeTransaction(jws)  // prime the chain cache (and fail loudly if it can't verify)
+        results.jwsWarmPerSecond = measure(seconds) { _ = try? warm.verifyAndDecodeTransaction(jws) }
+        report("JWS verify, warm chain cache", results.jwsWarmPerSecond, baseline: results.opensslVerifyPerSecond)
+        let cold = try verifier(cache: 0)
+        results.jwsColdPerSecond = measure(seconds) { _ = try? cold.verifyAndDecodeTransaction(jws) }
+        report("JWS verify, no chain cache", results.jwsColdPerSecond, baseline: results.opensslVerifyPerSecond)
+
+        // 4. Apple's real 187-record sandbox receipt: parsed, and parsed + PKCS#7-verified at creation date.
+        let receipt = String(decoding: try read(AppleRealVectors.receiptSandboxLegacy), as: UTF8.self)
+        let reader = try AppReceiptReader(roots: [try read(AppleRealVectors.appleIncRoot)])
+        let records = try reader.read(base64: receipt).receipt.inAppPurchases.count
+        results.receiptRecords = records
+        results.receiptParsePerSecond = measure(seconds) {
+            _ = try? AppReceipt.parseUnverified(pkcs7: StrictBase64.decode(receipt))
+        }
+        report("receipt parse (\(records) records)", results.receiptParsePerSecond, baseline: results.opensslVerifyPerSecond)
+        results.receiptVerifyPerSecond = measure(seconds) { _ = try? reader.read(base64: receipt) }
+        report("receipt parse + verify (\(records) records)", results.receiptVerifyPerSecond,
+               baseline: results.opensslVerifyPerSecond)
+
+        // 5. Apple's official Python library on the same inputs, as a peer (outside the product).
+        if let python {
+            let peer = try Self.pythonPeer(python: python, vectors: vectors, seconds: seconds)
+            results.python = peer
+            print("")
+            print("Apple's Python library (\(peer["library"]?.stringValue ?? "?")), same inputs:")
+            for (label, key, ours) in [("JWS verify", "jws_transaction_per_s", results.jwsWarmPerSecond),
+                                       ("receipt transaction-id extraction (no signature check)", "receipt_extract_per_s",
+                                        results.receiptVerifyPerSecond)] {
+                guard case .double(let theirs)? = peer[key] else { print("  \(label): not measured"); continue }
+                print("  \(label): \(Self.format(theirs))/s; iapgw is \(String(format: "%.1f", ours / theirs))x")
+            }
+        }
+
+        let url = URL(fileURLWithPath: resultsPath ?? "Benchmarks/results/bench-\(Int(Date().timeIntervalSince1970)).json")
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data((results.json.jsonText + "\n").utf8).write(to: url)
+        print("\nresults written to \(url.path)")
+        return 0
+    }
+
+    struct Results {
+        var seconds: Double
+        var opensslVerifyPerSecond = 0.0
+        var swiftES256VerifyPerSecond = 0.0
+        var jwsWarmPerSecond = 0.0
+        var jwsColdPerSecond = 0.0
+        var receiptRecords = 0
+        var receiptParsePerSecond = 0.0
+        var receiptVerifyPerSecond = 0.0
+        var python: [String: JSONValue]?
+
+        var json: JSONValue {
+            var o: [String: JSONValue] = [
+                "seconds_per_measurement": .double(seconds),
+                "openssl_speed_ecdsap256_verify_per_s": .double(opensslVerifyPerSecond),
+                "swift_es256_verify_per_s": .double(swiftES256VerifyPerSecond),
+                "jws_warm_per_s": .double(jwsWarmPerSecond),
+                "jws_cold_per_s": .double(jwsColdPerSecond),
+                "jws_warm_ratio_to_openssl": .double(jwsWarmPerSecond / opensslVerifyPerSecond),
+                "jws_cold_ratio_to_openssl": .double(jwsColdPerSecond / opensslVerifyPerSecond),
+                "receipt_records": .int(Int64(receiptRecords)),
+                "receipt_parse_per_s": .double(receiptParsePerSecond),
+                "receipt_parse_verify_per_s": .double(receiptVerifyPerSecond),
+                "cores": .int(Int64(ProcessInfo.processInfo.activeProcessorCount)),
+            ]
+            if let python { o["python_peer"] = .object(python) }
+            return .object(o)
+        }
+    }
+
+    /// Calls `body` in a loop for `seconds` and returns calls per second (checked in batches so the
+    /// clock is read rarely).
+    func measure(_ seconds: Double, _ body: () -> Void) -> Double {
+        for _ in 0..<50 { body() }  // warm-up
+        let start = DispatchTime.now().uptimeNanoseconds
+        let deadline = start + UInt64(seconds * 1e9)
+        var count = 0
+        var now = start
+        repeat {
+            for _ in 0..<50 { body() }
+            count += 50
+            now = DispatchTime.now().uptimeNanoseconds
+        } while now < deadline
+        return Double(count) / (Double(now - start) / 1e9)
+    }
+
+    func report(_ label: String, _ perSecond: Double, baseline: Double?) {
+        let ratio = baseline.map { String(format: "  (%.0f%% of openssl verify)", 100 * perSecond / $0) } ?? ""
+        print("\(label.padding(toLength: 44, withPad: " ", startingAt: 0)) \(Self.format(perSecond).leftPadded(10))/s\(ratio)")
+    }
+
+    static func format(_ v: Double) -> String { v >= 100 ? String(format: "%.0f", v) : String(format: "%.1f", v) }
+
+    /// Runs `openssl speed -seconds N ecdsap256` and reads the verify/s column.
+    static func opensslSpeedVerify(seconds: Double) throws -> Double {
+        let output = try runProcess("/usr/bin/env", ["openssl", "speed", "-seconds", String(max(1, Int(seconds.rounded()))), "ecdsap256"])
+        for line in output.split(separator: "\n") where line.contains("ecdsa (nistp256)") {
+            if let last = line.split(separator: " ").last, let v = Double(last) { return v }
+        }
+        throw UsageError(message: "could not read the verify rate from `openssl speed ecdsap256`")
+    }
+
+    static func pythonPeer(python: String, vectors: URL, seconds: Double) throws -> [String: JSONValue] {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Benchmarks/peer_python.py").path
+        let output = try runProcess("/usr/bin/env", [python, script, "--vectors", vectors.path, "--seconds", String(seconds)])
+        guard case .object(let o) = try StrictJSON().parse(output) else {
+            throw UsageError(message: "the Python peer did not print a JSON object")
+        }
+        return o
+    }
+
+    static func runProcess(_ executable: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw UsageError(message: "\(arguments.first ?? executable) exited with \(process.terminationStatus)")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+extension String {
+    func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
 }

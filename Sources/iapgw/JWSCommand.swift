@@ -8,19 +8,22 @@ struct JWSCommand: Subcommand {
     let summary = "verify App Store JWS (transactions, renewals, notifications) from stdin"
     let usage = """
         usage: iapgw jws verify --kind transaction|renewal|notification|app-transaction
-                                --root PATH [--root PATH ...] --bundle-id ID [--app-apple-id N]
-                                --environment Production|Sandbox|Xcode|LocalTesting [--environment ...]
+                                (--root PATH [--root PATH ...] --bundle-id ID [--app-apple-id N]
+                                 --environment Production|Sandbox|Xcode|LocalTesting [--environment ...]
+                                 | --app Config/apps/FILE)
                                 [--online-checks]
           reads one compact JWS per line on stdin; writes one JSON object per line:
             {"valid":true,"payload":{...},"inner":{...}} or {"valid":false,"error":"CODE","message":"..."}
           exit 0 if every line was valid, 1 if any was not, 2 on a usage error.
           Xcode/LocalTesting in --environment also allows local test data (still verified against --root).
+          --app takes roots, bundle id, app Apple id, environments and online checks from an app policy
+          file; it cannot be combined with the flags it replaces.
         """
 
     enum Kind: String { case transaction, renewal, notification, appTransaction = "app-transaction" }
 
-    /// Everything the verifier needs. Today it comes from flags only; `--app Config/apps/FILE`
-    /// will fill the same struct from an app policy file (flags then override or are refused).
+    /// Everything the verifier needs, from flags. `--app Config/apps/FILE` takes it from an app
+    /// policy instead (`SignedDataVerifier(policy:)`), and refuses the flags it replaces.
     struct VerifierSettings {
         var rootPaths: [String]
         var bundleId: String
@@ -51,9 +54,19 @@ struct JWSCommand: Subcommand {
         guard args.positional() == "verify" else { throw UsageError(message: "expected the action: verify") }
         guard let kindText = try args.value("--kind") else { throw UsageError(message: "--kind is required") }
         guard let kind = Kind(rawValue: kindText) else { throw UsageError(message: "unknown --kind \(kindText)") }
-        let settings = try readSettings(&args)
-        try args.finish()
-        let verifier = try settings.makeVerifier()
+        let verifier: SignedDataVerifier
+        if let appFile = try args.value("--app") {
+            let onlineChecks = args.flag("--online-checks")
+            for flag in ["--root", "--bundle-id", "--app-apple-id", "--environment"] where try !args.values(flag).isEmpty {
+                throw UsageError(message: "\(flag) cannot be combined with --app")
+            }
+            try args.finish()
+            verifier = try Self.verifier(appFile: appFile, onlineChecks: onlineChecks)
+        } else {
+            let settings = try readSettings(&args)
+            try args.finish()
+            verifier = try settings.makeVerifier()
+        }
 
         var allValid = true
         while let line = readLine(strippingNewline: true) {
@@ -70,6 +83,16 @@ struct JWSCommand: Subcommand {
             print(verdict.jsonText)
         }
         return allValid ? 0 : 1
+    }
+
+    static func verifier(appFile: String, onlineChecks: Bool) throws -> SignedDataVerifier {
+        do {
+            var policy = try ConfigLoader.loadAppPolicy(file: URL(fileURLWithPath: appFile))
+            policy.onlineChecks = policy.onlineChecks || onlineChecks
+            return try SignedDataVerifier(policy: policy)
+        } catch {
+            throw UsageError(message: "\(error)")
+        }
     }
 
     static func trimmed(_ line: String) -> String {
