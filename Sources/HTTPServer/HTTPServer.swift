@@ -38,6 +38,8 @@ public final class HTTPServer: Sendable {
     /// Requests whose request line has arrived and whose response has not completed.
     public var inFlight: Int { core.inFlightCount.load(ordering: .relaxed) }
 
+    var bodyChunksReceived: Int { core.bodyChunksReceived.load(ordering: .relaxed) }
+
     public func start() throws {
         try core.lifecycle.withLock { life in
             guard life.daemon == nil, !life.draining else {

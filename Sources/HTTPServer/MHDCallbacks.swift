@@ -90,12 +90,12 @@ let accessHandlerCallback: MHD_AccessHandlerCallback = { cls, connection, _, met
     case .body:
         let size = uploadSize.pointee
         if size > 0, let uploadData {
-            uploadSize.pointee = 0
+            server.bodyChunksReceived.add(1, ordering: .relaxed)
             if state.body.count + size > server.configuration.maxBodyBytes {
-                state.phase = .dispatched
-                server.rejectMidBody(state, connection: connection)
-                return MHD_Result.YES
+                uploadSize.pointee = 0
+                return server.rejectMidBody(state, connection: connection)
             }
+            uploadSize.pointee = 0
             uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
                 state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
             }

@@ -21,6 +21,8 @@ final class ServerCore: @unchecked Sendable {
     let handler: HTTPHandler
     let watchdog: ConnectionWatchdog
     let inFlightCount = Atomic<Int>(0)
+    /// How many upload callbacks delivered body bytes; lets tests prove bodies arrive in pieces.
+    let bodyChunksReceived = Atomic<Int>(0)
     /// Serialises resuming connections against stopping the daemon: after `daemon` is cleared no
     /// task touches a connection again.
     let lifecycle = Mutex(Lifecycle())
@@ -74,19 +76,25 @@ final class ServerCore: @unchecked Sendable {
         return MHD_queue_response(connection, UInt32(status), response)
     }
 
-    /// A chunked body grew past the limit. Responses cannot be queued while upload data is being
-    /// delivered, but they can be for a suspended connection: suspend now, answer from elsewhere.
-    func rejectMidBody(_ state: RequestState, connection: OpaquePointer) {
-        state.watch?.readDeadline.store(0, ordering: .relaxed)
-        let requestId = requestId(on: connection)
-        MHD_suspend_connection(connection)
-        let suspended = SuspendedConnection(pointer: connection)
-        let limit = configuration.maxBodyBytes
-        DispatchQueue.global().async {
-            self.finish(state, connection: suspended, requestId: requestId,
-                        response: .error(413, code: HTTPTransportErrorCode.inputTooLarge,
-                                         message: "The request body exceeds \(limit) bytes."))
-        }
+    /// A chunked body grew past the limit. libmicrohttpd 0.9.75 refuses to queue a response while
+    /// body data is still arriving (even for a suspended connection), and draining an unbounded
+    /// body to answer at its end is what the limit exists to prevent. So the 413 is written to the
+    /// plain-TCP socket directly, the write side is shut, and MHD is told to close the connection.
+    func rejectMidBody(_ state: RequestState, connection: OpaquePointer) -> MHD_Result {
+        state.phase = .answered
+        state.body = []
+        guard let info = iapgw_mhd_connection_info(connection, MHD_ConnectionInfoType.CONNECTION_INFO_CONNECTION_FD)
+        else { return MHD_Result.NO }
+        let fd = info.pointee.connect_fd
+        let error = HTTPResponse.error(413, code: HTTPTransportErrorCode.inputTooLarge,
+                                       message: "The request body exceeds \(configuration.maxBodyBytes) bytes.")
+        let head = "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(error.body.count)\r\nX-Request-Id: \(requestId(on: connection))\r\n"
+            + "Connection: close\r\n\r\n"
+        let bytes = Array(head.utf8) + error.body
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        _ = Foundation.shutdown(fd, Int32(SHUT_WR))
+        return MHD_Result.NO
     }
 
     /// The whole request has arrived: hand it to the handler without holding an MHD thread.
@@ -108,7 +116,7 @@ final class ServerCore: @unchecked Sendable {
         }
     }
 
-    private func finish(_ state: RequestState, connection: SuspendedConnection, requestId: String,
+    func finish(_ state: RequestState, connection: SuspendedConnection, requestId: String,
                         response: HTTPResponse) {
         let draining = lifecycle.withLock { $0.draining }
         let mhdResponse = makeResponse(response, requestId: requestId, closeConnection: draining)
