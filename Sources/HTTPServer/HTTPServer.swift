@@ -25,12 +25,7 @@ public final class HTTPServer: Sendable {
         self.core = ServerCore(configuration: configuration, handler: handler)
     }
 
-    deinit {
-        if let daemon = core.lifecycle.withLock({ life -> OpaquePointer? in defer { life.daemon = nil }; return life.daemon }) {
-            MHD_stop_daemon(daemon)
-        }
-        core.watchdog.stop()
-    }
+    deinit { core.stopDaemon() }
 
     /// The port actually bound (the kernel's choice when configured with 0); 0 before `start()`.
     public var port: Int { core.lifecycle.withLock { $0.boundPort } }
@@ -67,9 +62,7 @@ public final class HTTPServer: Sendable {
         while inFlight > 0 && clock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
-        core.lifecycle.withLock { $0.daemon = nil }
-        MHD_stop_daemon(daemon)
-        core.watchdog.stop()
+        core.stopDaemon()
     }
 
     private func startDaemon() throws -> OpaquePointer {

@@ -102,8 +102,7 @@ let accessHandlerCallback: MHD_AccessHandlerCallback = { cls, connection, _, met
             return MHD_Result.YES
         }
         state.phase = .dispatched
-        server.dispatch(state, connection: connection, method: method.map { String(cString: $0) } ?? "")
-        return MHD_Result.YES
+        return server.dispatch(state, connection: connection, method: method.map { String(cString: $0) } ?? "")
     case .dispatched:
         // Resumed without a queued response (queueing while suspended failed): queue it here.
         uploadSize.pointee = 0

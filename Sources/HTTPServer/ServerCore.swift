@@ -5,7 +5,7 @@ import Synchronization
 
 /// A connection pointer handed to the handler's task; only used under `ServerCore.lifecycle`
 /// while the daemon is alive, and only while the connection is suspended (so MHD keeps it).
-struct SuspendedConnection: @unchecked Sendable {
+struct SuspendedConnection: @unchecked Sendable, Hashable {
     let pointer: OpaquePointer
 }
 
@@ -13,6 +13,9 @@ struct Lifecycle {
     var daemon: OpaquePointer?
     var draining = false
     var boundPort = 0
+    /// Connections parked while their handler runs. libmicrohttpd 0.9.75 aborts the process if
+    /// it is stopped with any still suspended, so stopping resumes every one of them first.
+    var suspended: Set<SuspendedConnection> = []
 }
 
 /// Everything the C callbacks reach through their `cls` pointer.
@@ -98,7 +101,7 @@ final class ServerCore: @unchecked Sendable {
     }
 
     /// The whole request has arrived: hand it to the handler without holding an MHD thread.
-    func dispatch(_ state: RequestState, connection: OpaquePointer, method: String) {
+    func dispatch(_ state: RequestState, connection: OpaquePointer, method: String) -> MHD_Result {
         state.watch?.readDeadline.store(0, ordering: .relaxed)
         var headers = HTTPHeaders()
         _ = withUnsafeMutablePointer(to: &headers) {
@@ -107,13 +110,34 @@ final class ServerCore: @unchecked Sendable {
         let request = HTTPRequest(method: method, path: state.path, query: state.query, headers: headers,
                                   body: state.body, remoteAddress: remoteAddress(of: connection))
         state.body = []
-        MHD_suspend_connection(connection)
         let suspended = SuspendedConnection(pointer: connection)
+        let parked = lifecycle.withLock { life -> Bool in
+            guard life.daemon != nil else { return false }
+            life.suspended.insert(suspended)
+            MHD_suspend_connection(suspended.pointer)
+            return true
+        }
+        // Not parked: the daemon is being stopped and this connection is about to be closed.
+        guard parked else { return MHD_Result.NO }
         let handler = self.handler
         Task {
             let response = await handler(request)
             self.finish(state, connection: suspended, requestId: request.requestId, response: response)
         }
+        return MHD_Result.YES
+    }
+
+    /// Resumes every parked connection without a response (their handlers' late answers are
+    /// dropped), then stops the daemon, which closes them.
+    func stopDaemon() {
+        let daemon = lifecycle.withLock { life -> OpaquePointer? in
+            defer { life.daemon = nil }
+            for connection in life.suspended { MHD_resume_connection(connection.pointer) }
+            life.suspended.removeAll()
+            return life.daemon
+        }
+        if let daemon { MHD_stop_daemon(daemon) }
+        watchdog.stop()
     }
 
     func finish(_ state: RequestState, connection: SuspendedConnection, requestId: String,
@@ -122,7 +146,7 @@ final class ServerCore: @unchecked Sendable {
         let mhdResponse = makeResponse(response, requestId: requestId, closeConnection: draining)
         let status = UInt32(clamping: response.status)
         let handedOver = lifecycle.withLock { life -> Bool in
-            guard life.daemon != nil else { return false }
+            guard life.daemon != nil, life.suspended.remove(connection) != nil else { return false }
             if MHD_queue_response(connection.pointer, status, mhdResponse) == MHD_Result.YES {
                 MHD_destroy_response(mhdResponse)
             } else {

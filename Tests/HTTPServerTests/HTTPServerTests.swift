@@ -150,6 +150,32 @@ final class HTTPServerTests: XCTestCase {
         }
     }
 
+    func testHandlerOutlivingTheGracePeriodIsCutOffAndItsLateResponseIsDropped() async throws {
+        let finished = Counter()
+        let server = try startServer { _ in
+            try? await Task.sleep(for: .milliseconds(400))
+            finished.increment()
+            return .json(200, "{}")
+        }
+        let port = server.port
+        let pending = Task.detached { try RawConnection.request(port: port, "GET /stuck HTTP/1.1\r\nHost: x\r\n\r\n") }
+        while server.inFlight == 0 { try await Task.sleep(for: .milliseconds(5)) }
+
+        await server.shutdown(gracePeriod: .milliseconds(50))
+
+        XCTAssertEqual(finished.value, 0, "shutdown must not wait past its grace period")
+        do {
+            let response = try await pending.value
+            XCTFail("expected the connection to be closed, got \(response.status)")
+        } catch {
+            XCTAssertEqual(error as? RawHTTPError, .closedBeforeResponse)
+        }
+        // The handler still finishes afterwards; its response must be dropped, not sent to a freed connection.
+        while finished.value == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        try await Task.sleep(for: .milliseconds(50))
+        XCTAssertEqual(server.inFlight, 0)
+    }
+
     func testHeadersLargerThanTheMemoryLimitAreRefusedAndServingContinues() throws {
         let server = try startServer({ $0.maxHeaderBytes = 16 * 1024 }, handler: Self.echo)
         let connection = try RawConnection(port: server.port)

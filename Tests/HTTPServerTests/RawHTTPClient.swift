@@ -9,7 +9,7 @@ struct RawResponse {
     var bodyText: String { String(decoding: body, as: UTF8.self) }
 }
 
-enum RawHTTPError: Error { case connectFailed(Int32), closedBeforeResponse, malformed }
+enum RawHTTPError: Error, Equatable { case connectFailed(Int32), closedBeforeResponse, malformed }
 
 final class RawConnection {
     let fd: Int32
