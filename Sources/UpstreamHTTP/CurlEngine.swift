@@ -25,6 +25,9 @@ final class CurlEngine: @unchecked Sendable {
     private var idleHandles: [UnsafeMutableRawPointer] = []
     private let maxIdleHandles: Int
 
+    /// Transfers handed to curl so far; lets tests prove a refused request never reached the network layer.
+    let transfersStarted = Atomic<Int>(0)
+
     init(maxConnectionsPerHost: Int) throws(UpstreamError) {
         guard curlGlobalInit == CURLE_OK else { throw .transport("curl_global_init failed") }
         guard let multi = curl_multi_init() else { throw .transport("curl_multi_init failed") }
@@ -115,6 +118,7 @@ final class CurlEngine: @unchecked Sendable {
             return
         }
         active[easy] = transfer
+        transfersStarted.add(1, ordering: .relaxed)
     }
 
     private func collectCompleted() {

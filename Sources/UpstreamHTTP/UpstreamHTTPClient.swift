@@ -27,6 +27,8 @@ public final class UpstreamHTTPClient: Sendable {
 
     deinit { engine.shutdown() }
 
+    var transfersStarted: Int { engine.transfersStarted.load(ordering: .relaxed) }
+
     public func send(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse {
         let method = request.method.uppercased()
         try HeaderPolicy.checkMethod(method)
