@@ -116,7 +116,7 @@ final class RetryPolicyTests: XCTestCase {
         let recorder = SleepRecorder()
         let lenient = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(100), maxDelay: .seconds(2), budget: .seconds(5))
         let body: [UInt8] = try await lenient.run(sleep: recorder.sleep) { _ in
-            do {
+            do throws(UpstreamError) {
                 let response = try await client.send(UpstreamRequest(url: server.baseURL + "/inApps/v1/x"))
                 if response.status == 503 { return .retry(UpstreamError.transport("503"), retryAfter: response.retryAfter) }
                 return .success(response.body)
