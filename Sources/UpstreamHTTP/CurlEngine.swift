@@ -18,7 +18,7 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     private let multi: UnsafeMutableRawPointer
-    private let inbox = Mutex(Inbox())
+    private let inbox = LockedBox(Inbox())
 
     // Engine-thread state.
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Outgoing HTTP(S) for the gateway: Apple's verifyReceipt and App Store Server API, or a loopback
 /// simulator. Requests are refused before any network activity when the URL is not https (plain http
 /// is allowed to loopback only). Certificate and host-name verification are always on.
@@ -51,9 +57,3 @@ public final class UpstreamHTTPClient: Sendable {
         return try result.get()
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
