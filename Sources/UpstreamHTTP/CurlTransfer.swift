@@ -57,6 +57,9 @@ final class CurlTransfer: @unchecked Sendable {
         long(CURLOPT_FOLLOWLOCATION, 0)
         long(CURLOPT_SSL_VERIFYPEER, 1)
         long(CURLOPT_SSL_VERIFYHOST, 2)
+        long(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
+        // An empty proxy overrides http_proxy/https_proxy from the environment: traffic goes where the URL says.
+        string(CURLOPT_PROXY, "")
         if let bundle = config.caBundlePath {
             // The bundle replaces the system store: also clear CAPATH, or /etc/ssl/certs would still be trusted.
             string(CURLOPT_CAINFO, bundle)
