@@ -5,10 +5,14 @@
 public struct VerificationError: Error, Equatable, Sendable, CustomStringConvertible {
     public let code: Code
     public let message: String
+    /// How long the upstream asked us to wait (HTTP 429/503 Retry-After), when that is why we refused:
+    /// the gateway answers 503 with the same `Retry-After`. nil for every other refusal.
+    public let retryAfterSeconds: Int?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, retryAfterSeconds: Int? = nil) {
         self.code = code
         self.message = message
+        self.retryAfterSeconds = retryAfterSeconds
     }
 
     /// Whether trying the same thing again later may succeed (an unreachable OCSP responder,
@@ -80,7 +84,7 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let testEnvironmentNotAllowed = Code(rawValue: "TEST_ENVIRONMENT_NOT_ALLOWED")
 
         // MARK: Legacy receipts
-        /// Not a PKCS#7 SignedData receipt, or its payload does not parse.
+        /// Not a PKCS#7 SignedData receipt, or its payload does not parse (verifyReceipt 21002).
         public static let malformedReceipt = Code(rawValue: "MALFORMED_RECEIPT")
         /// A receipt that is not an App Store receipt (Xcode, self-signed).
         public static let notAppStoreReceipt = Code(rawValue: "NOT_APP_STORE_RECEIPT")
@@ -98,7 +102,8 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         /// Apple refused our credentials (verifyReceipt 21004 shared secret, Server API 401 key):
         /// an operator must fix the app's configuration; the message names the key id, never the key.
         public static let upstreamCredentialsRejected = Code(rawValue: "UPSTREAM_CREDENTIALS_REJECTED")
-        /// verifyReceipt could not authenticate the receipt (21003) or says it is malformed (21002).
+        /// verifyReceipt could not authenticate the receipt (21003). Its 21002 (malformed receipt-data)
+        /// is MALFORMED_RECEIPT, the code local receipt parsing uses for the same fault.
         public static let receiptNotAuthentic = Code(rawValue: "RECEIPT_NOT_AUTHENTIC")
         /// The App Store knows no such transaction or account (Server API 4040010, verifyReceipt 21010).
         public static let transactionNotFound = Code(rawValue: "TRANSACTION_NOT_FOUND")

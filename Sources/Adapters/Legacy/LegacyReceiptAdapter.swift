@@ -1,0 +1,198 @@
+import AppReceipts
+import Foundation
+import IAPCore
+import Synchronization
+import UpstreamHTTP
+
+/// Verifies a legacy base64 app receipt through Apple's `verifyReceipt` and normalises the answer.
+///
+/// Production first (Apple's rule: App Review tests production builds against the sandbox), then the
+/// sandbox on 21007 only for accounts the app lets present sandbox evidence. Apps that do not allow
+/// Production at all start at the sandbox, where 21008 (a production receipt) is refused.
+/// Shared-secret rotation: on 21004 with the current secret the `previous` one is tried, and each
+/// verification it rescues is counted and logged, so the team knows when it can be retired.
+public struct LegacyReceiptAdapter: VerificationAdapter {
+    public let id: AdapterID = .verifyReceipt
+
+    private let exchange: VerifyReceiptExchange
+    private let endpoints: VerifyReceiptEndpoints
+    private let normalizer: LegacyReceiptNormalizer
+    private let environmentVariables: [String: String]
+    private let logger: Logger
+    private let previousSecretCounter = PreviousSecretCounter()
+
+    /// `mapping` is the verifyReceipt mapping file to normalise with (normally the latest one);
+    /// `sleep` waits between retries and is injectable so tests take no time.
+    public init(upstream: any VerifyReceiptTransport, endpoints: VerifyReceiptEndpoints, mapping: MappingFile,
+                retryPolicy: RetryPolicy = RetryPolicy(),
+                environmentVariables: [String: String] = ProcessInfo.processInfo.environment,
+                logger: Logger = .disabled, maxResponseBytes: Int = 4 << 20,
+                sleep: @escaping RetryPolicy.Sleep = RetryPolicy.taskSleep) throws(VerificationError) {
+        normalizer = try LegacyReceiptNormalizer(mapping)
+        exchange = VerifyReceiptExchange(transport: upstream, retryPolicy: retryPolicy, sleep: sleep,
+                                         maxResponseBytes: maxResponseBytes, logger: logger)
+        self.endpoints = endpoints
+        self.environmentVariables = environmentVariables
+        self.logger = logger
+    }
+
+    /// Verifications that succeeded only with the previous shared secret, per bundle id, since start.
+    public var previousSecretUses: [String: Int] { previousSecretCounter.snapshot }
+
+    public func previousSecretUses(bundleId: String) -> Int { previousSecretCounter.snapshot[bundleId] ?? 0 }
+
+    public func canVerify(_ evidence: PurchaseEvidence) -> Bool {
+        if case .appReceipt = evidence { true } else { false }
+    }
+
+    public func verify(_ evidence: PurchaseEvidence, account: String, for app: AppPolicy) async throws(VerificationError)
+        -> AdapterOutcome {
+        guard case .appReceipt(let receipt, let nonce) = evidence else {
+            throw VerificationError(.invalidConfiguration, "verifyReceipt verifies app receipts only, not \(evidence.kind)")
+        }
+        // Refuse what Apple would refuse anyway before spending a call on it (same codes as local parsing).
+        _ = try StrictBase64.decode(receipt)
+        guard let reference = app.sharedSecret else {
+            throw VerificationError(.invalidConfiguration, "\(app.bundleId): no sharedSecret configured for verifyReceipt")
+        }
+        var secret = try Self.resolve(reference, previous: false, environment: environmentVariables, app: app)
+        var triedPrevious = false
+        var previousUseCounted = false
+        var environment: AppStoreEnvironment = app.allows(.production) ? .production : .sandbox
+        var switchedEnvironment = false
+        let log = logger.with(["bundleId": app.bundleId])
+
+        while true {
+            let body = Self.requestBody(receipt: receipt, password: secret, nonce: nonce)
+            let answer = try await exchange.post(body, to: environment, url: endpoints.url(for: environment))
+            log.info("verify_receipt_answered", ["environment": environment.rawValue, "status": String(answer.status)])
+            let meaning = VerifyReceiptStatus(answer.status)
+            if triedPrevious, !previousUseCounted, meaning != .secretRejected {
+                // Apple accepted the previous secret: once per verification, whatever the receipt turns out to be.
+                previousUseCounted = true
+                previousSecretCounter.increment(app.bundleId)
+                log.warning("shared_secret_previous_used", [:])
+            }
+            switch meaning {
+            case .valid:
+                return try outcome(answer.json, nonce: nonce, account: account, app: app)
+            case .sandboxReceipt where environment == .production && !switchedEnvironment:
+                guard app.allowsSandbox(forAccount: account) else {
+                    throw VerificationError(.environmentNotAllowed,
+                                            "\(app.bundleId): a Sandbox receipt (21007) and Sandbox is not allowed for this account")
+                }
+                environment = .sandbox
+                switchedEnvironment = true
+            case .productionReceipt where environment == .sandbox && !switchedEnvironment:
+                guard app.allows(.production) else {
+                    throw VerificationError(.environmentNotAllowed,
+                                            "\(app.bundleId): a Production receipt (21008) and Production is not allowed")
+                }
+                environment = .production
+                switchedEnvironment = true
+            case .sandboxReceipt, .productionReceipt:
+                throw VerificationError(.upstreamUnavailable,
+                                        "verifyReceipt sent the receipt back to the environment it came from (\(answer.status))")
+            case .secretRejected:
+                guard reference.previous != nil, !triedPrevious else {
+                    throw VerificationError(.upstreamCredentialsRejected,
+                                            "\(app.bundleId): verifyReceipt rejected the shared secret \(reference) (21004)")
+                }
+                secret = try Self.resolve(reference, previous: true, environment: environmentVariables, app: app)
+                triedPrevious = true
+            case .temporary:
+                throw VerificationError(.upstreamUnavailable, "verifyReceipt answered temporary status \(answer.status)")
+            case .refused(let code, let message):
+                throw VerificationError(code, "\(app.bundleId): \(message)")
+            }
+        }
+    }
+
+    /// Reads the secret now (rotation takes effect without a restart). Errors name the reference only.
+    private static func resolve(_ reference: SecretReference, previous: Bool, environment: [String: String],
+                                app: AppPolicy) throws(VerificationError) -> String {
+        do throws(VerificationError) {
+            if previous {
+                guard let value = try reference.resolvePrevious(environment: environment) else {
+                    throw VerificationError(.invalidConfiguration, "secret \(reference) has no previous")
+                }
+                return value
+            }
+            return try reference.resolve(environment: environment)
+        } catch {
+            throw VerificationError(error.code, "\(app.bundleId): shared secret: \(error.message)")
+        }
+    }
+
+    static func requestBody(receipt: String, password: String, nonce: String?) -> [UInt8] {
+        var object: [String: JSONValue] = [
+            "receipt-data": .string(receipt),
+            "password": .string(password),
+            // Only the latest transaction of each subscription: smaller answers, and in_app still
+            // carries the non-subscription purchases.
+            "exclude-old-transactions": .bool(true),
+        ]
+        if let nonce { object["request_data"] = .string(nonce) }
+        return Array(JSONValue.object(object).jsonText.utf8)
+    }
+
+    /// The checks on a valid answer (environment, bundle, app id, nonce echo), then normalisation.
+    private func outcome(_ json: JSONValue, nonce: String?, account: String, app: AppPolicy) throws(VerificationError)
+        -> AdapterOutcome {
+        let top = try JSONFields(json, context: "verifyReceipt response")
+        guard let environmentName = try top.string("environment") else {
+            throw VerificationError(.missingField, "verifyReceipt response has no environment")
+        }
+        let environment = AppStoreEnvironment(rawValue: environmentName)
+        let allowed = switch environment {
+        case .production: app.allows(.production)
+        case .sandbox: app.allowsSandbox(forAccount: account)
+        default: false
+        }
+        guard allowed else {
+            throw VerificationError(.environmentNotAllowed, "\(app.bundleId): \(environmentName) receipts are not allowed here")
+        }
+        guard let receipt = try top.fields("receipt") else {
+            throw VerificationError(.missingField, "verifyReceipt response has no receipt")
+        }
+        let bundleId = try receipt.string("bundle_id")
+        guard bundleId == app.bundleId else {
+            throw VerificationError(.bundleIdMismatch, "receipt is for \(bundleId ?? "no bundle"), not \(app.bundleId)")
+        }
+        if environment == .production {
+            guard let expected = app.appAppleId else {
+                throw VerificationError(.invalidConfiguration, "\(app.bundleId): Production allowed but no appAppleId configured")
+            }
+            let found = try receipt.int64("app_item_id")
+            guard found == expected else {
+                throw VerificationError(.appAppleIdMismatch,
+                                        "receipt app_item_id \(found.map(String.init) ?? "absent") is not \(expected)")
+            }
+        }
+        // Enforced only when Apple echoes it: an answer without request_data proves nothing either way,
+        // and the gateway's own nonce ledger is what stops replays.
+        var echoedNonce: String?
+        if let nonce, let echoed = try top.string("request_data") {
+            guard echoed == nonce else {
+                throw VerificationError(.nonceInvalid, "\(app.bundleId): verifyReceipt echoed another request_data")
+            }
+            echoedNonce = echoed
+        }
+        let normalized = try normalizer.normalize(verifyReceiptResponse: json)
+        if !normalized.unmappedFields.isEmpty {
+            logger.info("verify_receipt_unmapped_fields", ["bundleId": app.bundleId,
+                                                           "fields": normalized.unmappedFields.joined(separator: ",")])
+        }
+        return AdapterOutcome(adapter: id, environment: environment, transactions: normalized.transactions,
+                              renewals: normalized.renewals, appTransaction: normalized.appTransaction,
+                              mappingVersion: normalized.mappingVersion, latestReceipt: try top.string("latest_receipt"),
+                              echoedNonce: echoedNonce)
+    }
+}
+
+/// Counts, per bundle id, the verifications the previous shared secret rescued.
+final class PreviousSecretCounter: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+    func increment(_ bundleId: String) { counts.withLock { $0[bundleId, default: 0] += 1 } }
+    var snapshot: [String: Int] { counts.withLock { $0 } }
+}
