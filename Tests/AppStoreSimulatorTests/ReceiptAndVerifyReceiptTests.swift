@@ -7,7 +7,7 @@ import XCTest
 final class ReceiptAndVerifyReceiptTests: XCTestCase {
     func testReceiptVerifiesWithProjectReaderAndCarriesEveryPurchaseOfItsOwner() async throws {
         let f = try await SimulatorFixture()
-        defer { Task { await f.stop() } }
+        addTeardownBlock { await f.stop() }
         let sub = try f.subscription()
         let coins = try f.oneTime("com.example.sim.coins", type: .consumable)
         _ = try f.oneTime("com.example.sim.other", type: .nonConsumable, owner: "device-2")
@@ -29,7 +29,7 @@ final class ReceiptAndVerifyReceiptTests: XCTestCase {
 
     func testReceiptFromAnotherRootIsRefusedByReader() async throws {
         let f = try await SimulatorFixture()
-        defer { Task { await f.stop() } }
+        addTeardownBlock { await f.stop() }
         let other = try AppStoreSimulator()
         let p = try f.oneTime("com.example.sim.pro", type: .nonConsumable)
         let reader = try AppReceiptReader(roots: [other.rootCertificateDER])
@@ -38,7 +38,7 @@ final class ReceiptAndVerifyReceiptTests: XCTestCase {
 
     func testValidProductionReceiptAnswersStatusZeroWithAppleShapedFieldsAndEchoesRequestData() async throws {
         let f = try await SimulatorFixture()
-        defer { Task { await f.stop() } }
+        addTeardownBlock { await f.stop() }
         let p = try f.subscription(offer: .freeTrial)
         let (http, json) = try await f.verifyReceipt(.object([
             "receipt-data": .string(p.receiptBase64), "password": .string(SimulatorFixture.sharedSecret),
@@ -67,7 +67,7 @@ final class ReceiptAndVerifyReceiptTests: XCTestCase {
 
     func testStatusCodesForMalformedTamperedWrongSecretAndWrongEnvironment() async throws {
         let f = try await SimulatorFixture()
-        defer { Task { await f.stop() } }
+        addTeardownBlock { await f.stop() }
         let prod = try f.subscription()
         let sandbox = try f.subscription(owner: "tester", environment: .sandbox)
         let secret = JSONValue.string(SimulatorFixture.sharedSecret)
@@ -101,7 +101,7 @@ final class ReceiptAndVerifyReceiptTests: XCTestCase {
 
     func testRefundShowsCancellationDateAndReasonInVerifyReceipt() async throws {
         let f = try await SimulatorFixture()
-        defer { Task { await f.stop() } }
+        addTeardownBlock { await f.stop() }
         let p = try f.subscription()
         let refunded = try f.sim.refund(transactionId: p.transactionId, reason: 1)
         let (_, json) = try await f.verifyReceipt(.object([
@@ -116,7 +116,7 @@ final class ReceiptAndVerifyReceiptTests: XCTestCase {
 
     func testRenewalsAppearInLatestReceiptInfoAndExcludeOldKeepsOnlyTheNewest() async throws {
         let f = try await SimulatorFixture()
-        defer { Task { await f.stop() } }
+        addTeardownBlock { await f.stop() }
         let p = try f.subscription()
         let renewed = try f.sim.renew(originalTransactionId: p.originalTransactionId)
         XCTAssertEqual(renewed.originalTransactionId, p.originalTransactionId)
@@ -132,7 +132,7 @@ final class ReceiptAndVerifyReceiptTests: XCTestCase {
 
     func testInjectedFailureAnswersConfiguredStatusThenRecovers() async throws {
         let f = try await SimulatorFixture()
-        defer { Task { await f.stop() } }
+        addTeardownBlock { await f.stop() }
         let p = try f.oneTime("com.example.sim.pro", type: .nonConsumable)
         f.sim.faults.setVerifyReceiptFailure(.status(21150), scope: .production)
         f.sim.faults.failNext(1, scope: .production)

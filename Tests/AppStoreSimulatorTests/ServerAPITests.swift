@@ -8,7 +8,7 @@ import XCTest
 final class ServerAPITests: XCTestCase {
     func testMissingExpiredOrWrongKeyTokensAre401() async throws {
         let f = try await SimulatorFixture()
-        defer { Task { await f.stop() } }
+        addTeardownBlock { await f.stop() }
         let p = try f.oneTime("com.example.sim.pro", type: .nonConsumable)
         let path = "/inApps/v1/transactions/\(p.transactionId)"
         var r = try await f.serverAPI(path, token: nil)
@@ -23,7 +23,7 @@ final class ServerAPITests: XCTestCase {
 
     func testTransactionInfoIsJWSThatVerifiesAgainstSimulatorRoot() async throws {
         let f = try await SimulatorFixture()
-        defer { Task { await f.stop() } }
+        addTeardownBlock { await f.stop() }
         let p = try f.subscription(offer: .promotional(id: "promo1", .payUpFront))
         let r = try await f.serverAPI("/inApps/v1/transactions/\(p.transactionId)", token: try f.token())
         XCTAssertEqual(r.status, 200)
@@ -46,7 +46,7 @@ final class ServerAPITests: XCTestCase {
 
     func testSandboxTransactionAskedOnProductionIs4040010AndFoundOnSandbox() async throws {
         let f = try await SimulatorFixture()
-        defer { Task { await f.stop() } }
+        addTeardownBlock { await f.stop() }
         let p = try f.oneTime("com.example.sim.pro", type: .nonConsumable, environment: .sandbox)
         var r = try await f.serverAPI("/inApps/v1/transactions/\(p.transactionId)", token: try f.token())
         XCTAssertEqual(r.status, 404)
@@ -60,7 +60,7 @@ final class ServerAPITests: XCTestCase {
 
     func testHistoryPagesWithRevisionAndHasMore() async throws {
         let f = try await SimulatorFixture()
-        defer { Task { await f.stop() } }
+        addTeardownBlock { await f.stop() }
         let first = try f.subscription()
         for _ in 0..<24 { _ = try f.sim.renew(originalTransactionId: first.originalTransactionId) }
         let token = try f.token()
@@ -85,7 +85,7 @@ final class ServerAPITests: XCTestCase {
 
     func testRefundShowsRevocationDateInJWSAndRefundLookup() async throws {
         let f = try await SimulatorFixture()
-        defer { Task { await f.stop() } }
+        addTeardownBlock { await f.stop() }
         let p = try f.oneTime("com.example.sim.pro", type: .nonConsumable)
         let refunded = try f.sim.refund(transactionId: p.transactionId, reason: 1)
         let t = try f.verifier().verifyAndDecodeTransaction(refunded.signedTransaction)
@@ -97,7 +97,7 @@ final class ServerAPITests: XCTestCase {
 
     func testSubscriptionStatusesCarrySignedTransactionAndRenewalInfo() async throws {
         let f = try await SimulatorFixture()
-        defer { Task { await f.stop() } }
+        addTeardownBlock { await f.stop() }
         let p = try f.subscription()
         _ = try f.sim.expire(originalTransactionId: p.originalTransactionId, intent: 1)
         let r = try await f.serverAPI("/inApps/v1/subscriptions/\(p.transactionId)", token: try f.token())
@@ -113,7 +113,7 @@ final class ServerAPITests: XCTestCase {
 
     func testInjected5xxThenSuccessAnd429WithRetryAfter() async throws {
         let f = try await SimulatorFixture()
-        defer { Task { await f.stop() } }
+        addTeardownBlock { await f.stop() }
         let p = try f.oneTime("com.example.sim.pro", type: .nonConsumable)
         let path = "/inApps/v1/transactions/\(p.transactionId)"
         let token = try f.token()
@@ -150,7 +150,7 @@ final class ServerAPITests: XCTestCase {
 
     func testNotificationIsSignedAndRecordedInHistory() async throws {
         let f = try await SimulatorFixture()
-        defer { Task { await f.stop() } }
+        addTeardownBlock { await f.stop() }
         let p = try f.subscription()
         let start = Int64(Date().timeIntervalSince1970 * 1000) - 1000
         let payload = try await f.sim.sendNotification(type: "DID_RENEW", purchase: p, to: nil)
