@@ -1,0 +1,69 @@
+import Foundation
+import IAPCore
+
+/// Apple's JWS payloads (JWSTransactionDecodedPayload, JWSRenewalInfoDecodedPayload), camelCase
+/// with integer millisecond dates, omitting absent fields as Apple does.
+enum SignedPayloads {
+    static func transaction(_ t: TransactionRecord, signedDate: Int64) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "transactionId": .string(t.transactionId),
+            "originalTransactionId": .string(t.originalTransactionId),
+            "bundleId": .string(t.bundleId),
+            "productId": .string(t.productId),
+            "purchaseDate": .int(t.purchaseDate),
+            "originalPurchaseDate": .int(t.originalPurchaseDate),
+            "quantity": .int(t.quantity),
+            "type": .string(t.type.rawValue),
+            "inAppOwnershipType": .string(t.ownership.rawValue),
+            "signedDate": .int(signedDate),
+            "environment": .string(t.environment.rawValue),
+            "transactionReason": .string(t.transactionReason.rawValue),
+            "storefront": .string(t.storefront),
+            "storefrontId": .string(t.storefrontId),
+            "price": .int(t.price),
+            "currency": .string(t.currency),
+            "appTransactionId": .string(t.appTransactionId),
+        ]
+        o["webOrderLineItemId"] = t.webOrderLineItemId.map(JSONValue.string)
+        o["subscriptionGroupIdentifier"] = t.subscriptionGroupIdentifier.map(JSONValue.string)
+        o["expiresDate"] = t.expiresDate.map(JSONValue.int)
+        o["appAccountToken"] = t.appAccountToken.map(JSONValue.string)
+        o["revocationDate"] = t.revocationDate.map(JSONValue.int)
+        o["revocationReason"] = t.revocationReason.map(JSONValue.int)
+        if t.isUpgraded { o["isUpgraded"] = .bool(true) }
+        o["offerType"] = t.offerType.map { .int($0.rawValue) }
+        o["offerIdentifier"] = t.offerIdentifier.map(JSONValue.string)
+        o["offerDiscountType"] = t.offerDiscountType.map { .string($0.rawValue) }
+        return .object(o)
+    }
+
+    static func renewalInfo(_ c: SubscriptionChain, latest: TransactionRecord, signedDate: Int64) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "originalTransactionId": .string(c.originalTransactionId),
+            "autoRenewProductId": .string(c.autoRenewProductId),
+            "productId": .string(latest.productId),
+            "autoRenewStatus": .int(c.autoRenewStatus),
+            "signedDate": .int(signedDate),
+            "environment": .string(c.environment.rawValue),
+            "recentSubscriptionStartDate": .int(latest.originalPurchaseDate),
+            "currency": .string(c.currency),
+            "renewalPrice": .int(c.price),
+            "appTransactionId": .string(latest.appTransactionId),
+        ]
+        o["renewalDate"] = latest.expiresDate.map(JSONValue.int)
+        if c.isInBillingRetryPeriod { o["isInBillingRetryPeriod"] = .bool(true) }
+        o["expirationIntent"] = c.expirationIntent.map(JSONValue.int)
+        o["gracePeriodExpiresDate"] = c.gracePeriodExpiresDate.map(JSONValue.int)
+        o["appAccountToken"] = latest.appAccountToken.map(JSONValue.string)
+        return .object(o)
+    }
+
+    /// Apple's subscription status: 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked.
+    static func status(_ c: SubscriptionChain, latest: TransactionRecord, now: Int64) -> Int64 {
+        if latest.revocationDate != nil && !latest.isUpgraded { return 5 }
+        if let grace = c.gracePeriodExpiresDate, grace > now { return 4 }
+        if c.isInBillingRetryPeriod { return 3 }
+        if let e = latest.expiresDate, e <= now { return 2 }
+        return 1
+    }
+}

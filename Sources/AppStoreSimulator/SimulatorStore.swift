@@ -1,0 +1,218 @@
+import Foundation
+import IAPCore
+import Synchronization
+
+/// The simulated App Store's memory. Every mutation happens inside one lock so a receipt built
+/// right after an operation sees it; signing happens outside the lock on a snapshot.
+final class SimulatorStore: Sendable {
+    struct State: Sendable {
+        var apps: [String: SimulatedApp] = [:]
+        var transactions: [String: TransactionRecord] = [:]
+        var chains: [String: SubscriptionChain] = [:]
+        var notifications: [NotificationRecord] = []
+        var consumptionRequests: [String: String] = [:]
+        var nextProductionId: Int64 = 1_000_000_100_000_001
+        var nextSandboxId: Int64 = 2_000_000_100_000_001
+        var nextWebOrderLineItemId: Int64 = 1_000_000_080_000_001
+        var nextOrderNumber: Int64 = 1
+        var sequence: Int64 = 0
+        var appTransactionIds: [String: String] = [:]
+
+        mutating func newTransactionId(_ environment: AppStoreEnvironment) -> String {
+            if environment == .sandbox {
+                defer { nextSandboxId += 1 }
+                return String(nextSandboxId)
+            }
+            defer { nextProductionId += 1 }
+            return String(nextProductionId)
+        }
+
+        mutating func newOrderId() -> String {
+            defer { nextOrderNumber += 1 }
+            return "MSIM" + String(nextOrderNumber + 100_000)
+        }
+
+        mutating func nextSequence() -> Int64 { sequence += 1; return sequence }
+
+        mutating func appTransactionId(owner: String, bundleId: String, environment: AppStoreEnvironment) -> String {
+            let key = "\(environment.rawValue)|\(bundleId)|\(owner)"
+            if let id = appTransactionIds[key] { return id }
+            let id = newTransactionId(environment)
+            appTransactionIds[key] = id
+            return id
+        }
+    }
+
+    let state = Mutex(State())
+    let now: @Sendable () -> Date
+
+    init(now: @escaping @Sendable () -> Date) { self.now = now }
+
+    var nowMs: Int64 { Int64((now().timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    func register(_ app: SimulatedApp) { state.withLock { $0.apps[app.bundleId] = app } }
+    func app(_ bundleId: String) -> SimulatedApp? { state.withLock { $0.apps[bundleId] } }
+    func app(keyId: String) -> SimulatedApp? { state.withLock { s in s.apps.values.first { $0.keyId == keyId } } }
+    func transaction(_ id: String) -> TransactionRecord? { state.withLock { $0.transactions[id] } }
+    func chain(_ originalTransactionId: String) -> SubscriptionChain? { state.withLock { $0.chains[originalTransactionId] } }
+
+    /// Every transaction of one owner in one app and environment, oldest purchase first.
+    func transactions(owner: String, bundleId: String, environment: AppStoreEnvironment) -> [TransactionRecord] {
+        state.withLock { s in
+            s.transactions.values.filter { $0.owner == owner && $0.bundleId == bundleId && $0.environment == environment }
+        }.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+    }
+
+    func chains(owner: String, bundleId: String, environment: AppStoreEnvironment) -> [SubscriptionChain] {
+        state.withLock { s in
+            s.chains.values.filter { $0.owner == owner && $0.bundleId == bundleId && $0.environment == environment }
+        }.sorted { $0.originalTransactionId < $1.originalTransactionId }
+    }
+
+    func purchase(_ r: PurchaseRequest) throws(SimulatorError) -> TransactionRecord {
+        let at = r.purchaseDate.map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) } ?? nowMs
+        let result: Result<TransactionRecord, SimulatorError> = state.withLock { s in
+            guard s.apps[r.bundleId] != nil else { return .failure(SimulatorError("unknown app \(r.bundleId)")) }
+            guard r.environment == .production || r.environment == .sandbox else {
+                return .failure(SimulatorError("environment must be Production or Sandbox"))
+            }
+            let isSubscription = r.type == .autoRenewable || r.type == .nonRenewing
+            if r.type == .autoRenewable && r.subscriptionGroupIdentifier == nil {
+                return .failure(SimulatorError("an auto-renewable purchase needs a subscriptionGroupIdentifier"))
+            }
+            let id = s.newTransactionId(r.environment)
+            let webOrder: String? = r.type == .autoRenewable ? String(s.nextWebOrderLineItemId) : nil
+            if webOrder != nil { s.nextWebOrderLineItemId += 1 }
+            let record = TransactionRecord(
+                transactionId: id, originalTransactionId: id, webOrderLineItemId: webOrder, bundleId: r.bundleId,
+                productId: r.productId, subscriptionGroupIdentifier: r.type == .autoRenewable ? r.subscriptionGroupIdentifier : nil,
+                purchaseDate: at, originalPurchaseDate: at,
+                expiresDate: isSubscription ? at + r.periodSeconds * 1000 : nil, quantity: r.quantity, type: r.type,
+                appAccountToken: r.appAccountToken, ownership: r.familyShared ? .familyShared : .purchased,
+                revocationDate: nil, revocationReason: nil, isUpgraded: false, offer: r.offer, environment: r.environment,
+                transactionReason: .purchase, storefront: r.storefront, storefrontId: r.storefrontId,
+                price: r.offer == .freeTrial ? 0 : r.price, currency: r.currency, owner: r.owner,
+                appTransactionId: s.appTransactionId(owner: r.owner, bundleId: r.bundleId, environment: r.environment),
+                orderId: s.newOrderId(), modifiedSequence: s.nextSequence())
+            s.transactions[id] = record
+            if r.type == .autoRenewable, let group = r.subscriptionGroupIdentifier {
+                s.chains[id] = SubscriptionChain(
+                    originalTransactionId: id, bundleId: r.bundleId, owner: r.owner, environment: r.environment,
+                    subscriptionGroupIdentifier: group, periodSeconds: r.periodSeconds, autoRenewProductId: r.productId,
+                    price: r.price, currency: r.currency, latestTransactionId: id)
+            }
+            return .success(record)
+        }
+        return try result.get()
+    }
+
+    /// A new transaction in the chain, starting where the latest one ends (or now, if it lapsed).
+    func renew(originalTransactionId: String, productId: String? = nil, upgrade: Bool = false) throws(SimulatorError) -> TransactionRecord {
+        let at = nowMs
+        let result: Result<TransactionRecord, SimulatorError> = state.withLock { s in
+            guard var chain = s.chains[originalTransactionId], var latest = s.transactions[chain.latestTransactionId] else {
+                return .failure(SimulatorError("no auto-renewable subscription \(originalTransactionId)"))
+            }
+            let start: Int64
+            if upgrade {
+                // An upgrade takes effect at once; the replaced period is cancelled and marked upgraded.
+                start = at
+                latest.isUpgraded = true
+                latest.revocationDate = at
+                latest.modifiedSequence = s.nextSequence()
+                s.transactions[latest.transactionId] = latest
+            } else {
+                start = max(latest.expiresDate ?? at, at)
+            }
+            let id = s.newTransactionId(chain.environment)
+            let webOrder = String(s.nextWebOrderLineItemId)
+            s.nextWebOrderLineItemId += 1
+            var next = latest
+            next.transactionId = id
+            next.webOrderLineItemId = webOrder
+            next.productId = productId ?? chain.autoRenewProductId
+            next.purchaseDate = start
+            next.expiresDate = start + chain.periodSeconds * 1000
+            next.revocationDate = nil
+            next.revocationReason = nil
+            next.isUpgraded = false
+            next.offer = nil
+            next.price = chain.price
+            next.transactionReason = upgrade ? .purchase : .renewal
+            next.orderId = s.newOrderId()
+            next.modifiedSequence = s.nextSequence()
+            s.transactions[id] = next
+            chain.latestTransactionId = id
+            chain.autoRenewProductId = next.productId
+            chain.autoRenewStatus = 1
+            chain.expirationIntent = nil
+            chain.isInBillingRetryPeriod = false
+            chain.gracePeriodExpiresDate = nil
+            s.chains[originalTransactionId] = chain
+            return .success(next)
+        }
+        return try result.get()
+    }
+
+    /// Ends the subscription now: the latest period's expiry moves into the past, auto-renew turns off.
+    func expire(originalTransactionId: String, intent: Int64, billingRetry: Bool) throws(SimulatorError) -> TransactionRecord {
+        let at = nowMs
+        let result: Result<TransactionRecord, SimulatorError> = state.withLock { s in
+            guard var chain = s.chains[originalTransactionId], var latest = s.transactions[chain.latestTransactionId] else {
+                return .failure(SimulatorError("no auto-renewable subscription \(originalTransactionId)"))
+            }
+            if let e = latest.expiresDate, e >= at { latest.expiresDate = at - 1000 }
+            latest.modifiedSequence = s.nextSequence()
+            s.transactions[latest.transactionId] = latest
+            chain.autoRenewStatus = billingRetry ? 1 : 0
+            chain.expirationIntent = intent
+            chain.isInBillingRetryPeriod = billingRetry
+            s.chains[originalTransactionId] = chain
+            return .success(latest)
+        }
+        return try result.get()
+    }
+
+    /// Refund (reason 0 other, 1 app issue) or family-sharing revoke: sets revocationDate now.
+    func revoke(transactionId: String, reason: Int64?) throws(SimulatorError) -> TransactionRecord {
+        let at = nowMs
+        let result: Result<TransactionRecord, SimulatorError> = state.withLock { s in
+            guard var t = s.transactions[transactionId] else { return .failure(SimulatorError("no transaction \(transactionId)")) }
+            t.revocationDate = at
+            t.revocationReason = reason
+            t.modifiedSequence = s.nextSequence()
+            s.transactions[transactionId] = t
+            if var chain = s.chains[t.originalTransactionId], chain.latestTransactionId == transactionId {
+                chain.autoRenewStatus = 0
+                s.chains[t.originalTransactionId] = chain
+            }
+            return .success(t)
+        }
+        return try result.get()
+    }
+
+    /// Latest transaction of a chain, or the transaction itself for one-time purchases.
+    func latestTransactionId(for originalTransactionId: String) -> String? {
+        state.withLock { s in
+            s.chains[originalTransactionId]?.latestTransactionId ?? s.transactions[originalTransactionId]?.transactionId
+        }
+    }
+
+    func setAppAccountToken(_ token: String, originalTransactionId: String) -> Bool {
+        state.withLock { s in
+            let ids = s.transactions.values.filter { $0.originalTransactionId == originalTransactionId }.map(\.transactionId)
+            guard !ids.isEmpty else { return false }
+            for id in ids {
+                s.transactions[id]?.appAccountToken = token
+                let sequence = s.nextSequence()
+                s.transactions[id]?.modifiedSequence = sequence
+            }
+            return true
+        }
+    }
+
+    func record(notification: NotificationRecord) { state.withLock { $0.notifications.append(notification) } }
+    func notifications(bundleId: String, environment: AppStoreEnvironment) -> [NotificationRecord] {
+        state.withLock { s in s.notifications.filter { $0.bundleId == bundleId && $0.environment == environment } }
+    }
+}
