@@ -9,7 +9,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     walkDER(bytes)
     _ = try? PKCS7SignedData.parse(bytes)
     _ = try? AppReceipt.parsePayload(bytes)
-    _ = try? AppReceipt.parse(pkcs7: bytes)
+    _ = try? AppReceipt.parseUnverified(pkcs7: bytes)
     _ = try? OldStylePlist.parseDictionary(bytes)
     _ = try? LegacyTransactionReceipt.parse(plist: bytes)
     _ = try? StrictBase64.decode(String(decoding: bytes, as: UTF8.self))

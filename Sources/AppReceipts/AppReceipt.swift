@@ -72,8 +72,10 @@ public struct AppReceipt: Hashable, Sendable {
         return receipt
     }
 
-    /// Parses a whole receipt (PKCS#7 DER/BER bytes) without checking its signature.
-    public static func parse(pkcs7 bytes: [UInt8]) throws(VerificationError) -> AppReceipt {
+    /// Parses a whole receipt (PKCS#7 DER/BER bytes) WITHOUT checking its signature: everything
+    /// in the result, transaction ids included, is an unverified claim. For fuzzing and
+    /// inspection; use `ReceiptVerifier` or `AppReceiptReader` to decide anything.
+    public static func parseUnverified(pkcs7 bytes: [UInt8]) throws(VerificationError) -> AppReceipt {
         try parsePayload(try PKCS7SignedData.parse(bytes).content)
     }
 

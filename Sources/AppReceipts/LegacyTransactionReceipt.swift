@@ -7,11 +7,17 @@ import IAPCore
 /// length ‖ DER certificate. The signed message is the version byte followed by the decoded
 /// purchase-info bytes, hashed with SHA-1 (version 2) or SHA-256 (version 3).
 public struct LegacyTransactionReceipt: Sendable {
-    public let environment: String?
-    public let pod: String?
-    public let signingStatus: String?
-    /// Every purchase-info field as Apple wrote it.
+    /// The outer plist's "environment", "pod" and "signing-status". The signature covers only
+    /// purchase-info, so these are ATTACKER-CONTROLLED: shown for inspection, never a basis for
+    /// any decision. Use `environment` (from the signed purchase-info) instead.
+    public let unsignedEnvironment: String?
+    public let unsignedPod: String?
+    public let unsignedSigningStatus: String?
+    /// Every purchase-info field as Apple wrote it (signed).
     public let purchaseInfo: [String: String]
+    /// The environment stated inside the signed purchase-info, if it states one; nil otherwise
+    /// (the unsigned outer value is deliberately not a fallback).
+    public var environment: String? { purchaseInfo["environment"] }
     /// The purchase, in the same shape as an app receipt's in-app record.
     public let purchase: InAppPurchaseRecord
     public var bundleId: String? { purchaseInfo["bid"] }
@@ -54,7 +60,7 @@ public struct LegacyTransactionReceipt: Sendable {
             throw VerificationError(.malformedReceipt, "transaction receipt certificate length \(certLength) does not match the blob")
         }
         return LegacyTransactionReceipt(
-            environment: outer["environment"], pod: outer["pod"], signingStatus: outer["signing-status"],
+            unsignedEnvironment: outer["environment"], unsignedPod: outer["pod"], unsignedSigningStatus: outer["signing-status"],
             purchaseInfo: info, purchase: try record(from: info), signatureVersion: version,
             signature: Array(blob[1..<lengthAt]), certificate: Array(blob[(lengthAt + 4)...]), purchaseInfoBytes: infoBytes)
     }
@@ -93,14 +99,19 @@ public struct LegacyTransactionReceipt: Sendable {
 }
 
 /// Verifies iOS 6 transaction receipts: the embedded certificate must chain (through the given
-/// intermediates, e.g. Apple's WWDR) to a pinned root, and its RSA key must have signed the
-/// purchase-info.
+/// intermediates) to a pinned root, and its RSA key must have signed the purchase-info.
+///
+/// KNOWN GAP: unlike app receipts, no check here that the signer is Apple's receipt-signing
+/// certificate (chain shape, marker OIDs). No real iOS 6 transaction receipt is available to
+/// confirm which certificates and OIDs Apple used for them, and guessing would either refuse
+/// genuine receipts or give false assurance. So ANY certificate under the pinned roots can sign
+/// one: pin a root (or issuing CA) used only for these receipts, never Apple Inc. Root alone.
 public struct LegacyTransactionReceiptVerifier: Sendable {
     private let trust: ReceiptTrustStore
     private let intermediates: [[UInt8]]
 
     public init(rootCertificates: [Data], intermediateCertificates: [Data] = []) throws(VerificationError) {
-        trust = try ReceiptTrustStore(rootCertificates: rootCertificates.map { Array($0) })
+        trust = try ReceiptTrustStore(rootCertificates: rootCertificates.map { Array($0) }, requirement: .pinnedRootOnly)
         intermediates = intermediateCertificates.map { Array($0) }
     }
 

@@ -80,8 +80,57 @@ extension LegacyTransactionReceipt {
                                       "purchaseInfo": .object(purchaseInfo.mapValues { .string($0) }),
                                       "inAppPurchases": .array([purchase.jsonValue])]
         put(&o, "environment", environment)
-        put(&o, "pod", pod)
-        put(&o, "signingStatus", signingStatus)
+        // Outside the signature: kept apart so no reader mistakes them for signed facts.
+        var unsigned: [String: JSONValue] = [:]
+        put(&unsigned, "environment", unsignedEnvironment)
+        put(&unsigned, "pod", unsignedPod)
+        put(&unsigned, "signingStatus", unsignedSigningStatus)
+        if !unsigned.isEmpty { o["unsigned"] = .object(unsigned) }
         return .object(o)
+    }
+}
+
+// Inspection output gating: ids from a receipt whose signature did not verify are claims anyone
+// can make, and printed next to real ones they end up pasted into support tickets and refunds.
+
+/// Attribute types whose values are transaction identifiers (in-app 1703, 1705). Apple puts them
+/// only inside in-app records, but a forged receipt can put them anywhere.
+private let identifierAttributeTypes: Set<Int64> = [1703, 1705]
+/// purchase-info keys of an iOS 6 transaction receipt that identify a transaction or a device.
+private let identifierPurchaseInfoKeys: Set<String> = ["transaction-id", "original-transaction-id",
+                                                       "web-order-line-item-id", "unique-identifier", "unique-vendor-identifier"]
+private let withheldNote = JSONValue.string("signature not verified: transaction identifiers and in-app records withheld (use --unverified to show them)")
+
+extension VerifiedAppReceipt {
+    /// `{"receipt": …, "transactionIds": […]}` for `iapgw receipt inspect`. Unless the signature
+    /// verified or `includeUnverifiedIdentifiers` is set, the in-app records, every attribute of an
+    /// identifier type, and `transactionIds` are left out, and `"withheld"` says so.
+    public func inspectionJSON(includeUnverifiedIdentifiers: Bool) -> JSONValue {
+        if signatureVerified || includeUnverifiedIdentifiers {
+            return .object(["receipt": receipt.jsonValue, "transactionIds": .array(receipt.allTransactionIds.map { .string($0) })])
+        }
+        guard case .object(var body) = receipt.jsonValue else { return .object(["withheld": withheldNote]) }
+        body["inAppPurchases"] = nil
+        body["attributes"] = .array(receipt.attributes
+            .filter { $0.type != AppReceipt.Field.inAppPurchase && !identifierAttributeTypes.contains($0.type) }
+            .map(\.jsonValue))
+        return .object(["receipt": .object(body), "withheld": withheldNote])
+    }
+}
+
+extension LegacyTransactionReceipt {
+    /// As `VerifiedAppReceipt.inspectionJSON`: unless `signatureVerified` or
+    /// `includeUnverifiedIdentifiers`, the purchase record and the identifier keys of purchase-info
+    /// are left out.
+    public func inspectionJSON(signatureVerified: Bool, includeUnverifiedIdentifiers: Bool) -> JSONValue {
+        if signatureVerified || includeUnverifiedIdentifiers {
+            var ids: [String] = []
+            for id in [purchase.transactionId, purchase.originalTransactionId].compactMap({ $0 }) where !ids.contains(id) { ids.append(id) }
+            return .object(["receipt": jsonValue, "transactionIds": .array(ids.map { .string($0) })])
+        }
+        guard case .object(var body) = jsonValue else { return .object(["withheld": withheldNote]) }
+        body["inAppPurchases"] = nil
+        body["purchaseInfo"] = .object(purchaseInfo.filter { !identifierPurchaseInfoKeys.contains($0.key) }.mapValues { .string($0) })
+        return .object(["receipt": .object(body), "withheld": withheldNote])
     }
 }

@@ -27,30 +27,68 @@ final class OpenSSLCertificate: @unchecked Sendable {
 
 /// The pinned roots that legacy receipt signatures must chain to: an `X509_STORE` with only these
 /// certificates, no default paths, no partial chains.
-public final class ReceiptTrustStore: @unchecked Sendable {
+///
+/// One store serves one purpose: Apple's roots and an Xcode StoreKit Testing key never share a
+/// store, so which roots apply never depends on what the (unverified) payload claims to be.
+final class ReceiptTrustStore: @unchecked Sendable {
     private let roots: [OpenSSLCertificate]
+    let requirement: SignerRequirement
 
     /// With no roots every signature is refused as UNTRUSTED_ROOT (fail closed, never "trust all").
-    public init(rootCertificates: [[UInt8]]) throws(VerificationError) {
+    init(rootCertificates: [[UInt8]], requirement: SignerRequirement) throws(VerificationError) {
         var parsed: [OpenSSLCertificate] = []
         for der in rootCertificates { parsed.append(try OpenSSLCertificate(der: der)) }
         roots = parsed
+        self.requirement = requirement
+    }
+
+    /// Whether any root of this store is also a root of `other`.
+    func sharesRoot(with other: ReceiptTrustStore) -> Bool {
+        roots.contains { mine in other.roots.contains { X509_cmp(mine.pointer, $0.pointer) == 0 } }
     }
 
     /// A fresh store per verification: its verify time is per call, and a shared mutable store
     /// would race between threads.
     private func makeStore(at time: Date) throws(VerificationError) -> OpaquePointer {
         guard let store = X509_STORE_new() else { throw VerificationError(.invalidCertificateChain, "X509_STORE_new failed") }
-        for root in roots { X509_STORE_add_cert(store, root.pointer) }
+        // A root that failed to go in would leave a store that silently trusts less (or, with a
+        // later fallback, something else): fail closed instead.
+        for root in roots where X509_STORE_add_cert(store, root.pointer) != 1 {
+            X509_STORE_free(store)
+            throw VerificationError(.invalidCertificateChain, "cannot add a pinned root to the trust store")
+        }
         X509_STORE_set_purpose(store, X509_PURPOSE_ANY)
         let param = X509_STORE_get0_param(store)
-        X509_VERIFY_PARAM_set_time(param, time_t(time.timeIntervalSince1970.rounded(.down)))
+        // time_t(Double) traps on NaN, infinities and out-of-range values; a caller-supplied
+        // date must never crash the verifier.
+        guard let seconds = time_t(exactly: time.timeIntervalSince1970.rounded(.down)) else {
+            X509_STORE_free(store)
+            throw VerificationError(.invalidCertificateChain, "verification time is not a representable date")
+        }
+        X509_VERIFY_PARAM_set_time(param, seconds)
         return store
     }
 
-    /// Verifies a PKCS#7 SignedData receipt: signer chain to a pinned root at `time`, signature over
-    /// the content, and that the signed content is exactly `expectedContent` (what our own parser
-    /// read), so OpenSSL and this package cannot disagree on what was signed.
+    /// What a PKCS#7 signer's chain must be, beyond ending in a pinned root.
+    enum SignerRequirement: Sendable {
+        /// App Store receipts: exactly leaf → intermediate → pinned root, the intermediate marked
+        /// as Apple WWDR and the leaf as receipt signing. Chaining to Apple Inc. Root alone proves
+        /// nothing: every Apple developer certificate does that too.
+        case appleReceiptSigning
+        /// Any chain to a pinned root: only for roots pinned for one narrow purpose (Xcode's
+        /// self-signed StoreKit Testing key).
+        case pinnedRootOnly
+    }
+
+    /// Apple's marker on WWDR intermediates (seen on WWDR G1 and G5 in the real receipts).
+    static let wwdrIntermediateOID = "1.2.840.113635.100.6.2.1"
+    /// Apple's marker on "Mac App Store and iTunes Store Receipt Signing" leaves.
+    static let receiptSigningLeafOID = "1.2.840.113635.100.6.11.1"
+
+    /// Verifies a PKCS#7 SignedData receipt: exactly one signer, whose chain to a pinned root at
+    /// `time` meets this store's `requirement`, a signature over the content, and signed content that is
+    /// exactly `expectedContent` (what our own parser read), so OpenSSL and this package cannot
+    /// disagree on what was signed.
     func verifyPKCS7(_ der: [UInt8], expectedContent: [UInt8], at time: Date) throws(VerificationError) {
         defer { ERR_clear_error() }
         let p7: UnsafeMutablePointer<PKCS7>? = der.withUnsafeBufferPointer { buffer in
@@ -66,21 +104,26 @@ public final class ReceiptTrustStore: @unchecked Sendable {
         guard openSSLContent == expectedContent else {
             throw VerificationError(.malformedReceipt, "receipt content is ambiguous (parsers disagree)")
         }
-        let store = try makeStore(at: time)
-        defer { X509_STORE_free(store) }
-        if PKCS7_verify(p7, nil, store, nil, nil, 0) == 1 { return }
-        ERR_clear_error()
-
-        // PKCS7_verify only says "certificate verify error": check the chain ourselves to say why.
+        // PKCS7_verify accepts if every signer verifies; a second SignerInfo is never Apple's and
+        // would make "the signer" we check below ambiguous.
+        guard let infos = PKCS7_get_signer_info(p7), iapgw_sk_PKCS7_SIGNER_INFO_num(infos) == 1 else {
+            throw VerificationError(.invalidSignature, "receipt must have exactly one signer")
+        }
         guard let signers = PKCS7_get0_signers(p7, nil, 0) else {
             throw VerificationError(.invalidSignature, "receipt has no usable signer certificate")
         }
         defer { iapgw_sk_X509_free(signers) }
-        guard iapgw_sk_X509_num(signers) >= 1, let leaf = iapgw_sk_X509_value(signers, 0) else {
-            throw VerificationError(.invalidSignature, "receipt has no signer")
+        guard iapgw_sk_X509_num(signers) == 1, let leaf = iapgw_sk_X509_value(signers, 0) else {
+            throw VerificationError(.invalidSignature, "receipt must have exactly one signer certificate")
         }
-        try verifyChain(leaf: leaf, untrusted: iapgw_PKCS7_signers_certs(p7), store: store)
-        throw VerificationError(.invalidSignature, "receipt signature does not match its content")
+        let store = try makeStore(at: time)
+        defer { X509_STORE_free(store) }
+        // Our own chain build first: PKCS7_verify would only say the signer chains to some pinned
+        // root, not which chain it is.
+        try verifyChain(leaf: leaf, untrusted: iapgw_PKCS7_signers_certs(p7), store: store, requirement: requirement)
+        guard PKCS7_verify(p7, nil, store, nil, nil, 0) == 1 else {
+            throw VerificationError(.invalidSignature, "receipt signature does not match its content")
+        }
     }
 
     /// Verifies an RSA PKCS#1 v1.5 signature by `certificateDER`, whose chain (through
@@ -92,12 +135,29 @@ public final class ReceiptTrustStore: @unchecked Sendable {
         let extra = try intermediates.map { (der) throws(VerificationError) in try OpenSSLCertificate(der: der) }
         let store = try makeStore(at: time)
         defer { X509_STORE_free(store) }
+        // The stack owns a reference to each certificate (up_ref, pop_free): a raw pointer taken
+        // from a Swift object is only valid while that object lives, and Swift may release it
+        // right after its last use, before OpenSSL is done with the stack.
         guard let untrusted = iapgw_sk_X509_new_null() else { throw VerificationError(.invalidCertificateChain, "allocation failed") }
-        defer { iapgw_sk_X509_free(untrusted) }
-        for cert in extra { _ = iapgw_sk_X509_push(untrusted, cert.pointer) }
-        try verifyChain(leaf: leaf.pointer, untrusted: untrusted, store: store)
+        defer { iapgw_sk_X509_pop_free(untrusted) }
+        for cert in extra {
+            guard X509_up_ref(cert.pointer) == 1 else { throw VerificationError(.invalidCertificateChain, "allocation failed") }
+            guard iapgw_sk_X509_push(untrusted, cert.pointer) > 0 else {
+                X509_free(cert.pointer)
+                throw VerificationError(.invalidCertificateChain, "allocation failed")
+            }
+        }
+        try withExtendedLifetime(leaf) { () throws(VerificationError) in
+            try verifyChain(leaf: leaf.pointer, untrusted: untrusted, store: store, requirement: requirement)
+        }
 
-        guard let key = X509_get0_pubkey(leaf.pointer), EVP_PKEY_get_base_id(key) == NID_rsaEncryption else {
+        // An owned key reference: X509_get0_pubkey would borrow from `leaf`, which Swift may free
+        // before the digest below runs.
+        guard let key = withExtendedLifetime(leaf, { X509_get_pubkey(leaf.pointer) }) else {
+            throw VerificationError(.invalidSignature, "signing certificate has no public key")
+        }
+        defer { EVP_PKEY_free(key) }
+        guard EVP_PKEY_get_base_id(key) == NID_rsaEncryption else {
             throw VerificationError(.invalidSignature, "signing certificate has no RSA key")
         }
         guard let md = EVP_MD_CTX_new() else { throw VerificationError(.invalidSignature, "allocation failed") }
@@ -113,13 +173,20 @@ public final class ReceiptTrustStore: @unchecked Sendable {
         guard ok == 1 else { throw VerificationError(.invalidSignature, "RSA signature does not verify") }
     }
 
-    private func verifyChain(leaf: OpaquePointer, untrusted: OpaquePointer?, store: OpaquePointer) throws(VerificationError) {
+    private func verifyChain(leaf: OpaquePointer, untrusted: OpaquePointer?, store: OpaquePointer,
+                             requirement: SignerRequirement) throws(VerificationError) {
         guard let ctx = X509_STORE_CTX_new() else { throw VerificationError(.invalidCertificateChain, "allocation failed") }
         defer { X509_STORE_CTX_free(ctx) }
         guard X509_STORE_CTX_init(ctx, store, leaf, untrusted) == 1 else {
             throw VerificationError(.invalidCertificateChain, "cannot initialise chain verification")
         }
-        if X509_verify_cert(ctx) == 1 { return }
+        if X509_verify_cert(ctx) == 1 {
+            guard let chain = X509_STORE_CTX_get0_chain(ctx) else {
+                throw VerificationError(.invalidCertificateChain, "verified chain is unavailable")
+            }
+            try check(chain: chain, requirement)
+            return
+        }
         let code = X509_STORE_CTX_get_error(ctx)
         let reason = String(cString: X509_verify_cert_error_string(Int(code)))
         switch code {
@@ -134,5 +201,34 @@ public final class ReceiptTrustStore: @unchecked Sendable {
         default:
             throw VerificationError(.invalidCertificateChain, "signer chain does not verify (\(reason))")
         }
+    }
+
+    /// The chain OpenSSL built (leaf first, trust anchor last) against `requirement`.
+    private func check(chain: OpaquePointer, _ requirement: SignerRequirement) throws(VerificationError) {
+        let count = Int(iapgw_sk_X509_num(chain))
+        guard count >= 1, let anchor = iapgw_sk_X509_value(chain, Int32(count - 1)),
+              roots.contains(where: { X509_cmp($0.pointer, anchor) == 0 }) else {
+            throw VerificationError(.untrustedRoot, "signer chain does not end in a pinned root")
+        }
+        switch requirement {
+        case .pinnedRootOnly:
+            return
+        case .appleReceiptSigning:
+            guard count == 3, let leaf = iapgw_sk_X509_value(chain, 0), let intermediate = iapgw_sk_X509_value(chain, 1) else {
+                throw VerificationError(.invalidCertificateChain, "receipt signer chain has \(count) certificates, not leaf, intermediate and root")
+            }
+            guard try Self.has(extension: Self.wwdrIntermediateOID, intermediate) else {
+                throw VerificationError(.missingAppleOID, "receipt signer's intermediate is not an Apple WWDR certificate authority")
+            }
+            guard try Self.has(extension: Self.receiptSigningLeafOID, leaf) else {
+                throw VerificationError(.missingAppleOID, "receipt signer is not an Apple receipt signing certificate")
+            }
+        }
+    }
+
+    private static func has(extension oid: String, _ certificate: OpaquePointer) throws(VerificationError) -> Bool {
+        guard let object = OBJ_txt2obj(oid, 1) else { throw VerificationError(.invalidCertificateChain, "allocation failed") }
+        defer { ASN1_OBJECT_free(object) }
+        return X509_get_ext_by_OBJ(certificate, object, -1) >= 0
     }
 }

@@ -3,14 +3,25 @@ import IAPCore
 
 /// Verifies legacy app receipts (PKCS#7 SignedData) against pinned roots.
 public struct ReceiptVerifier: Sendable {
-    private let trust: ReceiptTrustStore
-    /// Xcode StoreKit Testing receipts are accepted only when this is set AND their signing
-    /// certificate is among the pinned roots; otherwise they are NOT_APP_STORE_RECEIPT.
+    private let appleTrust: ReceiptTrustStore
+    private let xcodeTrust: ReceiptTrustStore
+    /// Xcode StoreKit Testing receipts are accepted only when this is set AND they verify against
+    /// one of the separately pinned Xcode roots; otherwise they are NOT_APP_STORE_RECEIPT.
     public let allowXcodeReceipts: Bool
 
-    /// - Parameter rootCertificates: DER certificates (Apple Inc. Root for App Store receipts).
-    public init(rootCertificates: [Data], allowXcodeReceipts: Bool = false) throws(VerificationError) {
-        trust = try ReceiptTrustStore(rootCertificates: rootCertificates.map { Array($0) })
+    /// - Parameters:
+    ///   - rootCertificates: DER roots for App Store receipts (Apple Inc. Root). Receipts not of
+    ///     type Xcode verify only against these, and only through Apple's receipt-signing chain.
+    ///   - xcodeRootCertificates: DER StoreKit Testing certificates. Receipts of type Xcode verify
+    ///     only against these, and only when `allowXcodeReceipts` is set. They may not also be App
+    ///     Store roots (INVALID_CONFIGURATION).
+    public init(rootCertificates: [Data], xcodeRootCertificates: [Data] = [],
+                allowXcodeReceipts: Bool = false) throws(VerificationError) {
+        appleTrust = try ReceiptTrustStore(rootCertificates: rootCertificates.map { Array($0) }, requirement: .appleReceiptSigning)
+        xcodeTrust = try ReceiptTrustStore(rootCertificates: xcodeRootCertificates.map { Array($0) }, requirement: .pinnedRootOnly)
+        if appleTrust.sharesRoot(with: xcodeTrust) {
+            throw VerificationError(.invalidConfiguration, "an Xcode root may not also be an App Store receipt root")
+        }
         self.allowXcodeReceipts = allowXcodeReceipts
     }
 
@@ -34,6 +45,9 @@ public struct ReceiptVerifier: Sendable {
         guard let when = time ?? payload.creationDate.map({ Date(timeIntervalSince1970: Double($0) / 1000) }) else {
             throw VerificationError(.malformedReceipt, "receipt has no creation date to verify its certificates at")
         }
+        // The payload's type only selects which store to try; the store's roots decide. An Xcode
+        // key cannot vouch for a "Production" receipt, and Apple's chain is not an Xcode root.
+        let trust = payload.isXcodeReceipt ? xcodeTrust : appleTrust
         try trust.verifyPKCS7(receipt, expectedContent: content, at: when)
     }
 }
@@ -69,9 +83,10 @@ public struct AppReceiptReader: Sendable {
     private let verifier: ReceiptVerifier
     public let maxBase64Bytes: Int
 
-    public init(roots: [Data], allowXcodeReceipts: Bool = false,
+    public init(roots: [Data], xcodeRoots: [Data] = [], allowXcodeReceipts: Bool = false,
                 maxBase64Bytes: Int = StrictBase64.defaultMaxInputBytes) throws(VerificationError) {
-        verifier = try ReceiptVerifier(rootCertificates: roots, allowXcodeReceipts: allowXcodeReceipts)
+        verifier = try ReceiptVerifier(rootCertificates: roots, xcodeRootCertificates: xcodeRoots,
+                                       allowXcodeReceipts: allowXcodeReceipts)
         self.maxBase64Bytes = maxBase64Bytes
     }
 

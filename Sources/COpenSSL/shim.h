@@ -56,4 +56,5 @@ static inline int iapgw_X509_first_ocsp_url(X509 *x, char *buf, int cap) {
     X509_email_free(urls);
     return result;
 }
+static inline int iapgw_sk_PKCS7_SIGNER_INFO_num(const STACK_OF(PKCS7_SIGNER_INFO) *sk) { return sk_PKCS7_SIGNER_INFO_num(sk); }
 #endif

@@ -1,56 +1,11 @@
 import AppReceipts
-import COpenSSL
 import Foundation
 import IAPCore
 import XCTest
 
-/// A self-made RSA key and self-signed certificate: there is no real iOS 6 transaction receipt
-/// vector, so these tests sign their own in the documented format.
-final class SelfSignedRSA: @unchecked Sendable {
-    let key: OpaquePointer
-    let certificateDER: [UInt8]
-
-    init(bits: Int32, commonName: String) {
-        let ctx = EVP_PKEY_CTX_new_id(NID_rsaEncryption, nil)!
-        defer { EVP_PKEY_CTX_free(ctx) }
-        precondition(EVP_PKEY_keygen_init(ctx) == 1 && EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, bits) == 1)
-        var pkey: OpaquePointer?
-        precondition(EVP_PKEY_keygen(ctx, &pkey) == 1)
-        key = pkey!
-        let x = X509_new()!
-        defer { X509_free(x) }
-        X509_set_version(x, 2)
-        ASN1_INTEGER_set(X509_get_serialNumber(x), 1)
-        X509_gmtime_adj(X509_getm_notBefore(x), -86_400 * 3650)
-        X509_gmtime_adj(X509_getm_notAfter(x), 86_400 * 3650)
-        X509_set_pubkey(x, key)
-        let name = X509_get_subject_name(x)
-        X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, commonName, -1, -1, 0)
-        X509_set_issuer_name(x, name)
-        precondition(X509_sign(x, key, EVP_sha256()) > 0)
-        var out: UnsafeMutablePointer<UInt8>?
-        let n = i2d_X509(x, &out)
-        certificateDER = Array(UnsafeBufferPointer(start: out, count: Int(n)))
-        CRYPTO_free(out, #file, #line)
-    }
-
-    deinit { EVP_PKEY_free(key) }
-
-    func sign(_ message: [UInt8], sha256: Bool) -> [UInt8] {
-        let md = EVP_MD_CTX_new()!
-        defer { EVP_MD_CTX_free(md) }
-        precondition(EVP_DigestSignInit(md, nil, sha256 ? EVP_sha256() : EVP_sha1(), nil, key) == 1)
-        var length = 0
-        precondition(EVP_DigestSign(md, nil, &length, message, message.count) == 1)
-        var signature = [UInt8](repeating: 0, count: length)
-        precondition(EVP_DigestSign(md, &signature, &length, message, message.count) == 1)
-        return Array(signature.prefix(length))
-    }
-}
-
 final class LegacyTransactionReceiptTests: XCTestCase {
-    static let signer3 = SelfSignedRSA(bits: 2048, commonName: "Test iTunes Store Receipt Signing")
-    static let signer2 = SelfSignedRSA(bits: 1024, commonName: "Test iTunes Store Receipt Signing v2")
+    static let signer3 = TestSigner(bits: 2048, commonName: "Test iTunes Store Receipt Signing")
+    static let signer2 = TestSigner(bits: 1024, commonName: "Test iTunes Store Receipt Signing v2")
 
     let purchaseInfo = """
     {
@@ -70,7 +25,7 @@ final class LegacyTransactionReceiptTests: XCTestCase {
     }
     """
 
-    func transactionReceipt(version: UInt8, signer: SelfSignedRSA, signedInfo: String? = nil, sentInfo: String? = nil) -> String {
+    func transactionReceipt(version: UInt8, signer: TestSigner, signedInfo: String? = nil, sentInfo: String? = nil) -> String {
         let signedBytes = Array((signedInfo ?? purchaseInfo).utf8)
         let signature = signer.sign([version] + signedBytes, sha256: version == 3)
         let n = signer.certificateDER.count
@@ -87,7 +42,7 @@ final class LegacyTransactionReceiptTests: XCTestCase {
         return Data(plist.utf8).base64EncodedString()
     }
 
-    func verifier(_ signer: SelfSignedRSA) throws -> LegacyTransactionReceiptVerifier {
+    func verifier(_ signer: TestSigner) throws -> LegacyTransactionReceiptVerifier {
         try LegacyTransactionReceiptVerifier(rootCertificates: [Data(signer.certificateDER)])
     }
 
@@ -97,7 +52,7 @@ final class LegacyTransactionReceiptTests: XCTestCase {
 
     func testVersion3ReceiptParsesIntoAnInAppRecordAndVerifies() throws {
         let receipt = try LegacyTransactionReceipt.parse(base64: transactionReceipt(version: 3, signer: Self.signer3))
-        XCTAssertEqual(receipt.environment, "Sandbox")
+        XCTAssertEqual(receipt.unsignedEnvironment, "Sandbox")
         XCTAssertEqual(receipt.bundleId, "com.example.app")
         XCTAssertEqual(receipt.bundleVersion, "1.2.0")
         XCTAssertEqual(receipt.purchase.transactionId, "1000000283718134")
@@ -115,6 +70,42 @@ final class LegacyTransactionReceiptTests: XCTestCase {
         let receipt = try LegacyTransactionReceipt.parse(base64: transactionReceipt(version: 2, signer: Self.signer2))
         XCTAssertEqual(receipt.signature.count, 128)
         XCTAssertNoThrow(try verifier(Self.signer2).verify(receipt))
+    }
+
+    /// The path that pushes Swift-owned intermediates onto an OpenSSL stack and reads the leaf's
+    /// key: every certificate here is created and dropped inside the call, so a borrowed pointer
+    /// outliving its owner would surface here (reliably so under AddressSanitizer).
+    func testReceiptSignedUnderAnIntermediateVerifiesRepeatedlyWithOwnedCertificateReferences() throws {
+        let root = TestSigner(commonName: "Test Root", isCA: true)
+        let intermediate = TestSigner(commonName: "Test iTunes CA", issuer: root, isCA: true, serial: 2)
+        let leaf = TestSigner(commonName: "Test iTunes Store", issuer: intermediate, serial: 3)
+        let receipt = try LegacyTransactionReceipt.parse(base64: transactionReceipt(version: 3, signer: leaf))
+        for _ in 0..<50 {
+            try LegacyTransactionReceiptVerifier(rootCertificates: [Data(root.certificateDER)],
+                                                 intermediateCertificates: [Data(intermediate.certificateDER)]).verify(receipt)
+        }
+        let withoutIntermediate = try LegacyTransactionReceiptVerifier(rootCertificates: [Data(root.certificateDER)])
+        XCTAssertEqual(code { try withoutIntermediate.verify(receipt) }, .untrustedRoot)
+    }
+
+    /// The outer plist is outside the signature: an attacker can say "Production" there of a
+    /// sandbox purchase. Only the signed purchase-info may state the environment.
+    func testOuterPlistFieldsAreReportedAsUnsignedAndNeverAsTheEnvironment() throws {
+        let receipt = try LegacyTransactionReceipt.parse(base64: transactionReceipt(version: 3, signer: Self.signer3))
+        XCTAssertEqual(receipt.unsignedEnvironment, "Sandbox")
+        XCTAssertEqual(receipt.unsignedPod, "100")
+        XCTAssertEqual(receipt.unsignedSigningStatus, "0")
+        XCTAssertNil(receipt.environment)
+        guard case .object(let json) = receipt.jsonValue else { return XCTFail("not an object") }
+        XCTAssertNil(json["environment"])
+        XCTAssertNil(json["pod"])
+        XCTAssertNil(json["signingStatus"])
+        XCTAssertEqual(json["unsigned"], .object(["environment": .string("Sandbox"), "pod": .string("100"), "signingStatus": .string("0")]))
+
+        let signedEnvironment = purchaseInfo.replacingOccurrences(of: "{\n", with: "{\n\t\"environment\" = \"Sandbox\";\n")
+        let stated = try LegacyTransactionReceipt.parse(base64: transactionReceipt(version: 3, signer: Self.signer3, signedInfo: signedEnvironment))
+        XCTAssertEqual(stated.environment, "Sandbox")
+        XCTAssertNoThrow(try verifier(Self.signer3).verify(stated))
     }
 
     func testAlteredPurchaseInfoIsAnInvalidSignature() throws {

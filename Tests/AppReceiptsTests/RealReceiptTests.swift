@@ -56,6 +56,15 @@ final class RealReceiptTests: XCTestCase {
         }
     }
 
+    func testUnrepresentableVerificationTimesAreRefusedNotTrapped() throws {
+        let text = try AppleRealVectors.text(AppleRealVectors.receiptProduction)
+        for seconds in [Double.nan, .infinity, -.infinity, 1e300, -1e300] {
+            expectError(.invalidCertificateChain) {
+                _ = try self.reader().read(base64: text, at: Date(timeIntervalSince1970: seconds))
+            }
+        }
+    }
+
     func testSandboxG5ReceiptParsesAndVerifies() throws {
         let r = try reader().read(base64: AppleRealVectors.text(AppleRealVectors.receiptSandboxG5)).receipt
         XCTAssertEqual(r.receiptType, "ProductionSandbox")

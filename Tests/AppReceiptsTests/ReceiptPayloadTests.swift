@@ -54,9 +54,12 @@ final class ReceiptPayloadTests: XCTestCase {
     func testXcodeReceiptVerifiesOnlyWithAnExplicitPolicyAndItsOwnRootPinned() throws {
         let der = try StrictBase64.decode(AppleRealVectors.text(AppleRealVectors.receiptXcodeWithPurchases))
         let storeKitCert = try firstEmbeddedCertificate(der)
-        let strict = try ReceiptVerifier(rootCertificates: [Data(storeKitCert)])
+        let strict = try ReceiptVerifier(rootCertificates: [], xcodeRootCertificates: [Data(storeKitCert)])
         XCTAssertEqual(code { try strict.verify(der) }, .notAppStoreReceipt)
-        let xcodePolicy = try ReceiptVerifier(rootCertificates: [Data(storeKitCert)], allowXcodeReceipts: true)
+        // Pinned as an App Store root instead of an Xcode root, it vouches for nothing of type Xcode.
+        let misplaced = try ReceiptVerifier(rootCertificates: [Data(storeKitCert)], allowXcodeReceipts: true)
+        XCTAssertEqual(code { try misplaced.verify(der) }, .untrustedRoot)
+        let xcodePolicy = try ReceiptVerifier(rootCertificates: [], xcodeRootCertificates: [Data(storeKitCert)], allowXcodeReceipts: true)
         let receipt = try xcodePolicy.verify(der)
         XCTAssertEqual(receipt.receiptType, "Xcode")
         XCTAssertFalse(receipt.inAppPurchases.isEmpty)

@@ -79,6 +79,13 @@ final class TamperedReceiptTests: XCTestCase {
         XCTAssertEqual(code { _ = try self.reader.read(base64: huge) }, .inputTooLarge)
     }
 
+    /// The only signature-free whole-receipt parser says so in its name.
+    func testParseUnverifiedReadsATamperedReceiptWithoutCheckingItsSignature() throws {
+        let receipt = try AppReceipt.parseUnverified(pkcs7: try tamperedBundleId())
+        XCTAssertEqual(receipt.bundleId, "xrg.getpure.pure-iphone")
+        XCTAssertEqual(code { _ = try AppReceipt.parseUnverified(pkcs7: [0x30, 0x00]) }, .malformedReceipt)
+    }
+
     func testNonDERPayloadInsideAValidEnvelopeIsMalformed() throws {
         XCTAssertEqual(code { _ = try AppReceipt.parsePayload([0x31, 0x03, 0x02, 0x01, 0x00]) }, .malformedReceipt)
     }
