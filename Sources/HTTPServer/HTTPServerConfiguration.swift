@@ -1,0 +1,46 @@
+public struct HTTPServerConfiguration: Sendable {
+    /// An IPv4 or IPv6 literal; the server binds to it alone (loopback unless told otherwise).
+    public var host: String
+    /// 0 asks the kernel for a free port; read the real one from `HTTPServer.port`.
+    public var port: Int
+    /// A larger `Content-Length` is answered 413 before the body is read; a chunked body that
+    /// grows past it is cut off with 413.
+    public var maxBodyBytes: Int
+    /// Per-connection memory for the request line and headers (and the read buffer).
+    /// A request whose headers do not fit is refused by libmicrohttpd (431).
+    public var maxHeaderBytes: Int
+    /// Idle connections are closed after this long, and a request must arrive completely
+    /// (headers and body) within it, which is what stops a client trickling bytes (slowloris).
+    public var connectionTimeoutSeconds: Int
+    public var maxConnections: Int
+    /// 0 means no per-address limit (useful behind a proxy, where every client shares one address).
+    public var perIPConnectionLimit: Int
+    /// libmicrohttpd polling threads; handlers run on Swift's cooperative pool, not on these.
+    public var threads: Int
+
+    public init(host: String = "127.0.0.1", port: Int, maxBodyBytes: Int = 256 * 1024,
+                maxHeaderBytes: Int = 32 * 1024, connectionTimeoutSeconds: Int = 30,
+                maxConnections: Int = 1024, perIPConnectionLimit: Int = 0, threads: Int = 2) {
+        self.host = host
+        self.port = port
+        self.maxBodyBytes = maxBodyBytes
+        self.maxHeaderBytes = maxHeaderBytes
+        self.connectionTimeoutSeconds = connectionTimeoutSeconds
+        self.maxConnections = maxConnections
+        self.perIPConnectionLimit = perIPConnectionLimit
+        self.threads = threads
+    }
+}
+
+public struct HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        case invalidConfiguration
+        case startFailed
+        case alreadyStarted
+    }
+
+    public let kind: Kind
+    public let message: String
+
+    public var description: String { "\(kind): \(message)" }
+}

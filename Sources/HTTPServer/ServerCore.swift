@@ -1,0 +1,147 @@
+import CMicroHTTPD
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A connection pointer handed to the handler's task; only used under `ServerCore.lifecycle`
+/// while the daemon is alive, and only while the connection is suspended (so MHD keeps it).
+struct SuspendedConnection: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+struct Lifecycle {
+    var daemon: OpaquePointer?
+    var draining = false
+    var boundPort = 0
+}
+
+/// Everything the C callbacks reach through their `cls` pointer.
+final class ServerCore: @unchecked Sendable {
+    let configuration: HTTPServerConfiguration
+    let handler: HTTPHandler
+    let watchdog: ConnectionWatchdog
+    let inFlightCount = Atomic<Int>(0)
+    /// Serialises resuming connections against stopping the daemon: after `daemon` is cleared no
+    /// task touches a connection again.
+    let lifecycle = Mutex(Lifecycle())
+
+    init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) {
+        self.configuration = configuration
+        self.handler = handler
+        self.watchdog = ConnectionWatchdog(timeoutSeconds: configuration.connectionTimeoutSeconds)
+    }
+
+    /// First call for a request: headers are complete, no body read yet. Refusals here are sent
+    /// without reading the body.
+    func beginRequest(_ state: RequestState, connection: OpaquePointer) -> MHD_Result {
+        let uri = state.rawURI
+        let pathEnd = uri.firstIndex(of: "?") ?? uri.endIndex
+        state.path = String(uri[..<pathEnd])
+        if pathEnd < uri.endIndex {
+            guard let query = PercentDecoding.parseQuery(uri[uri.index(after: pathEnd)...]) else {
+                return refuse(state, connection: connection, status: 400, code: HTTPTransportErrorCode.malformedRequest,
+                              message: "The query string is not valid percent-encoded UTF-8.")
+            }
+            state.query = query
+        }
+        if let lengthText = MHD_lookup_connection_value(connection, MHD_ValueKind.HEADER_KIND, "Content-Length") {
+            let text = String(cString: lengthText)
+            guard let length = Int(text), length >= 0 else {
+                // Too many digits for an Int is still "too large", not malformed.
+                if !text.isEmpty && text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+                    return refuseTooLarge(state, connection: connection)
+                }
+                return refuse(state, connection: connection, status: 400, code: HTTPTransportErrorCode.malformedRequest,
+                              message: "Content-Length is not a number.")
+            }
+            if length > configuration.maxBodyBytes { return refuseTooLarge(state, connection: connection) }
+            state.body.reserveCapacity(length)
+        }
+        return MHD_Result.YES
+    }
+
+    private func refuseTooLarge(_ state: RequestState, connection: OpaquePointer) -> MHD_Result {
+        refuse(state, connection: connection, status: 413, code: HTTPTransportErrorCode.inputTooLarge,
+               message: "The request body exceeds \(configuration.maxBodyBytes) bytes.")
+    }
+
+    private func refuse(_ state: RequestState, connection: OpaquePointer, status: Int, code: String,
+                        message: String) -> MHD_Result {
+        state.phase = .answered
+        let requestId = requestId(on: connection)
+        let response = makeResponse(.error(status, code: code, message: message), requestId: requestId)
+        defer { MHD_destroy_response(response) }
+        return MHD_queue_response(connection, UInt32(status), response)
+    }
+
+    /// A chunked body grew past the limit. Responses cannot be queued while upload data is being
+    /// delivered, but they can be for a suspended connection: suspend now, answer from elsewhere.
+    func rejectMidBody(_ state: RequestState, connection: OpaquePointer) {
+        state.watch?.readDeadline.store(0, ordering: .relaxed)
+        let requestId = requestId(on: connection)
+        MHD_suspend_connection(connection)
+        let suspended = SuspendedConnection(pointer: connection)
+        let limit = configuration.maxBodyBytes
+        DispatchQueue.global().async {
+            self.finish(state, connection: suspended, requestId: requestId,
+                        response: .error(413, code: HTTPTransportErrorCode.inputTooLarge,
+                                         message: "The request body exceeds \(limit) bytes."))
+        }
+    }
+
+    /// The whole request has arrived: hand it to the handler without holding an MHD thread.
+    func dispatch(_ state: RequestState, connection: OpaquePointer, method: String) {
+        state.watch?.readDeadline.store(0, ordering: .relaxed)
+        var headers = HTTPHeaders()
+        _ = withUnsafeMutablePointer(to: &headers) {
+            MHD_get_connection_values(connection, MHD_ValueKind.HEADER_KIND, headerCollector, UnsafeMutableRawPointer($0))
+        }
+        let request = HTTPRequest(method: method, path: state.path, query: state.query, headers: headers,
+                                  body: state.body, remoteAddress: remoteAddress(of: connection))
+        state.body = []
+        MHD_suspend_connection(connection)
+        let suspended = SuspendedConnection(pointer: connection)
+        let handler = self.handler
+        Task {
+            let response = await handler(request)
+            self.finish(state, connection: suspended, requestId: request.requestId, response: response)
+        }
+    }
+
+    private func finish(_ state: RequestState, connection: SuspendedConnection, requestId: String,
+                        response: HTTPResponse) {
+        let draining = lifecycle.withLock { $0.draining }
+        let mhdResponse = makeResponse(response, requestId: requestId, closeConnection: draining)
+        let status = UInt32(clamping: response.status)
+        let handedOver = lifecycle.withLock { life -> Bool in
+            guard life.daemon != nil else { return false }
+            if MHD_queue_response(connection.pointer, status, mhdResponse) == MHD_Result.YES {
+                MHD_destroy_response(mhdResponse)
+            } else {
+                state.pendingResponse.withLock { $0 = PendingResponse(response: mhdResponse, status: status) }
+            }
+            MHD_resume_connection(connection.pointer)
+            return true
+        }
+        if !handedOver { MHD_destroy_response(mhdResponse) }
+    }
+
+    private func requestId(on connection: OpaquePointer) -> String {
+        RequestID.accepting(MHD_lookup_connection_value(connection, MHD_ValueKind.HEADER_KIND, "X-Request-Id")
+            .map { String(cString: $0) })
+    }
+
+    private func makeResponse(_ response: HTTPResponse, requestId: String, closeConnection: Bool = false)
+        -> OpaquePointer {
+        let mhdResponse = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress),
+                                            MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
+        }!
+        for (name, value) in response.headers where !HTTPHeaders.sameName(name, "X-Request-Id") {
+            _ = MHD_add_response_header(mhdResponse, name, value)
+        }
+        _ = MHD_add_response_header(mhdResponse, "X-Request-Id", requestId)
+        if closeConnection { _ = MHD_add_response_header(mhdResponse, "Connection", "close") }
+        return mhdResponse
+    }
+}
