@@ -5,10 +5,12 @@
 public struct VerificationError: Error, Equatable, Sendable, CustomStringConvertible {
     public let code: Code
     public let message: String
+    public var retryAfterSeconds: Int? = nil
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, retryAfterSeconds: Int? = nil) {
         self.code = code
         self.message = message
+        self.retryAfterSeconds = retryAfterSeconds
     }
 
     /// Whether trying the same thing again later may succeed (an unreachable OCSP responder,
