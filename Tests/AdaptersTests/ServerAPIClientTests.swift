@@ -47,6 +47,9 @@ final class ServerAPIClientTests: XCTestCase {
         XCTAssertEqual(info.signedTransactionInfo, signed)
         XCTAssertEqual(fx.sleeps.withLock { $0 }, [.seconds(7)])
         XCTAssertEqual(fx.server.requests.count, 2)
+        let tokens = fx.server.requests.compactMap { $0.headers["Authorization"] }
+        XCTAssertEqual(tokens.count, 2)
+        XCTAssertEqual(tokens[0], tokens[1], "the token is reused until near expiry, not re-signed per request")
     }
 
     func testGeneralInternalRetryableIsRetriedThenSucceeds() async throws {
