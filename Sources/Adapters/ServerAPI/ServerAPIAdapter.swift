@@ -1,0 +1,210 @@
+import AppReceipts
+import AppleTrust
+import Foundation
+import IAPCore
+import Synchronization
+import UpstreamHTTP
+
+/// Verifies purchase evidence with the App Store Server API: a transaction id is looked up, a
+/// StoreKit 2 JWS is verified locally and (unless the app says local-only) confirmed, and a legacy
+/// receipt is verified locally and its purchases fetched with Get Transaction History, without
+/// verifyReceipt. Everything Apple returns is verified against the app's pinned roots before use.
+public final class ServerAPIAdapter: VerificationAdapter {
+    public let id = AdapterID.serverAPI
+
+    /// What one app needs, built at first use and rebuilt when its policy changes (config reload).
+    final class AppContext: Sendable {
+        let policy: AppPolicy
+        /// Accepts every environment the app could ever accept; `checkEnvironment` then applies the
+        /// per-account rule (Sandbox only for App Review accounts), which a verifier cannot know.
+        let verifier: SignedDataVerifier
+        let client: Result<AppStoreServerAPIClient, VerificationError>
+        let receiptReader: Result<AppReceiptReader, VerificationError>
+
+        init(policy: AppPolicy, verifier: SignedDataVerifier, client: Result<AppStoreServerAPIClient, VerificationError>,
+             receiptReader: Result<AppReceiptReader, VerificationError>) {
+            self.policy = policy
+            self.verifier = verifier
+            self.client = client
+            self.receiptReader = receiptReader
+        }
+    }
+
+    public struct Options: Sendable {
+        public var retryPolicy: RetryPolicy
+        public var maxPages: Int
+        /// Distinct receipt transactions looked up per receipt; more is refused (INPUT_TOO_LARGE).
+        public var maxReceiptLookups: Int
+        public var secretEnvironment: [String: String]
+        public var now: @Sendable () -> Date
+        public var sleep: RetryPolicy.Sleep
+        public var ocspTransport: any OCSPTransport
+
+        public init(retryPolicy: RetryPolicy = RetryPolicy(), maxPages: Int = 50, maxReceiptLookups: Int = 20,
+                    secretEnvironment: [String: String] = ProcessInfo.processInfo.environment,
+                    now: @escaping @Sendable () -> Date = { Date() },
+                    sleep: @escaping RetryPolicy.Sleep = RetryPolicy.taskSleep,
+                    ocspTransport: any OCSPTransport = URLSessionOCSPTransport()) {
+            self.retryPolicy = retryPolicy
+            self.maxPages = maxPages
+            self.maxReceiptLookups = maxReceiptLookups
+            self.secretEnvironment = secretEnvironment
+            self.now = now
+            self.sleep = sleep
+            self.ocspTransport = ocspTransport
+        }
+    }
+
+    public let baseURLs: AppStoreServerAPIClient.BaseURLs
+    let upstream: UpstreamHTTPClient
+    let normalizer: ServerAPINormalizer
+    let options: Options
+    let logger: Logger
+    private let contexts = Mutex<[String: AppContext]>([:])
+
+    public init(upstream: UpstreamHTTPClient, baseURLs: AppStoreServerAPIClient.BaseURLs, normalizer: ServerAPINormalizer,
+                options: Options = Options(), logger: Logger = .disabled) {
+        self.upstream = upstream
+        self.baseURLs = baseURLs
+        self.normalizer = normalizer
+        self.options = options
+        self.logger = logger
+    }
+
+    public var mappingVersion: String { normalizer.mapping.id }
+
+    public func canVerify(_ evidence: PurchaseEvidence) -> Bool { true }
+
+    public func verify(_ evidence: PurchaseEvidence, account: String, for app: AppPolicy) async throws(VerificationError)
+        -> AdapterOutcome {
+        let context = try context(for: app)
+        var collected = Collected()
+        switch evidence {
+        case .transactionId(let transactionId):
+            try await verifyTransactionId(transactionId, account: account, context, into: &collected)
+        case .signedTransaction(let jws):
+            try await verifySignedTransaction(jws, account: account, context, into: &collected)
+        case .appReceipt(let base64, _):
+            try await verifyReceipt(base64, account: account, context, into: &collected)
+        }
+        guard let environment = collected.environment else {
+            throw VerificationError(.noTransactions, "the evidence carries no purchase")
+        }
+        return AdapterOutcome(adapter: id, environment: environment, transactions: collected.sortedTransactions,
+                              renewals: collected.sortedRenewals, mappingVersion: mappingVersion)
+    }
+
+    // MARK: Per-app context
+
+    func context(for app: AppPolicy) throws(VerificationError) -> AppContext {
+        if let cached = contexts.withLock({ $0[app.bundleId] }), cached.policy == app { return cached }
+        let made = try makeContext(app)
+        contexts.withLock { $0[app.bundleId] = made }
+        return made
+    }
+
+    private func makeContext(_ app: AppPolicy) throws(VerificationError) -> AppContext {
+        var environments = app.allowedEnvironments
+        if !app.sandboxAccounts.isEmpty { environments.insert(.sandbox) }
+        if app.allowLocalTestEnvironments { environments.formUnion([.xcode, .localTesting]) }
+        let verifier = try SignedDataVerifier(
+            rootCertificates: try Self.loadRoots(app.trustRoots.jws, app: app, what: "trustRoots.jws"),
+            bundleId: app.bundleId, appAppleId: app.appAppleId, environments: environments,
+            enableOnlineChecks: app.onlineChecks, allowLocalTestEnvironments: app.allowLocalTestEnvironments,
+            now: options.now, ocspTransport: options.ocspTransport)
+
+        let client: Result<AppStoreServerAPIClient, VerificationError>
+        if let credentials = app.serverAPI {
+            let tokens = LazyServerAPITokenProvider(credentials: credentials, bundleId: app.bundleId,
+                                                    environment: options.secretEnvironment, now: options.now)
+            client = .success(AppStoreServerAPIClient(
+                baseURLs: baseURLs, tokenProvider: tokens, upstream: upstream, retryPolicy: options.retryPolicy,
+                logger: logger.with(["bundleId": app.bundleId]), maxPages: options.maxPages, sleep: options.sleep))
+        } else {
+            client = .failure(VerificationError(.invalidConfiguration,
+                                                "\(app.bundleId): serverAPI (issuerId, keyId, privateKey) is not configured"))
+        }
+        // Built eagerly but kept as a result: an app that never sends receipts needs no receipt roots.
+        let reader: Result<AppReceiptReader, VerificationError>
+        do throws(VerificationError) {
+            reader = .success(try AppReceiptReader(roots: try Self.loadRoots(app.trustRoots.receipts, app: app,
+                                                                             what: "trustRoots.receipts")))
+        } catch {
+            reader = .failure(error)
+        }
+        return AppContext(policy: app, verifier: verifier, client: client, receiptReader: reader)
+    }
+
+    static func loadRoots(_ urls: [URL], app: AppPolicy, what: String) throws(VerificationError) -> [Data] {
+        guard !urls.isEmpty else { throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(what) is empty") }
+        var roots: [Data] = []
+        for url in urls {
+            guard let data = try? Data(contentsOf: url), !data.isEmpty else {
+                throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(what): cannot read \(url.path)")
+            }
+            roots.append(data)
+        }
+        return roots
+    }
+
+    // MARK: Environment policy
+
+    /// The hosts to ask for this account: production when the app allows it, then sandbox when the
+    /// account may present Sandbox purchases.
+    static func order(_ app: AppPolicy, account: String) throws(VerificationError) -> ServerAPIEnvironmentOrder {
+        let production = app.allows(.production)
+        let sandbox = app.allowsSandbox(forAccount: account)
+        switch (production, sandbox) {
+        case (true, true): return .productionThenSandbox
+        case (true, false): return .productionOnly
+        case (false, true): return .sandboxOnly
+        case (false, false):
+            throw VerificationError(.environmentNotAllowed, "\(app.bundleId) allows neither Production nor Sandbox")
+        }
+    }
+
+    static func checkEnvironment(_ environment: AppStoreEnvironment?, app: AppPolicy,
+                                 account: String) throws(VerificationError) {
+        guard let environment else { throw VerificationError(.missingField, "payload has no environment") }
+        if environment == .sandbox, app.allowsSandbox(forAccount: account) { return }
+        guard app.allows(environment) else {
+            throw VerificationError(.environmentNotAllowed,
+                                    "environment \(environment.rawValue.prefix(64)) is not allowed for this account of \(app.bundleId)")
+        }
+    }
+}
+
+/// What the verified payloads add up to, deduplicated; every payload must share one environment.
+struct Collected {
+    var environment: AppStoreEnvironment?
+    var transactions: [String: CanonicalTransaction] = [:]
+    var renewals: [String: CanonicalRenewal] = [:]
+
+    mutating func agree(on found: AppStoreEnvironment?) throws(VerificationError) {
+        guard let found else { throw VerificationError(.missingField, "payload has no environment") }
+        if let environment, environment != found {
+            throw VerificationError(.environmentNotAllowed,
+                                    "verified payloads disagree on the environment (\(environment.rawValue) and \(found.rawValue.prefix(64)))")
+        }
+        environment = found
+    }
+
+    /// Keeps the most recently signed record of each transaction (a later answer knows of refunds).
+    mutating func add(_ t: CanonicalTransaction) throws(VerificationError) {
+        try agree(on: t.environment)
+        if let old = transactions[t.transactionId], (old.signedDate ?? 0) > (t.signedDate ?? 0) { return }
+        transactions[t.transactionId] = t
+    }
+
+    mutating func add(_ r: CanonicalRenewal) throws(VerificationError) {
+        try agree(on: r.environment)
+        if let old = renewals[r.originalTransactionId], (old.signedDate ?? 0) > (r.signedDate ?? 0) { return }
+        renewals[r.originalTransactionId] = r
+    }
+
+    var sortedTransactions: [CanonicalTransaction] {
+        transactions.values.sorted { ($0.purchaseDate ?? 0, $0.transactionId) < ($1.purchaseDate ?? 0, $1.transactionId) }
+    }
+
+    var sortedRenewals: [CanonicalRenewal] { renewals.values.sorted { $0.originalTransactionId < $1.originalTransactionId } }
+}
