@@ -60,11 +60,6 @@ enum Fixture {
     }
 }
 
-extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
-    public init(stringLiteral value: String) { self = .string(value) }
-    public init(integerLiteral value: Int64) { self = .int(value) }
-}
-
 func assertRefused<T>(_ code: VerificationError.Code, file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> T) {
     XCTAssertThrowsError(try body(), file: file, line: line) { error in
         XCTAssertEqual((error as? VerificationError)?.code, code, "\(error)", file: file, line: line)

@@ -28,6 +28,13 @@ public enum JSONValue: Hashable, Sendable {
     }
 }
 
+/// Literals make hand-built documents (OpenAPI, test payloads) readable.
+extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral {
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+}
+
 /// Typed, strict reads of a JSON object's fields: absent (or null) is `nil`; present with the wrong
 /// JSON type is `INVALID_FIELD_TYPE`, never coerced. A date or price sent as a string is refused.
 public struct JSONFields: Sendable {

@@ -1,0 +1,208 @@
+import Adapters
+import AppleTrust
+import Foundation
+import HTTPServer
+import IAPCore
+import Ledger
+
+/// The gateway's HTTP API as a plain async function from request to response: no sockets here, so
+/// every route is testable in-process, and `iapgw serve` only puts `HTTPServer` in front of it.
+public final class GatewayService: Sendable {
+    public let apps: [String: AppPolicy]
+    let adapters: AdapterRegistry
+    let ledger: any Ledger
+    let checks: [any PurchaseCheck]
+    let authenticator: APIKeyAuthenticator
+    let sealer: AESGCMSealer?
+    let logger: Logger
+    let now: @Sendable () -> Int64
+    public let metrics = GatewayMetrics()
+
+    public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger,
+                checks: [any PurchaseCheck] = .standard, receiptSealer: AESGCMSealer?,
+                environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = .disabled,
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+        self.apps = apps
+        self.adapters = adapters
+        self.ledger = ledger
+        self.checks = checks
+        self.authenticator = APIKeyAuthenticator(environment: environment)
+        self.sealer = receiptSealer
+        self.logger = logger
+        self.now = now
+    }
+
+    /// The one entry point: route, authenticate, run, and turn every refusal into its JSON error.
+    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        let log = logger.with(["requestId": request.requestId])
+        let started = DispatchTime.now().uptimeNanoseconds
+        let route = Route.match(method: request.method, segments: request.pathSegments)
+        var response: HTTPResponse
+        do {
+            response = try await dispatch(route, request, log)
+        } catch {
+            response = ErrorResponses.response(error, requestId: request.requestId)
+            log.info("request_refused", ["route": route.name, "code": error.code.rawValue, "status": String(response.status)])
+        }
+        metrics.record(route: route.name, status: response.status,
+                       micros: (DispatchTime.now().uptimeNanoseconds - started) / 1000)
+        return response
+    }
+
+    private func dispatch(_ route: Route, _ request: HTTPRequest, _ log: Logger) async throws(VerificationError)
+        -> HTTPResponse {
+        switch route {
+        case .health:
+            return .json(200, #"{"status":"ok"}"#)
+        case .ready:
+            try ledger.ping()
+            return .json(200, #"{"status":"ready"}"#)
+        case .openAPI:
+            return .json(200, OpenAPIDocument.json)
+        case .metrics:
+            return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
+                                body: Array(metrics.prometheusText().utf8))
+        case .issueNonce(let bundleId):
+            let app = try authorizedApp(bundleId, request)
+            let account = try RequestBody(request, allowed: ["account"]).account()
+            let nonce = try ledger.issueNonce(bundleId: bundleId, account: account,
+                                              ttlSeconds: Int(app.noncePolicy.ttlSeconds), now: now())
+            return .json(200, JSONValue.object(["nonce": .string(nonce.value), "expiresAt": .int(nonce.expiresAt)]).jsonText)
+        case .verify(let bundleId):
+            let app = try authorizedApp(bundleId, request)
+            return try await verify(request, app: app, log: log)
+        case .entitlements(let bundleId, let account):
+            let app = try authorizedApp(bundleId, request)
+            try RequestBody.validateAccount(account)
+            let entitlements = try ledger.entitlements(bundleId: app.bundleId, account: account)
+            return .json(200, JSONValue.object([
+                "account": .string(account),
+                "entitlements": .array(entitlements.map { Self.json($0, policy: app) }),
+            ]).jsonText)
+        case .methodNotAllowed:
+            return .error(405, code: VerificationError.Code.notFound.rawValue, message: "method not allowed on this path")
+        case .notFound:
+            throw VerificationError(.notFound, "no such route")
+        }
+    }
+
+    private func authorizedApp(_ bundleId: String, _ request: HTTPRequest) throws(VerificationError) -> AppPolicy {
+        guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
+        try authenticator.authenticate(request, app: app)
+        return app
+    }
+
+    // MARK: POST /v1/apps/{bundleId}/verify
+
+    private func verify(_ request: HTTPRequest, app: AppPolicy, log: Logger) async throws(VerificationError) -> HTTPResponse {
+        let body = try RequestBody(request, allowed: ["account", "receipt", "transactionId", "signedTransaction", "nonce"])
+        let account = try body.account()
+        let evidence = try body.evidence()
+        let started = DispatchTime.now().uptimeNanoseconds
+        var audit = AuditRecord(time: now(), bundleId: app.bundleId, account: account,
+                                evidenceKind: evidence.kind.rawValue, evidenceSHA256: Self.evidenceDigest(evidence),
+                                transactionIds: [], productIds: [], environment: nil, verdict: .refused,
+                                errorCode: nil, adapter: nil, latencyMicros: 0)
+        do {
+            let result = try await verifyAndClaim(evidence, account: account, app: app, audit: &audit)
+            audit.verdict = .granted
+            audit.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
+            try? ledger.recordAudit(audit)
+            log.info("verified", ["bundleId": app.bundleId, "adapter": audit.adapter ?? "", "evidence": evidence.kind.rawValue,
+                                  "transactions": String(audit.transactionIds.count)])
+            return .json(200, result.jsonText)
+        } catch {
+            audit.errorCode = error.code
+            audit.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
+            try? ledger.recordAudit(audit)
+            metrics.recordRefusal(code: error.code.rawValue)
+            throw error
+        }
+    }
+
+    private func verifyAndClaim(_ evidence: PurchaseEvidence, account: String, app: AppPolicy,
+                                audit: inout AuditRecord) async throws(VerificationError) -> JSONValue {
+        if case .appReceipt(_, let nonce) = evidence {
+            // Consumed before Apple is asked: a nonce buys one attempt, so a replay race cannot win twice.
+            if let nonce {
+                try ledger.consumeNonce(nonce, bundleId: app.bundleId, account: account, now: now())
+            } else if app.noncePolicy.requiredForReceipts {
+                throw VerificationError(.nonceRequired, "\(app.bundleId) requires a nonce with every receipt")
+            }
+        }
+        let adapter = try adapters.primary(for: evidence, app: app)
+        audit.adapter = adapter.id.rawValue
+        let outcome = try await adapter.verify(evidence, account: account, for: app)
+        audit.environment = outcome.environment.rawValue
+        audit.transactionIds = outcome.transactions.map(\.transactionId)
+        audit.productIds = Array(Set(outcome.transactions.map(\.productId))).sorted()
+        if case .appReceipt(_, let nonce?) = evidence, let echoed = outcome.echoedNonce, echoed != nonce {
+            throw VerificationError(.nonceInvalid, "Apple echoed another nonce than the one sent")
+        }
+
+        let context = ClaimContext(app: app, account: account, evidenceKind: evidence.kind, now: now())
+        try checks.run(outcome, context)
+
+        let entitlements = EntitlementCalculator.entitlements(account: account, transactions: outcome.transactions,
+                                                              renewals: outcome.renewals, now: context.now)
+        let claim = try ledger.claim(PurchaseClaim(bundleId: app.bundleId, account: account,
+                                                   transactions: outcome.transactions, entitlements: entitlements,
+                                                   now: context.now))
+        if let latest = outcome.latestReceipt { keepLatestReceipt(latest, app: app, outcome: outcome) }
+        return .object([
+            "account": .string(account),
+            "verdict": .string("granted"),
+            "adapter": .string(outcome.adapter.rawValue),
+            "environment": .string(outcome.environment.rawValue),
+            "mappingVersion": .string(outcome.mappingVersion),
+            "transactions": .array(outcome.transactions.map(Self.json)),
+            "newlyGranted": .array(claim.newlyGranted.map(JSONValue.string)),
+            "alreadyGranted": .array(claim.alreadyGranted.map(JSONValue.string)),
+            "entitlements": .array(entitlements.map { Self.json($0, policy: app) }),
+        ])
+    }
+
+    /// The newest legacy receipt, sealed with the gateway's key and bound to its row, for apps that
+    /// stay on verifyReceipt and are re-verified later. Never logged; skipped without a key.
+    private func keepLatestReceipt(_ receipt: String, app: AppPolicy, outcome: AdapterOutcome) {
+        guard let sealer else { return }
+        let chains = Set(outcome.transactions.compactMap { $0.originalTransactionId ?? $0.transactionId })
+        for chain in chains.sorted() {
+            let binding = Array("\(app.bundleId)\0\(chain)".utf8)
+            if let sealed = try? sealer.seal(Array(receipt.utf8), associatedData: binding) {
+                try? ledger.storeLatestReceipt(bundleId: app.bundleId, originalTransactionId: chain,
+                                               sealedReceipt: Data(sealed))
+            }
+        }
+    }
+
+    /// The audit trail keeps a digest of the evidence, never the evidence.
+    static func evidenceDigest(_ evidence: PurchaseEvidence) -> String {
+        let text: String = switch evidence {
+        case .appReceipt(let base64, _): base64
+        case .transactionId(let id): id
+        case .signedTransaction(let jws): jws
+        }
+        return LedgerDigest.sha256Hex(text)
+    }
+
+    static func json(_ t: CanonicalTransaction) -> JSONValue {
+        (try? StrictJSON().parse(Array(Self.encoder.encode(t)))) ?? .null
+    }
+
+    static func json(_ e: Entitlement, policy: AppPolicy) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "productId": .string(e.productId), "state": .string(e.state.rawValue),
+            "originalTransactionId": .string(e.originalTransactionId), "source": .string(e.source),
+            "grantsAccess": .bool(EntitlementCalculator.grantsAccess(e.state, policy: policy.gracePeriodPolicy)),
+        ]
+        if let expires = e.expiresDate { object["expiresDate"] = .int(expires) }
+        return .object(object)
+    }
+
+    nonisolated(unsafe) static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = .sortedKeys
+        return e
+    }()
+}

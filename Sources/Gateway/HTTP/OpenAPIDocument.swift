@@ -1,0 +1,115 @@
+import IAPCore
+
+/// The OpenAPI 3 description of the gateway's API, built from `Route.table` so every documented
+/// path is a real route (and a test checks each one against the dispatcher).
+enum OpenAPIDocument {
+    static let json: String = document.jsonText
+
+    static var document: JSONValue {
+        var paths: [String: JSONValue] = [:]
+        for (method, path) in Route.table {
+            var operations = paths[path]?.objectValue ?? [:]
+            operations[method.lowercased()] = operation(method: method, path: path)
+            paths[path] = .object(operations)
+        }
+        return .object([
+            "openapi": "3.0.3",
+            "info": .object(["title": "IAPGateway", "version": "1.0.0",
+                             "description": "Verifies Apple In-App Purchases (legacy receipts and App Store Server API) and binds them to accounts."]),
+            "paths": .object(paths),
+            "components": .object([
+                "securitySchemes": .object(["apiKey": .object(["type": "http", "scheme": "bearer"])]),
+                "schemas": .object(schemas),
+            ]),
+        ])
+    }
+
+    private static func operation(method: String, path: String) -> JSONValue {
+        var op: [String: JSONValue] = [:]
+        var parameters: [JSONValue] = []
+        for name in ["bundleId", "account"] where path.contains("{\(name)}") {
+            parameters.append(.object(["name": .string(name), "in": "path", "required": .bool(true),
+                                       "schema": .object(["type": "string"])]))
+        }
+        if !parameters.isEmpty { op["parameters"] = .array(parameters) }
+        let authenticated = path.hasPrefix("/v1/")
+        if authenticated { op["security"] = .array([.object(["apiKey": .array([])])]) }
+        var responses: [String: JSONValue] = [:]
+        switch path {
+        case "/healthz": op["summary"] = "Liveness"; responses["200"] = ok("Status")
+        case "/readyz": op["summary"] = "Readiness (storage reachable)"; responses["200"] = ok("Status"); responses["503"] = error("not ready")
+        case "/openapi.json": op["summary"] = "This document"; responses["200"] = .object(["description": "OpenAPI 3 document"])
+        case "/metrics": op["summary"] = "Prometheus metrics"; responses["200"] = .object(["description": "text/plain metrics"])
+        case "/v1/apps/{bundleId}/nonces":
+            op["summary"] = "Issue a single-use nonce bound to an account, to send with a receipt"
+            op["requestBody"] = body("NonceRequest")
+            responses["200"] = ok("Nonce")
+        case "/v1/apps/{bundleId}/verify":
+            op["summary"] = "Verify purchase evidence, bind it to the account and answer its entitlements"
+            op["requestBody"] = body("VerifyRequest")
+            responses["200"] = ok("VerifyResponse")
+            responses["409"] = error("bound to another account (TRANSACTION_BOUND_TO_OTHER_ACCOUNT)")
+            responses["413"] = error("body too large (INPUT_TOO_LARGE)")
+            responses["422"] = error("the evidence was refused (see the error code)")
+            responses["502"] = error("Apple refused the gateway's credentials (UPSTREAM_CREDENTIALS_REJECTED)")
+            responses["503"] = error("Apple or storage unavailable; see Retry-After")
+        case "/v1/apps/{bundleId}/accounts/{account}/entitlements":
+            op["summary"] = "Current entitlements of an account"
+            responses["200"] = ok("Entitlements")
+        default: break
+        }
+        if authenticated {
+            responses["400"] = error("malformed request")
+            responses["401"] = error("missing or wrong API key (UNAUTHENTICATED)")
+            responses["404"] = error("unknown app (UNKNOWN_APP)")
+        }
+        op["responses"] = .object(responses)
+        return .object(op)
+    }
+
+    private static func ref(_ name: String) -> JSONValue { .object(["$ref": .string("#/components/schemas/\(name)")]) }
+    private static func ok(_ schema: String) -> JSONValue {
+        .object(["description": "OK", "content": .object(["application/json": .object(["schema": ref(schema)])])])
+    }
+    private static func error(_ description: String) -> JSONValue {
+        .object(["description": .string(description), "content": .object(["application/json": .object(["schema": ref("Error")])])])
+    }
+    private static func body(_ schema: String) -> JSONValue {
+        .object(["required": .bool(true), "content": .object(["application/json": .object(["schema": ref(schema)])])])
+    }
+
+    private static func object(_ properties: [String: JSONValue], required: [String] = []) -> JSONValue {
+        var o: [String: JSONValue] = ["type": "object", "properties": .object(properties)]
+        if !required.isEmpty { o["required"] = .array(required.map(JSONValue.string)) }
+        return .object(o)
+    }
+    private static let string: JSONValue = .object(["type": "string"])
+    private static let integer: JSONValue = .object(["type": "integer", "format": "int64"])
+    private static func array(_ items: JSONValue) -> JSONValue { .object(["type": "array", "items": items]) }
+
+    private static var schemas: [String: JSONValue] {
+        [
+            "Status": object(["status": string]),
+            "Error": object(["error": object(["code": string, "message": string, "retryable": .object(["type": "boolean"])],
+                                             required: ["code", "message", "retryable"])], required: ["error"]),
+            "NonceRequest": object(["account": string], required: ["account"]),
+            "Nonce": object(["nonce": string, "expiresAt": integer]),
+            "VerifyRequest": .object([
+                "description": "account plus exactly one of receipt (with nonce), transactionId or signedTransaction",
+                "type": "object",
+                "properties": .object(["account": string, "receipt": string, "nonce": string, "transactionId": string,
+                                       "signedTransaction": string]),
+                "required": .array(["account"]),
+            ]),
+            "VerifyResponse": object([
+                "account": string, "verdict": string, "adapter": string, "environment": string, "mappingVersion": string,
+                "transactions": array(.object(["type": "object", "description": "CanonicalTransaction"])),
+                "newlyGranted": array(string), "alreadyGranted": array(string),
+                "entitlements": array(ref("Entitlement")),
+            ]),
+            "Entitlement": object(["productId": string, "state": string, "originalTransactionId": string,
+                                   "expiresDate": integer, "source": string, "grantsAccess": .object(["type": "boolean"])]),
+            "Entitlements": object(["account": string, "entitlements": array(ref("Entitlement"))]),
+        ]
+    }
+}

@@ -1,0 +1,60 @@
+import Adapters
+import HTTPServer
+import IAPCore
+
+/// Strict reading of the JSON bodies the API accepts: unknown members are refused (a typo must not
+/// drop a field silently), and every refusal is `MALFORMED_REQUEST` or a JSON code with a reason.
+struct RequestBody {
+    let fields: JSONFields
+    private let allowed: Set<String>
+
+    init(_ request: HTTPRequest, allowed: Set<String>) throws(VerificationError) {
+        let contentType = request.headers["Content-Type"]?.lowercased() ?? ""
+        guard contentType.hasPrefix("application/json") else {
+            throw VerificationError(.malformedRequest, "Content-Type must be application/json")
+        }
+        let value = try StrictJSON(maxBytes: max(request.body.count, 1), maxDepth: 8).parse(request.body)
+        guard case .object(let object) = value else {
+            throw VerificationError(.malformedRequest, "the body must be a JSON object")
+        }
+        if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw VerificationError(.malformedRequest, "unknown member \"\(unknown.prefix(64))\"")
+        }
+        self.fields = JSONFields(object, context: "body")
+        self.allowed = allowed
+    }
+
+    /// The claiming account: the app backend's own stable identifier for the user.
+    func account() throws(VerificationError) -> String {
+        guard let account = try fields.string("account") else {
+            throw VerificationError(.malformedRequest, "body.account is required")
+        }
+        try Self.validateAccount(account)
+        return account
+    }
+
+    static func validateAccount(_ account: String) throws(VerificationError) {
+        guard !account.isEmpty, account.utf8.count <= 256,
+              !account.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw VerificationError(.malformedRequest, "account must be 1 to 256 bytes without control characters")
+        }
+    }
+
+    /// Exactly one kind of purchase evidence.
+    func evidence() throws(VerificationError) -> PurchaseEvidence {
+        let receipt = try fields.string("receipt")
+        let transactionId = try fields.string("transactionId")
+        let signed = try fields.string("signedTransaction")
+        let nonce = try fields.string("nonce")
+        switch (receipt, transactionId, signed) {
+        case (let r?, nil, nil): return .appReceipt(base64: r, nonce: nonce)
+        case (nil, let t?, nil) where nonce == nil: return .transactionId(t)
+        case (nil, nil, let s?) where nonce == nil: return .signedTransaction(s)
+        case (nil, nil, nil):
+            throw VerificationError(.malformedRequest, "one of receipt, transactionId or signedTransaction is required")
+        default:
+            throw VerificationError(.malformedRequest,
+                                    "exactly one of receipt, transactionId or signedTransaction; nonce goes with receipt only")
+        }
+    }
+}

@@ -1,0 +1,50 @@
+/// The gateway's routes. One table, used by the dispatcher and by the OpenAPI document, so the
+/// document cannot describe a route that does not exist (a test walks it against the dispatcher).
+enum Route: Equatable {
+    case health, ready, openAPI, metrics
+    case issueNonce(bundleId: String)
+    case verify(bundleId: String)
+    case entitlements(bundleId: String, account: String)
+    case methodNotAllowed
+    case notFound
+
+    /// A low-cardinality name for metrics and logs (never the bundle id or account).
+    var name: String {
+        switch self {
+        case .health: "healthz"
+        case .ready: "readyz"
+        case .openAPI: "openapi"
+        case .metrics: "metrics"
+        case .issueNonce: "nonces"
+        case .verify: "verify"
+        case .entitlements: "entitlements"
+        case .methodNotAllowed: "method_not_allowed"
+        case .notFound: "not_found"
+        }
+    }
+
+    /// (method, path template) of every route, for the OpenAPI document.
+    static let table: [(method: String, path: String)] = [
+        ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/openapi.json"), ("GET", "/metrics"),
+        ("POST", "/v1/apps/{bundleId}/nonces"), ("POST", "/v1/apps/{bundleId}/verify"),
+        ("GET", "/v1/apps/{bundleId}/accounts/{account}/entitlements"),
+    ]
+
+    static func match(method: String, segments: [String]?) -> Route {
+        guard let s = segments else { return .notFound }
+        let route: Route
+        let expected: String
+        switch s.count {
+        case 1 where s[0] == "healthz": (route, expected) = (.health, "GET")
+        case 1 where s[0] == "readyz": (route, expected) = (.ready, "GET")
+        case 1 where s[0] == "openapi.json": (route, expected) = (.openAPI, "GET")
+        case 1 where s[0] == "metrics": (route, expected) = (.metrics, "GET")
+        case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "nonces": (route, expected) = (.issueNonce(bundleId: s[2]), "POST")
+        case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "verify": (route, expected) = (.verify(bundleId: s[2]), "POST")
+        case 6 where s[0] == "v1" && s[1] == "apps" && s[3] == "accounts" && s[5] == "entitlements":
+            (route, expected) = (.entitlements(bundleId: s[2], account: s[4]), "GET")
+        default: return .notFound
+        }
+        return method == expected ? route : .methodNotAllowed
+    }
+}
