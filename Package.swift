@@ -46,8 +46,12 @@ var targets: [Target] = [
     .target(name: "AppStoreSimulator", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "TestPKI", "HTTPServer",
                                                        "UpstreamHTTP", "COpenSSL"]),
 
+    // A gateway wired to the simulator through real config files: `iapgw demo` and end-to-end tests.
+    .target(name: "Demo", dependencies: ["Gateway", "AppStoreSimulator", "AppleTrust", "IAPCore", "HTTPServer"]),
+
     .executableTarget(name: "iapgw", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "TestPKI", "Adapters",
-                                                    "Gateway", "Ledger", "HTTPServer", "AppStoreSimulator"]),
+                                                    "Gateway", "Ledger", "HTTPServer", "AppStoreSimulator", "Demo",
+                                                    "UpstreamHTTP"]),
 
     .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore"], exclude: ["Fixtures"]),
     .testTarget(name: "AppleTrustTests", dependencies: ["AppleTrust", "TestPKI", "IAPCore"]),
@@ -58,7 +62,7 @@ var targets: [Target] = [
                                                       "AppleTrust", "UpstreamHTTP", "HTTPServer"]),
     .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "TestPKI", "AppleTrust",
                                                                "AppReceipts", "IAPCore", "UpstreamHTTP"]),
-    .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
+    .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
                                                      "UpstreamHTTP", "TestPKI", "IAPCore", "AppleTrust"]),
     .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "AppleTrust", "TestPKI", "IAPCore"]),
 ]

@@ -47,7 +47,8 @@ struct GatewayConfigDecoder {
         let o = try ConfigField(node: tree, file: file, path: "").object()
         var config = GatewayConfig(appsDirectory: baseDirectory.appendingPathComponent("apps"))
         if let f = o.optional("listenAddress") { config.listenAddress = try f.nonEmptyString() }
-        if let f = o.optional("listenPort") { config.listenPort = Int(try f.integer(in: 1...65_535)) }
+        // 0 asks the kernel for a free port (tests, the demo); the bound port is logged at start.
+        if let f = o.optional("listenPort") { config.listenPort = Int(try f.integer(in: 0...65_535)) }
         if let f = o.optional("storageURL") {
             let url = try f.nonEmptyString()
             guard url.hasPrefix("sqlite:") || url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {

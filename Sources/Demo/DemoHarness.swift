@@ -1,0 +1,182 @@
+import AppStoreSimulator
+import AppleTrust
+import Foundation
+import Gateway
+import HTTPServer
+import IAPCore
+
+/// A gateway wired to a local App Store simulator on loopback, configured through real files
+/// (written under `directory`, then loaded by `ConfigLoader` like any deployment's). Used by
+/// `iapgw demo` and by the end-to-end tests, so both exercise exactly the production code path.
+public final class DemoHarness: Sendable {
+    public struct Options: Sendable {
+        public var bundleId = "com.example.demo"
+        public var appAppleId: Int64 = 1_234_567_890
+        public var allowedEnvironments: [String] = ["Production", "Sandbox"]
+        public var sandboxAccounts: [String] = []
+        public var receiptRouting = "legacy"
+        public var signedTransactionRouting = "serverAPI"
+        public var nonceRequired = true
+        public var familySharing = "allow"
+        public var localOnlyJWS = false
+        public var gatewayPort = 0
+        public var simulatorPort = 0
+        /// productId → (type, price in milliunits, currency)
+        public var catalog: [(String, TransactionType, Int64, String)] = [
+            ("com.example.demo.pro.monthly", .autoRenewable, 4_990, "USD"),
+            ("com.example.demo.removeads", .nonConsumable, 2_990, "USD"),
+            ("com.example.demo.coins100", .consumable, 990, "USD"),
+        ]
+        public init() {}
+    }
+
+    public let simulator: AppStoreSimulator
+    public let service: GatewayService
+    public let server: HTTPServer
+    public let directory: URL
+    public let apiKey: String
+    public let sharedSecret: String
+    public let options: Options
+
+    public var gatewayURL: String { "http://127.0.0.1:\(server.port)" }
+    public var bundleId: String { options.bundleId }
+
+    public static func start(directory: URL, options: Options = Options(), logger: Logger = .disabled) async throws -> DemoHarness {
+        let simulator = try AppStoreSimulator()
+        try await simulator.start(port: options.simulatorPort)
+        let sharedSecret = Self.randomHex(16)
+        let apiKey = "demo-" + Self.randomHex(16)
+        let credentials = try simulator.registerApp(bundleId: options.bundleId, appAppleId: options.appAppleId,
+                                                    sharedSecret: sharedSecret)
+        let fm = FileManager.default
+        for sub in ["apps", "trust", "secrets"] {
+            try fm.createDirectory(at: directory.appendingPathComponent(sub), withIntermediateDirectories: true)
+        }
+        try simulator.writeTrustRoot(to: directory.appendingPathComponent("trust/simulator-root.cer"))
+        try Self.writeSecret(sharedSecret, to: directory.appendingPathComponent("secrets/shared-secret"))
+        try Self.writeSecret(credentials.privateKeyPEM, to: directory.appendingPathComponent("secrets/AuthKey.p8"))
+        try Self.appXML(options, credentials: credentials, apiKeySHA256: SHA256Digest.hex(Array(apiKey.utf8)).lowercased())
+            .write(to: directory.appendingPathComponent("apps/\(options.bundleId).xml"), atomically: true, encoding: .utf8)
+        try Self.gatewayXML(options, simulator: simulator, storage: directory.appendingPathComponent("iapgw.sqlite").path)
+            .write(to: directory.appendingPathComponent("gateway.xml"), atomically: true, encoding: .utf8)
+
+        let configuration = try ConfigLoader.loadAll(configDirectory: directory)
+        let mappings = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Mappings")
+        let assembly = GatewayAssembly(configuration: configuration, mappingsDirectory: mappings, logger: logger)
+        let service = try assembly.makeService()
+        let server = try assembly.makeServer(service: service)
+        try server.start()
+        return DemoHarness(simulator: simulator, service: service, server: server, directory: directory,
+                           apiKey: apiKey, sharedSecret: sharedSecret, options: options)
+    }
+
+    private init(simulator: AppStoreSimulator, service: GatewayService, server: HTTPServer, directory: URL,
+                 apiKey: String, sharedSecret: String, options: Options) {
+        self.simulator = simulator
+        self.service = service
+        self.server = server
+        self.directory = directory
+        self.apiKey = apiKey
+        self.sharedSecret = sharedSecret
+        self.options = options
+    }
+
+    public func stop() async {
+        await server.shutdown(gracePeriod: .seconds(2))
+        await simulator.stop()
+    }
+
+    static func randomHex(_ bytes: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    static func writeSecret(_ text: String, to url: URL) throws {
+        guard FileManager.default.createFile(atPath: url.path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw VerificationError(.storageUnavailable, "cannot write \(url.path)")
+        }
+    }
+
+    static func escape(_ s: String) -> String {
+        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    }
+
+    static func items(_ values: [String]) -> String { values.map { "<item>\(escape($0))</item>" }.joined() }
+
+    static func appXML(_ o: Options, credentials: SimulatedAppCredentials, apiKeySHA256: String) -> String {
+        let products = o.catalog.map { id, type, price, currency in
+            "<item><productId>\(escape(id))</productId><type>\(escape(type.rawValue))</type>"
+                + "<priceMilliunits type=\"integer\">\(price)</priceMilliunits><currency>\(currency)</currency></item>"
+        }.joined(separator: "\n        ")
+        return """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!-- Written by the IAPGateway demo: an app whose App Store is the local simulator. -->
+            <app bundleId="\(escape(o.bundleId))">
+                <appAppleId type="integer">\(o.appAppleId)</appAppleId>
+                <allowedEnvironments type="array">\(items(o.allowedEnvironments))</allowedEnvironments>
+                <sandboxAccounts type="array">\(items(o.sandboxAccounts))</sandboxAccounts>
+                <trustRoots>
+                    <jws type="array"><item>../trust/simulator-root.cer</item></jws>
+                    <receipts type="array"><item>../trust/simulator-root.cer</item></receipts>
+                </trustRoots>
+                <sharedSecret><file>../secrets/shared-secret</file></sharedSecret>
+                <serverAPI>
+                    <issuerId>\(credentials.issuerId)</issuerId>
+                    <keyId>\(credentials.keyId)</keyId>
+                    <privateKey><file>../secrets/AuthKey.p8</file></privateKey>
+                </serverAPI>
+                <productCatalog type="array">
+                    \(products)
+                </productCatalog>
+                <routing>
+                    <receipt>\(o.receiptRouting)</receipt>
+                    <transactionId>serverAPI</transactionId>
+                    <signedTransaction>\(o.signedTransactionRouting)</signedTransaction>
+                </routing>
+                <noncePolicy>
+                    <requiredForReceipts type="bool">\(o.nonceRequired)</requiredForReceipts>
+                    <ttlSeconds type="integer">300</ttlSeconds>
+                </noncePolicy>
+                <familySharingPolicy>\(o.familySharing)</familySharingPolicy>
+                <gracePeriodPolicy>
+                    <grantDuringGracePeriod type="bool">true</grantDuringGracePeriod>
+                    <grantDuringBillingRetry type="bool">false</grantDuringBillingRetry>
+                </gracePeriodPolicy>
+                <onlineChecks type="bool">false</onlineChecks>
+                <localOnlyJWS type="bool">\(o.localOnlyJWS)</localOnlyJWS>
+                <apiKey><sha256>\(apiKeySHA256)</sha256></apiKey>
+            </app>
+
+            """
+    }
+
+    static func gatewayXML(_ o: Options, simulator: AppStoreSimulator, storage: String) -> String {
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <!-- Written by the IAPGateway demo: upstreams point at the local App Store simulator. -->
+        <gateway>
+            <listenAddress>127.0.0.1</listenAddress>
+            <listenPort type="integer">\(o.gatewayPort)</listenPort>
+            <storageURL>sqlite:\(escape(storage))</storageURL>
+            <upstream>
+                <verifyReceiptProduction>\(simulator.productionVerifyReceiptURL)</verifyReceiptProduction>
+                <verifyReceiptSandbox>\(simulator.sandboxVerifyReceiptURL)</verifyReceiptSandbox>
+                <serverAPIProduction>\(simulator.productionBaseURL)</serverAPIProduction>
+                <serverAPISandbox>\(simulator.sandboxBaseURL)</serverAPISandbox>
+            </upstream>
+            <timeouts>
+                <connectSeconds type="integer">2</connectSeconds>
+                <requestSeconds type="integer">5</requestSeconds>
+            </timeouts>
+            <limits>
+                <maxBodyBytes type="integer">262144</maxBodyBytes>
+                <maxJWSBytes type="integer">65536</maxJWSBytes>
+            </limits>
+            <appsDirectory>apps</appsDirectory>
+        </gateway>
+
+        """
+    }
+}

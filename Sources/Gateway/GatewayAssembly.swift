@@ -1,0 +1,109 @@
+import Adapters
+import AppleTrust
+import Foundation
+import HTTPServer
+import IAPCore
+import Ledger
+import UpstreamHTTP
+
+/// Builds a running gateway from its configuration: the one place that knows every adapter.
+/// A new adapter is one line in `registry` below.
+public struct GatewayAssembly {
+    public var configuration: ConfigLoader.Configuration
+    public var mappingsDirectory: URL
+    public var environment: [String: String]
+    public var logger: Logger
+
+    public init(configuration: ConfigLoader.Configuration, mappingsDirectory: URL,
+                environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger) {
+        self.configuration = configuration
+        self.mappingsDirectory = mappingsDirectory
+        self.environment = environment
+        self.logger = logger
+    }
+
+    public func makeService() throws(VerificationError) -> GatewayService {
+        let gateway = configuration.gateway
+        // Refuse to start on a policy that could verify nothing (a missing trust root); secrets that
+        // are not readable now are logged, since they may be mounted later.
+        for app in configuration.apps.values.sorted(by: { $0.bundleId < $1.bundleId }) {
+            for diagnostic in app.diagnostics(environment: environment) {
+                if diagnostic.severity == .error {
+                    throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(diagnostic.message)")
+                }
+                logger.warning("config_warning", ["bundleId": app.bundleId, "message": diagnostic.message])
+            }
+        }
+        let mappings = try MappingSet.load(directory: mappingsDirectory)
+        guard let legacyMapping = mappings.latest(source: "verifyReceipt"),
+              let serverMapping = mappings.latest(source: "serverAPI") else {
+            throw VerificationError(.invalidMapping, "\(mappingsDirectory.path) lacks verifyReceipt or serverAPI mappings")
+        }
+        let upstream: UpstreamHTTPClient
+        do {
+            upstream = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(
+                connectTimeout: .seconds(gateway.timeouts.connectSeconds),
+                requestTimeout: .seconds(gateway.timeouts.requestSeconds)))
+        } catch {
+            throw VerificationError(.invalidConfiguration, "upstream HTTP client: \(error)")
+        }
+        let registry = AdapterRegistry([
+            try LegacyReceiptAdapter(upstream: upstream, endpoints: VerifyReceiptEndpoints(gateway.upstream),
+                                     mapping: legacyMapping, environmentVariables: environment, logger: logger),
+            ServerAPIAdapter(upstream: upstream, baseURLs: AppStoreServerAPIClient.BaseURLs(gateway.upstream),
+                             normalizer: try ServerAPINormalizer(serverMapping),
+                             options: .init(secretEnvironment: environment), logger: logger),
+        ])
+        let ledger = try SQLiteLedger(storage: gateway.storageURL)
+        return GatewayService(apps: configuration.apps, adapters: registry, ledger: ledger,
+                              receiptSealer: try ReceiptSealKey.load(environment: environment,
+                                                                     storageURL: gateway.storageURL, logger: logger),
+                              environment: environment, logger: logger)
+    }
+
+    public func makeServer(service: GatewayService) throws -> HTTPServer {
+        let gateway = configuration.gateway
+        // A client has 10 s to send a whole request (slowloris), independent of upstream timeouts.
+        let http = HTTPServerConfiguration(host: gateway.listenAddress, port: gateway.listenPort,
+                                           maxBodyBytes: Int(gateway.limits.maxBodyBytes), connectionTimeoutSeconds: 10)
+        return try HTTPServer(configuration: http) { request in await service.handle(request) }
+    }
+}
+
+/// The key that seals stored receipts: `IAPGW_RECEIPT_SEAL_KEY` (64 hex digits) when set, else a
+/// random key kept beside the SQLite database (mode 0600), made on first start.
+public enum ReceiptSealKey {
+    public static func load(environment: [String: String], storageURL: String,
+                            logger: Logger) throws(VerificationError) -> AESGCMSealer {
+        if let hex = environment["IAPGW_RECEIPT_SEAL_KEY"] {
+            guard let key = APIKeyAuthenticator.bytes(fromHex: hex), key.count == 32 else {
+                throw VerificationError(.invalidConfiguration, "IAPGW_RECEIPT_SEAL_KEY must be 64 hex digits")
+            }
+            return try AESGCMSealer(key: key)
+        }
+        let path = storageURL.hasPrefix("sqlite:") ? String(storageURL.dropFirst("sqlite:".count)) : storageURL
+        let keyFile = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("receipt-seal.key")
+        if let data = FileManager.default.contents(atPath: keyFile.path) {
+            guard data.count == 32 else {
+                throw VerificationError(.invalidConfiguration, "\(keyFile.path) is not a 32-byte key")
+            }
+            return try AESGCMSealer(key: Array(data))
+        }
+        var key = [UInt8](repeating: 0, count: 32)
+        var generator = SystemRandomNumberGenerator()
+        for i in 0..<32 { key[i] = UInt8.random(in: 0...255, using: &generator) }
+        do {
+            try FileManager.default.createDirectory(at: keyFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+            guard FileManager.default.createFile(atPath: keyFile.path, contents: Data(key),
+                                                 attributes: [.posixPermissions: 0o600]) else {
+                throw VerificationError(.storageUnavailable, "cannot write \(keyFile.path)")
+            }
+        } catch let error as VerificationError {
+            throw error
+        } catch {
+            throw VerificationError(.storageUnavailable, "cannot create \(keyFile.deletingLastPathComponent().path)")
+        }
+        logger.info("receipt_seal_key_created", ["path": keyFile.path])
+        return try AESGCMSealer(key: key)
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+import Gateway
+import IAPCore
+
+/// `iapgw serve`: the gateway service, configured from `Config/` and `Mappings/`.
+struct ServeCommand: Subcommand {
+    let name = "serve"
+    let summary = "run the gateway service (HTTP API) from Config/ and Mappings/"
+    let usage = """
+        usage: iapgw serve [--config DIR] [--mappings DIR]
+          --config    configuration directory with gateway.xml|plist and apps/ (default Config)
+          --mappings  mapping files (default Mappings)
+          Logs JSON lines to stderr. SIGTERM or SIGINT: stop accepting, finish in-flight requests (10 s), exit.
+        """
+
+    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+        let config = URL(fileURLWithPath: try args.value("--config") ?? "Config", isDirectory: true)
+        let mappings = URL(fileURLWithPath: try args.value("--mappings") ?? "Mappings", isDirectory: true)
+        try args.finish()
+        let logger = Logger.standardError()
+        let configuration = try ConfigLoader.loadAll(configDirectory: config)
+        let assembly = GatewayAssembly(configuration: configuration, mappingsDirectory: mappings, logger: logger)
+        let service = try assembly.makeService()
+        let server = try assembly.makeServer(service: service)
+        try server.start()
+        logger.info("listening", ["address": configuration.gateway.listenAddress, "port": String(server.port),
+                                  "apps": configuration.apps.keys.sorted().joined(separator: ",")])
+        return try runAsync {
+            let signal = await waitForTerminationSignal()
+            logger.info("shutting_down", ["signal": String(signal), "inFlight": String(server.inFlight)])
+            await server.shutdown(gracePeriod: .seconds(10))
+            logger.info("stopped")
+            return 0
+        }
+    }
+}
