@@ -155,7 +155,7 @@ public final class GatewayService: Sendable {
             "adapter": .string(outcome.adapter.rawValue),
             "environment": .string(outcome.environment.rawValue),
             "mappingVersion": .string(outcome.mappingVersion),
-            "transactions": .array(outcome.transactions.map(Self.json)),
+            "transactions": .array(outcome.transactions.map(\.jsonValue)),
             "newlyGranted": .array(claim.newlyGranted.map(JSONValue.string)),
             "alreadyGranted": .array(claim.alreadyGranted.map(JSONValue.string)),
             "entitlements": .array(entitlements.map { Self.json($0, policy: app) }),
@@ -186,10 +186,6 @@ public final class GatewayService: Sendable {
         return LedgerDigest.sha256Hex(text)
     }
 
-    static func json(_ t: CanonicalTransaction) -> JSONValue {
-        (try? StrictJSON().parse(Array(Self.encoder.encode(t)))) ?? .null
-    }
-
     static func json(_ e: Entitlement, policy: AppPolicy) -> JSONValue {
         var object: [String: JSONValue] = [
             "productId": .string(e.productId), "state": .string(e.state.rawValue),
@@ -199,10 +195,4 @@ public final class GatewayService: Sendable {
         if let expires = e.expiresDate { object["expiresDate"] = .int(expires) }
         return .object(object)
     }
-
-    nonisolated(unsafe) static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = .sortedKeys
-        return e
-    }()
 }

@@ -11,10 +11,11 @@ struct DemoCommand: Subcommand {
     let name = "demo"
     let summary = "run the gateway against the built-in App Store simulator, with curl commands to try"
     let usage = """
-        usage: iapgw demo [--port N] [--sim-port N] [--dir DIR] [--once]
+        usage: iapgw demo [--port N] [--sim-port N] [--dir DIR] [--once] [--local-only-jws]
           --port      gateway port (default 8080)      --sim-port  simulator port (default 8090)
           --dir       where the demo's config, keys and SQLite database go (default var/demo)
           --once      run the flows itself, print each answer, and exit (0 if every answer was as expected)
+          --local-only-jws  trust a verified signed transaction without asking the Server API (load tests)
         """
 
     func run(_ args: inout CommandLineArguments) throws -> Int32 {
@@ -23,6 +24,7 @@ struct DemoCommand: Subcommand {
         options.simulatorPort = try args.value("--sim-port").map { try Self.port($0) } ?? 8090
         let directory = URL(fileURLWithPath: try args.value("--dir") ?? "var/demo", isDirectory: true)
         let once = args.flag("--once")
+        options.localOnlyJWS = args.flag("--local-only-jws")
         try args.finish()
         // A fresh database each run: the demo's purchases are new each time.
         for file in ["iapgw.sqlite", "iapgw.sqlite-wal", "iapgw.sqlite-shm"] {
@@ -88,6 +90,7 @@ struct DemoCommand: Subcommand {
 
             Ctrl-C stops the demo.
             """)
+        fflush(nil)  // scripts read these lines from a file while the demo runs (nil: every stream)
         _ = await waitForTerminationSignal()
         return 0
     }

@@ -105,3 +105,34 @@ final class CanonicalModelTests: XCTestCase {
         }
     }
 }
+
+final class CanonicalJSONTests: XCTestCase {
+    /// The hand-written JSON must say exactly what JSONEncoder says, or stored and answered
+    /// records would drift apart.
+    func testCanonicalJSONMatchesJSONEncoder() throws {
+        var t = CanonicalTransaction(transactionId: "2", productId: "p", source: "serverAPI", mappingVersion: "serverAPI/v1")
+        t.originalTransactionId = "1"; t.webOrderLineItemId = "w"; t.bundleId = "b"; t.appAppleId = 9
+        t.subscriptionGroupIdentifier = "g"; t.type = .autoRenewable; t.purchaseDate = 1; t.originalPurchaseDate = 2
+        t.expiresDate = 3; t.quantity = 1; t.inAppOwnershipType = .familyShared; t.isUpgraded = false
+        t.offerType = .winBack; t.offerIdentifier = "o"; t.offerDiscountType = .freeTrial; t.revocationDate = 4
+        t.revocationReason = .appIssue; t.environment = .sandbox; t.appAccountToken = "a"; t.storefront = "USA"
+        t.price = 990; t.currency = "USD"; t.transactionReason = .renewal; t.signedDate = 5
+        var r = CanonicalRenewal(originalTransactionId: "1", source: "verifyReceipt", mappingVersion: "verifyReceipt/v1")
+        r.productId = "p"; r.autoRenewProductId = "q"; r.autoRenewStatus = .on; r.expirationIntent = .billingError
+        r.isInBillingRetryPeriod = true; r.gracePeriodExpiresDate = 6; r.priceIncreaseStatus = .consented
+        r.offerType = .introductory; r.offerIdentifier = "o"; r.offerDiscountType = .payAsYouGo; r.renewalDate = 7
+        r.renewalPrice = 8; r.currency = "EUR"; r.environment = .production; r.signedDate = 9
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        for (value, encoded) in [(t.jsonValue, try encoder.encode(t)), (r.jsonValue, try encoder.encode(r)),
+                                 (CanonicalTransaction(transactionId: "x", productId: "y", source: "s", mappingVersion: "m").jsonValue,
+                                  try encoder.encode(CanonicalTransaction(transactionId: "x", productId: "y", source: "s", mappingVersion: "m")))] {
+            XCTAssertEqual(value, try StrictJSON().parse(Array(encoded)))
+        }
+    }
+
+    func testLogTimestampsAreRFC3339UTCWithMilliseconds() {
+        XCTAssertEqual(Logger.timestamp(Date(timeIntervalSince1970: 1_729_136_651.128)), "2024-10-17T03:44:11.128Z")
+        XCTAssertEqual(Logger.timestamp(Date(timeIntervalSince1970: 0)), "1970-01-01T00:00:00.000Z")
+    }
+}
