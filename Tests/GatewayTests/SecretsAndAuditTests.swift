@@ -38,6 +38,7 @@ final class SecretsAndAuditTests: XCTestCase {
             ("rotated shared secret", "rotated-secret-value"),
             ("receipt (prefix)", String(alice.receiptBase64.prefix(48))),
             ("receipt (tail)", String(alice.receiptBase64.suffix(48))),
+            ("signed transaction's signature", String(bob.signedTransaction.split(separator: ".").last ?? "")),
         ] + pemBodyLines.map { ("p8 PEM body line", $0) }
         for (name, secret) in secrets {
             for line in lines {
