@@ -50,6 +50,26 @@ final class SecretsAndAuditTests: XCTestCase {
         }
     }
 
+    func testRejectedGatewayCredentialsAreLoggedAsAnErrorWhileClientRefusalsStayInfo() async throws {
+        let capture = LogCapture()
+        let gw = try await GatewayE2E.start(self, logger: capture.logger)
+        let alice = try gw.buy(owner: "device-alice")
+        let refused = try await gw.post("verify", ["account": "alice", "receipt": .string(alice.receiptBase64)])
+        XCTAssertEqual(refused.errorCode, "NONCE_REQUIRED")
+        try gw.rotateSimulatorSharedSecret(to: "rotated-secret-value")
+
+        let misconfigured = try await gw.verifyReceipt(alice.receiptBase64, account: "alice")
+
+        XCTAssertEqual(misconfigured.status, 502, misconfigured.text)
+        let refusals = capture.captured.compactMap { try? StrictJSON().parse(Array($0.utf8)) }
+            .filter { $0["event"]?.stringValue == "request_refused" }
+        let levels = Dictionary(refusals.map { ($0["code"]?.stringValue ?? "", $0["level"]?.stringValue ?? "") },
+                                uniquingKeysWith: { a, _ in a })
+        // A broken deployment (every old-app purchase now fails) must reach an operator's alerting.
+        XCTAssertEqual(levels["UPSTREAM_CREDENTIALS_REJECTED"], "error")
+        XCTAssertEqual(levels["NONCE_REQUIRED"], "info")
+    }
+
     func testReceiptsAreNeverStoredReadableInTheLedgerFile() async throws {
         let gw = try await GatewayE2E.start(self)
         let alice = try gw.buy(owner: "device-alice")
