@@ -19,6 +19,20 @@ final class UpstreamFailureTests: XCTestCase {
         XCTAssertFalse(answer.text.contains(simulatorSecret))
     }
 
+    func testWrongSharedSecretFileIsAConfigurationErrorAndTheSecretIsNotEchoed() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let purchase = try gw.buy(owner: "device-alice")
+        let wrong = "wrong-secret-" + UUID().uuidString
+        try Data(wrong.utf8).write(to: gw.harness.directory.appendingPathComponent("secrets/shared-secret"))
+
+        let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
+
+        XCTAssertEqual(answer.status, 502, answer.text)
+        XCTAssertEqual(answer.errorCode, "UPSTREAM_CREDENTIALS_REJECTED")
+        XCTAssertFalse(answer.text.contains(wrong))
+        XCTAssertFalse(answer.text.contains(gw.harness.sharedSecret))
+    }
+
     func testVerifyReceiptFailingEveryAttemptIsRetriedABoundedNumberOfTimesThen503WithRetryAfter() async throws {
         let gw = try await GatewayE2E.start(self)
         let purchase = try gw.buy(owner: "device-alice")
