@@ -42,7 +42,10 @@ public final class GatewayService: Sendable {
             response = try await dispatch(route, request, log)
         } catch {
             response = ErrorResponses.response(error, requestId: request.requestId)
-            log.info("request_refused", ["route": route.name, "code": error.code.rawValue, "status": String(response.status)])
+            // A refused client is routine (info); a gateway that cannot serve anyone (bad config, Apple
+            // refusing our credentials, storage down) must reach an operator's alerting.
+            let level: Logger.Level = response.status >= 500 ? (response.status == 503 ? .warning : .error) : .info
+            log.log(level, "request_refused", ["route": route.name, "code": error.code.rawValue, "status": String(response.status)])
         }
         metrics.record(route: route.name, status: response.status,
                        micros: (DispatchTime.now().uptimeNanoseconds - started) / 1000)

@@ -1,0 +1,114 @@
+import AppStoreSimulator
+import Foundation
+import IAPCore
+import XCTest
+
+/// Apple misbehaving or refusing the gateway: bounded retries, honest statuses, Retry-After.
+final class UpstreamFailureTests: XCTestCase {
+    func testRejectedSharedSecretIsAConfigurationErrorAndTheSecretIsNotEchoed() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let purchase = try gw.buy(owner: "device-alice")
+        let simulatorSecret = "rotated-" + UUID().uuidString
+        try gw.rotateSimulatorSharedSecret(to: simulatorSecret)
+
+        let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
+
+        XCTAssertEqual(answer.status, 502, answer.text)
+        XCTAssertEqual(answer.errorCode, "UPSTREAM_CREDENTIALS_REJECTED")
+        XCTAssertFalse(answer.text.contains(gw.harness.sharedSecret))
+        XCTAssertFalse(answer.text.contains(simulatorSecret))
+    }
+
+    func testWrongSharedSecretFileIsAConfigurationErrorAndTheSecretIsNotEchoed() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let purchase = try gw.buy(owner: "device-alice")
+        let wrong = "wrong-secret-" + UUID().uuidString
+        try Data(wrong.utf8).write(to: gw.harness.directory.appendingPathComponent("secrets/shared-secret"))
+
+        let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
+
+        XCTAssertEqual(answer.status, 502, answer.text)
+        XCTAssertEqual(answer.errorCode, "UPSTREAM_CREDENTIALS_REJECTED")
+        XCTAssertFalse(answer.text.contains(wrong))
+        XCTAssertFalse(answer.text.contains(gw.harness.sharedSecret))
+    }
+
+    func testVerifyReceiptFailingEveryAttemptIsRetriedABoundedNumberOfTimesThen503WithRetryAfter() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let purchase = try gw.buy(owner: "device-alice")
+        gw.simulator.faults.setVerifyReceiptFailure(.http503)
+        gw.simulator.faults.failNext(10)
+
+        let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
+
+        XCTAssertEqual(answer.status, 503, answer.text)
+        XCTAssertEqual(answer.errorCode, "UPSTREAM_UNAVAILABLE")
+        XCTAssertNotNil(answer.headers["retry-after"].flatMap { Int($0) })
+        let attempts = 10 - gw.simulator.faults.settings().failNext
+        XCTAssertEqual(attempts, 3, "the default retry policy makes 3 attempts")
+    }
+
+    func testServerAPIFailingEveryAttemptIsRetriedABoundedNumberOfTimesThen503WithRetryAfter() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let purchase = try gw.buy(GatewayE2E.removeAds, owner: "device-bob")
+        gw.simulator.faults.failNext(10)
+
+        let answer = try await gw.verifyTransactionId(purchase.transactionId, account: "bob")
+
+        XCTAssertEqual(answer.status, 503, answer.text)
+        XCTAssertEqual(answer.errorCode, "UPSTREAM_UNAVAILABLE")
+        XCTAssertNotNil(answer.headers["retry-after"].flatMap { Int($0) })
+        let attempts = 10 - gw.simulator.faults.settings().failNext
+        XCTAssertEqual(attempts, 3, "the default retry policy makes 3 attempts")
+    }
+
+    func testRateLimitedServerAPIIsRetriedThen503WithRetryAfter() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let purchase = try gw.buy(GatewayE2E.removeAds, owner: "device-bob")
+        gw.simulator.faults.rateLimitNext(10, retryAfterSeconds: 1)
+
+        let answer = try await gw.verifyTransactionId(purchase.transactionId, account: "bob")
+
+        XCTAssertEqual(answer.status, 503, answer.text)
+        XCTAssertEqual(answer.errorCode, "RATE_LIMITED")
+        XCTAssertEqual(answer.headers["retry-after"], "1")
+        let attempts = 10 - gw.simulator.faults.settings().rateLimitNext
+        XCTAssertEqual(attempts, 3)
+    }
+
+    func testRateLimitLongerThanTheRetryBudgetIsPassedOnAsRetryAfterWithoutWaiting() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let purchase = try gw.buy(owner: "device-alice")
+        gw.simulator.faults.rateLimitNext(10, retryAfterSeconds: 120)
+
+        let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
+
+        XCTAssertEqual(answer.status, 503, answer.text)
+        XCTAssertEqual(answer.errorCode, "RATE_LIMITED")
+        XCTAssertEqual(answer.headers["retry-after"], "120", "Apple's own wait, passed on")
+        XCTAssertEqual(10 - gw.simulator.faults.settings().rateLimitNext, 1, "no retry Apple asked us not to make")
+    }
+
+    func testTransientVerifyReceiptFailureFollowedBySuccessIsGranted() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let purchase = try gw.buy(owner: "device-alice")
+        gw.simulator.faults.setVerifyReceiptFailure(.http503)
+        gw.simulator.faults.failNext(1)
+
+        let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
+
+        XCTAssertEqual(answer.status, 200, answer.text)
+        XCTAssertEqual(gw.simulator.faults.settings().failNext, 0, "the failure was met and retried")
+    }
+
+    func testTransientServerAPIFailureFollowedBySuccessIsGranted() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let purchase = try gw.buy(GatewayE2E.removeAds, owner: "device-bob")
+        gw.simulator.faults.failNext(1)
+
+        let answer = try await gw.verifyTransactionId(purchase.transactionId, account: "bob")
+
+        XCTAssertEqual(answer.status, 200, answer.text)
+        XCTAssertEqual(gw.simulator.faults.settings().failNext, 0)
+    }
+}
