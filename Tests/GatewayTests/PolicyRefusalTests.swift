@@ -23,16 +23,15 @@ final class PolicyRefusalTests: XCTestCase {
     }
 
     func testAnotherAppsReceiptSentToVerifyReceiptIsRefusedBeforeAnyGrant() async throws {
-        // Apple checks the shared secret against the receipt's own app, so verifyReceipt answers
-        // 21004 for another app's receipt before the gateway can compare bundle ids; the gateway
-        // reports that as its own credentials being rejected (502), and grants nothing.
+        // Apple would check our shared secret against the receipt's own app and answer 21004, which
+        // reads as our credentials being wrong: the adapter refuses the foreign bundle before calling.
         let gw = try await GatewayE2E.start(self)
         let foreign = try buyInOtherApp(gw, owner: "device-eve")
 
         let answer = try await gw.verifyReceipt(foreign.receiptBase64, account: "eve")
 
-        XCTAssertEqual(answer.status, 502, answer.text)
-        XCTAssertEqual(answer.errorCode, "UPSTREAM_CREDENTIALS_REJECTED")
+        XCTAssertEqual(answer.status, 422, answer.text)
+        XCTAssertEqual(answer.errorCode, "BUNDLE_ID_MISMATCH")
         let entitlements = try await gw.entitlements("eve")
         XCTAssertTrue(entitlements.isEmpty)
     }

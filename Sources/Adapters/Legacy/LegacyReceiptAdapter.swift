@@ -51,7 +51,13 @@ public struct LegacyReceiptAdapter: VerificationAdapter {
             throw VerificationError(.invalidConfiguration, "verifyReceipt verifies app receipts only, not \(evidence.kind)")
         }
         // Refuse what Apple would refuse anyway before spending a call on it (same codes as local parsing).
-        _ = try StrictBase64.decode(receipt)
+        let der = try StrictBase64.decode(receipt)
+        // Another app's receipt: Apple would check our shared secret against *that* app and answer
+        // 21004, which reads as "our credentials are wrong" and pages an operator. An unverified
+        // read is enough to refuse (never to accept); undecodable receipts still go to Apple.
+        if let bundle = (try? AppReceipt.parseUnverified(pkcs7: der))?.bundleId, bundle != app.bundleId {
+            throw VerificationError(.bundleIdMismatch, "receipt is for bundle \(bundle), not \(app.bundleId)")
+        }
         guard let reference = app.sharedSecret else {
             throw VerificationError(.invalidConfiguration, "\(app.bundleId): no sharedSecret configured for verifyReceipt")
         }
