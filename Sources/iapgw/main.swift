@@ -3,7 +3,7 @@
 import Foundation
 
 let subcommands: [any Subcommand] = [
-    ServeCommand(), DemoCommand(), JWSCommand(), ReceiptCommand(), MappingsCommand(), ConfigCommand(), BenchCommand(),
+    ServeCommand(), DemoCommand(), SimCommand(), JWSCommand(), ReceiptCommand(), MappingsCommand(), ConfigCommand(), BenchCommand(),
 ]
 
 @MainActor func printUsage() {
