@@ -43,10 +43,7 @@ extension SQLiteLedger {
     }
 
     private static func jsonArray(_ values: [String]) throws(VerificationError) -> String {
-        guard let data = try? JSONEncoder().encode(values) else {
-            throw VerificationError(.storageUnavailable, "storage: cannot encode an audit list")
-        }
-        return String(decoding: data, as: UTF8.self)
+        JSONValue.array(values.map(JSONValue.string)).jsonText
     }
 
     private static func strings(_ json: String) throws(VerificationError) -> [String] {

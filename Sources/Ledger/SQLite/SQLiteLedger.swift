@@ -82,15 +82,13 @@ public final class SQLiteLedger: Ledger {
     // MARK: Claims
 
     public func claim(_ claim: PurchaseClaim) throws(VerificationError) -> ClaimOutcome {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return try database.transaction { (connection) throws(VerificationError) -> ClaimOutcome in
+        try database.transaction { (connection) throws(VerificationError) -> ClaimOutcome in
             var outcome = ClaimOutcome(newlyGranted: [], alreadyGranted: [])
             var seen = Set<String>()
             for transaction in claim.transactions where seen.insert(transaction.transactionId).inserted {
                 let key = transaction.originalTransactionId ?? transaction.transactionId
                 try bind(key, in: claim, connection)
-                if try grant(transaction, key: key, in: claim, encoder: encoder, connection) {
+                if try grant(transaction, key: key, in: claim, connection) {
                     outcome.newlyGranted.append(transaction.transactionId)
                 } else {
                     outcome.alreadyGranted.append(transaction.transactionId)
@@ -120,14 +118,15 @@ public final class SQLiteLedger: Ledger {
     /// Records the transaction; true if this is its first grant. A known transaction keeps its
     /// first_granted_at and takes the newer facts (see `TransactionFacts.merge`).
     private func grant(_ transaction: CanonicalTransaction, key: String, in claim: PurchaseClaim,
-                       encoder: JSONEncoder, _ connection: SQLiteConnection) throws(VerificationError) -> Bool {
+                       _ connection: SQLiteConnection) throws(VerificationError) -> Bool {
+        let json = Self.json(transaction)
         let inserted = try connection.run("""
             INSERT INTO transactions (bundle_id, transaction_id, ownership_key, account, product_id,
                                       canonical_json, first_granted_at, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (bundle_id, transaction_id) DO NOTHING
             """, .text(claim.bundleId), .text(transaction.transactionId), .text(key), .text(claim.account),
-            .text(transaction.productId), .text(try Self.json(transaction, encoder)), .integer(claim.now),
+            .text(transaction.productId), .text(json), .integer(claim.now),
             .integer(claim.now))
         if inserted == 1 { return true }
 
@@ -138,11 +137,13 @@ public final class SQLiteLedger: Ledger {
         guard let (storedAccount, storedJSON) = existing.first else { throw SQLRow.corrupt }
         // The same transaction reached under another ownership key must not change hands either.
         guard storedAccount == claim.account else { throw Self.boundElsewhere }
+        // The common re-claim repeats the stored facts exactly: nothing to merge or write.
+        if storedJSON == json { return false }
         let merged = TransactionFacts.merge(stored: try Self.decode(storedJSON), incoming: transaction)
         try connection.run("""
             UPDATE transactions SET product_id = ?, canonical_json = ?, updated_at = ?
             WHERE bundle_id = ? AND transaction_id = ?
-            """, .text(merged.productId), .text(try Self.json(merged, encoder)), .integer(claim.now),
+            """, .text(merged.productId), .text(Self.json(merged)), .integer(claim.now),
             .text(claim.bundleId), .text(transaction.transactionId))
         return false
     }
@@ -179,12 +180,10 @@ public final class SQLiteLedger: Ledger {
         }.first
     }
 
-    private static func json(_ transaction: CanonicalTransaction, _ encoder: JSONEncoder)
-        throws(VerificationError) -> String {
-        guard let data = try? encoder.encode(transaction) else {
-            throw VerificationError(.storageUnavailable, "storage: cannot encode a transaction")
-        }
-        return String(decoding: data, as: UTF8.self)
+    /// Sorted-key JSON that `decode` (JSONDecoder) reads back: the same document JSONEncoder writes
+    /// (tested in IAPCore), without its cost on every claim.
+    private static func json(_ transaction: CanonicalTransaction) -> String {
+        transaction.jsonValue.jsonText
     }
 
     private static func decode(_ json: String) throws(VerificationError) -> CanonicalTransaction {
