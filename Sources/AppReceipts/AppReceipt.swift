@@ -46,11 +46,11 @@ public struct AppReceipt: Hashable, Sendable {
         let context = "receipt"
         var receipt = AppReceipt()
         receipt.attributes = try ReceiptAttribute.readSet(bytes, context: context)
-        var seen = Set<Int64>()
+        var seen = DocumentedFieldSet()
         for a in receipt.attributes {
             // Undocumented types are Apple's to repeat; a documented one twice is ambiguous.
             if Field.documentedSingle.contains(a.type) {
-                guard seen.insert(a.type).inserted else {
+                guard seen.insert(a.type) else {
                     throw VerificationError(.malformedReceipt, "receipt attribute \(a.type) appears twice")
                 }
             }
@@ -136,5 +136,29 @@ public struct PKCS7SignedData: Sendable {
         guard let payload = try octets.next() else { throw VerificationError(.malformedReceipt, "receipt has no content") }
         try octets.finish("eContent")
         return PKCS7SignedData(content: try payload.octetString())
+    }
+}
+
+/// The documented attribute types already seen in one SET. Documented types are small numbers
+/// (0...21 and 1701...1721), so a bitmask replaces a hashed `Set<Int64>` per record; any other
+/// type falls back to the set, so the answer is always exactly set membership.
+struct DocumentedFieldSet {
+    private var low: UInt64 = 0
+    private var inApp: UInt64 = 0
+    private var others: Set<Int64> = []
+
+    /// Inserts `type`; false when it was already there.
+    mutating func insert(_ type: Int64) -> Bool {
+        if type >= 0 && type < 64 {
+            let bit: UInt64 = 1 << UInt64(type)
+            defer { low |= bit }
+            return low & bit == 0
+        }
+        if type >= 1700 && type < 1764 {
+            let bit: UInt64 = 1 << UInt64(type - 1700)
+            defer { inApp |= bit }
+            return inApp & bit == 0
+        }
+        return others.insert(type).inserted
     }
 }

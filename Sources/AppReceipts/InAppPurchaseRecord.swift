@@ -41,6 +41,15 @@ public struct InAppPurchaseRecord: Hashable, Sendable {
         static let typed: Set<Int64> = [quantity, productId, transactionId, purchaseDate, originalTransactionId,
                                         originalPurchaseDate, expiresDate, webOrderLineItemId, cancellationDate,
                                         isTrialPeriod, isInIntroOfferPeriod, promotionalOfferId]
+        /// `typed.contains(type)` without hashing (runs for every attribute of every record).
+        static func isTyped(_ type: Int64) -> Bool {
+            switch type {
+            case quantity, productId, transactionId, purchaseDate, originalTransactionId, originalPurchaseDate,
+                 expiresDate, webOrderLineItemId, cancellationDate, isTrialPeriod, isInIntroOfferPeriod,
+                 promotionalOfferId: true
+            default: false
+            }
+        }
     }
 
     /// Reads the nested SET of one in-app attribute. A documented field with the wrong type is
@@ -49,10 +58,10 @@ public struct InAppPurchaseRecord: Hashable, Sendable {
         let context = "in-app"
         var record = InAppPurchaseRecord()
         record.attributes = try ReceiptAttribute.readSet(bytes, context: context)
-        var seen = Set<Int64>()
+        var seen = DocumentedFieldSet()
         for a in record.attributes {
-            if Field.typed.contains(a.type) {
-                guard seen.insert(a.type).inserted else {
+            if Field.isTyped(a.type) {
+                guard seen.insert(a.type) else {
                     throw VerificationError(.malformedReceipt, "in-app attribute \(a.type) appears twice")
                 }
             }
