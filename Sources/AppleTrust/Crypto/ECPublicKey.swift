@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 import IAPCore
+import Synchronization
 
 /// An EC public key (the leaf's P-256 key in a JWS chain). Owns its `EVP_PKEY`.
 public final class ECPublicKey: @unchecked Sendable {
@@ -10,12 +11,43 @@ public final class ECPublicKey: @unchecked Sendable {
     /// so asked of OpenSSL once rather than on every verification.
     public let isP256: Bool
 
+    /// Verify contexts initialised for this key and idle. Creating one per call showed up in
+    /// profiles of the warm JWS path; a context serves one verification at a time (taken out
+    /// under the lock, put back after a success, freed after a failure).
+    private let idleVerifyContexts = Mutex<[VerifyContext]>([])
+    private static let maxIdleVerifyContexts = 8
+
+    /// An `EVP_PKEY_CTX` owned by exactly one holder at a time (the pool or one verify call).
+    private struct VerifyContext: @unchecked Sendable { let pointer: OpaquePointer }
+
     /// Takes ownership of one reference to `pkey`.
     init(owning pkey: OpaquePointer) {
         self.pkey = pkey
         self.isP256 = EVP_PKEY_is_a(pkey, "EC") == 1 && EVP_PKEY_get_bits(pkey) == 256
     }
-    deinit { EVP_PKEY_free(pkey) }
+    deinit {
+        idleVerifyContexts.withLock { contexts in
+            for context in contexts { EVP_PKEY_CTX_free(context.pointer) }
+            contexts.removeAll()
+        }
+        EVP_PKEY_free(pkey)
+    }
+
+    private func takeVerifyContext() -> VerifyContext? {
+        if let idle = idleVerifyContexts.withLock({ $0.popLast() }) { return idle }
+        guard let ctx = EVP_PKEY_CTX_new(pkey, nil) else { return nil }
+        guard EVP_PKEY_verify_init(ctx) == 1 else { EVP_PKEY_CTX_free(ctx); return nil }
+        return VerifyContext(pointer: ctx)
+    }
+
+    private func giveBack(_ context: VerifyContext) {
+        let kept = idleVerifyContexts.withLock { contexts -> Bool in
+            guard contexts.count < Self.maxIdleVerifyContexts else { return false }
+            contexts.append(context)
+            return true
+        }
+        if !kept { EVP_PKEY_CTX_free(context.pointer) }
+    }
 
     /// Same key material (used to recognise a pinned root presented with another encoding).
     public func sameKey(as other: ECPublicKey) -> Bool { EVP_PKEY_eq(pkey, other.pkey) == 1 }
@@ -32,10 +64,12 @@ public final class ECPublicKey: @unchecked Sendable {
                 _ = SHA256(raw.bindMemory(to: UInt8.self).baseAddress, raw.count, digest.baseAddress)
             }
             let derCount = signature.withUnsafeBufferPointer { ES256Signature.writeDER(raw: $0, into: derSpace) }
-            guard let ctx = EVP_PKEY_CTX_new(pkey, nil) else { return false }
-            defer { EVP_PKEY_CTX_free(ctx); clearOpenSSLErrors() }
-            guard EVP_PKEY_verify_init(ctx) == 1 else { return false }
-            return EVP_PKEY_verify(ctx, derSpace.baseAddress, derCount, digest.baseAddress, 32) == 1
+            defer { clearOpenSSLErrors() }
+            guard let context = takeVerifyContext() else { return false }
+            let verified = EVP_PKEY_verify(context.pointer, derSpace.baseAddress, derCount, digest.baseAddress, 32) == 1
+            // Only a context whose last use succeeded goes back: a failure leaves nothing to reason about.
+            if verified { giveBack(context) } else { EVP_PKEY_CTX_free(context.pointer) }
+            return verified
         }
     }
 }
