@@ -45,21 +45,24 @@ public enum StrictBase64 {
                 var index = 0
                 let n = input.count
                 while index < n {
-                    if pending == 0 && padding == 0 {
+                    if pending == 0 && padding == 0, n > 0 {
+                        let groupStart = index
                         // Whole groups of four data symbols (the bulk of any input) in one step;
                         // `pad`, `skip` and `bad` all have bit 0x40 or 0x80 set.
+                        // Raw pointers: the bounds are established by the loop condition.
+                        let inp = input.baseAddress!, tab = t.baseAddress!, out = o.baseAddress!
                         while index &+ 4 <= n {
-                            let a = t[Int(input[index])], b = t[Int(input[index &+ 1])]
-                            let c = t[Int(input[index &+ 2])], d = t[Int(input[index &+ 3])]
+                            let a = tab[Int(inp[index])], b = tab[Int(inp[index &+ 1])]
+                            let c = tab[Int(inp[index &+ 2])], d = tab[Int(inp[index &+ 3])]
                             guard (a | b | c | d) & 0xC0 == 0 else { break }
                             let v = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
-                            o[j] = UInt8(truncatingIfNeeded: v >> 16)
-                            o[j &+ 1] = UInt8(truncatingIfNeeded: v >> 8)
-                            o[j &+ 2] = UInt8(truncatingIfNeeded: v)
+                            out[j] = UInt8(truncatingIfNeeded: v >> 16)
+                            out[j &+ 1] = UInt8(truncatingIfNeeded: v >> 8)
+                            out[j &+ 2] = UInt8(truncatingIfNeeded: v)
                             j &+= 3
                             index &+= 4
-                            symbols &+= 4
                         }
+                        symbols &+= index - groupStart
                         if index >= n { break }
                     }
                     let v = t[Int(input[index])]
