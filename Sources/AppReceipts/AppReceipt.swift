@@ -45,7 +45,10 @@ public struct AppReceipt: Hashable, Sendable {
     public static func parsePayload(_ bytes: [UInt8]) throws(VerificationError) -> AppReceipt {
         let context = "receipt"
         var receipt = AppReceipt()
-        receipt.attributes = try ReceiptAttribute.readSet(bytes, context: context)
+        // One receipt repeats most values across records (the 187-record sandbox receipt has
+        // 3,761 attributes but 836 distinct values): equal values share one copy.
+        var interner = AttributeValueInterner()
+        receipt.attributes = try ReceiptAttribute.readSet(bytes, context: context, interner: &interner)
         var seen = DocumentedFieldSet()
         for a in receipt.attributes {
             // Undocumented types are Apple's to repeat; a documented one twice is ambiguous.
@@ -65,7 +68,7 @@ public struct AppReceipt: Hashable, Sendable {
             case Field.originalPurchaseDate: receipt.originalPurchaseDate = try a.date(context)
             case Field.originalAppVersion: receipt.originalAppVersion = try a.string(context)
             case Field.expirationDate: receipt.expirationDate = try a.date(context)
-            case Field.inAppPurchase: receipt.inAppPurchases.append(try InAppPurchaseRecord.parse(a.rawValue))
+            case Field.inAppPurchase: receipt.inAppPurchases.append(try InAppPurchaseRecord.parse(a.rawValue, interner: &interner))
             default: break
             }
         }

@@ -9,9 +9,8 @@
 struct CanonicalAttribute {
     let type: Int64
     let version: Int64
-    let rawValue: [UInt8]
-    /// The decoded value when it is a canonical INTEGER or ASCII string; nil means "decode as usual".
-    let value: ReceiptAttributeValue?
+    /// Where the OCTET STRING contents (the attribute's raw value) lie in the buffer.
+    let value: Range<Int>
     /// Where the next member starts.
     let next: Int
 
@@ -22,8 +21,7 @@ struct CanonicalAttribute {
               afterVersion < seqEnd, b[afterVersion] == 0x04,
               let (valueStart, valueEnd) = definiteLength(b, at: afterVersion + 1, end: seqEnd),
               valueEnd == seqEnd else { return nil }
-        let raw = UnsafeBufferPointer(rebasing: b[valueStart..<valueEnd])
-        return CanonicalAttribute(type: type, version: version, rawValue: Array(raw), value: simpleValue(raw), next: seqEnd)
+        return CanonicalAttribute(type: type, version: version, value: valueStart..<valueEnd, next: seqEnd)
     }
 
     /// How many definite-length elements lie between `start` and `end`, counting until the first
@@ -77,7 +75,7 @@ struct CanonicalAttribute {
 
     /// What `ReceiptAttributeValue.decode` returns for a value that is exactly one short-form
     /// INTEGER, or UTF8String/IA5String of ASCII; nil for anything else (decoded the usual way).
-    private static func simpleValue(_ raw: UnsafeBufferPointer<UInt8>) -> ReceiptAttributeValue? {
+    static func simpleValue(_ raw: UnsafeBufferPointer<UInt8>) -> ReceiptAttributeValue? {
         guard raw.count >= 2, raw[1] < 0x80, Int(raw[1]) == raw.count - 2 else { return nil }
         let content = UnsafeBufferPointer(rebasing: raw[2...])
         switch raw[0] {

@@ -55,9 +55,15 @@ public struct InAppPurchaseRecord: Hashable, Sendable {
     /// Reads the nested SET of one in-app attribute. A documented field with the wrong type is
     /// MALFORMED_RECEIPT; a field given twice is refused rather than resolved by "last one wins".
     static func parse(_ bytes: [UInt8]) throws(VerificationError) -> InAppPurchaseRecord {
+        var interner = AttributeValueInterner()
+        return try parse(bytes, interner: &interner)
+    }
+
+    /// As `parse(_:)`, sharing equal attribute values with the other records of one receipt.
+    static func parse(_ bytes: [UInt8], interner: inout AttributeValueInterner) throws(VerificationError) -> InAppPurchaseRecord {
         let context = "in-app"
         var record = InAppPurchaseRecord()
-        record.attributes = try ReceiptAttribute.readSet(bytes, context: context)
+        record.attributes = try ReceiptAttribute.readSet(bytes, context: context, interner: &interner)
         var seen = DocumentedFieldSet()
         for a in record.attributes {
             if Field.isTyped(a.type) {

@@ -75,6 +75,13 @@ public struct ReceiptAttribute: Hashable, Sendable {
 
     /// Reads a payload SET of attribute sequences.
     static func readSet(_ bytes: [UInt8], context: String) throws(VerificationError) -> [ReceiptAttribute] {
+        var interner = AttributeValueInterner()
+        return try readSet(bytes, context: context, interner: &interner)
+    }
+
+    /// Reads a payload SET of attribute sequences, sharing equal values through `interner`.
+    static func readSet(_ bytes: [UInt8], context: String,
+                        interner: inout AttributeValueInterner) throws(VerificationError) -> [ReceiptAttribute] {
         var outer = try DERReader(bytes)
         // The error texts are built only when needed (this runs once per in-app record).
         guard let set = try outer.readIfPresent(.set) else { _ = try outer.read(.set, "\(context) attribute SET"); return [] }
@@ -88,12 +95,13 @@ public struct ReceiptAttribute: Hashable, Sendable {
         while !members.isAtEnd {
             // Canonical members are read in place; anything else (and every error) goes through
             // the general reader below, which decides exactly as before.
-            let fast = buffer.withUnsafeBufferPointer {
-                CanonicalAttribute.read($0, at: members.position, end: members.endPosition)
+            let fast = buffer.withUnsafeBufferPointer { b -> (attribute: ReceiptAttribute, next: Int)? in
+                guard let a = CanonicalAttribute.read(b, at: members.position, end: members.endPosition) else { return nil }
+                let (raw, value) = interner.intern(UnsafeBufferPointer(rebasing: b[a.value]))
+                return (ReceiptAttribute(type: a.type, version: a.version, rawValue: raw, value: value), a.next)
             }
             if let fast {
-                attributes.append(ReceiptAttribute(type: fast.type, version: fast.version, rawValue: fast.rawValue,
-                                                   value: fast.value ?? ReceiptAttributeValue.decode(fast.rawValue)))
+                attributes.append(fast.attribute)
                 members.skip(to: fast.next)
                 continue
             }
