@@ -36,6 +36,14 @@ public struct AppReceipt: Hashable, Sendable {
         public static let expirationDate: Int64 = 21
         static let documentedSingle: Set<Int64> = [receiptType, appItemId, bundleId, appVersion, opaque, sha1Hash,
                                                    creationDate, originalPurchaseDate, originalAppVersion, expirationDate]
+        /// `documentedSingle.contains(type)` without hashing.
+        static func isDocumentedSingle(_ type: Int64) -> Bool {
+            switch type {
+            case receiptType, appItemId, bundleId, appVersion, opaque, sha1Hash, creationDate, originalPurchaseDate,
+                 originalAppVersion, expirationDate: true
+            default: false
+            }
+        }
     }
 
     /// Xcode's StoreKit Testing signs receipts with a local self-signed key.
@@ -48,11 +56,15 @@ public struct AppReceipt: Hashable, Sendable {
         // One receipt repeats most values across records (the 187-record sandbox receipt has
         // 3,761 attributes but 836 distinct values): equal values share one copy.
         var interner = AttributeValueInterner()
-        receipt.attributes = try ReceiptAttribute.readSet(bytes, context: context, interner: &interner)
+        let attributes = try ReceiptAttribute.readSet(bytes, context: context, interner: &interner)
+        receipt.attributes = attributes
+        var inAppCount = 0
+        for a in attributes where a.type == Field.inAppPurchase { inAppCount += 1 }
+        receipt.inAppPurchases.reserveCapacity(inAppCount)
         var seen = DocumentedFieldSet()
-        for a in receipt.attributes {
+        for a in attributes {
             // Undocumented types are Apple's to repeat; a documented one twice is ambiguous.
-            if Field.documentedSingle.contains(a.type) {
+            if Field.isDocumentedSingle(a.type) {
                 guard seen.insert(a.type) else {
                     throw VerificationError(.malformedReceipt, "receipt attribute \(a.type) appears twice")
                 }

@@ -49,10 +49,20 @@ struct AttributeValueInterner {
         return stored.withUnsafeBufferPointer { memcmp($0.baseAddress!, raw.baseAddress!, raw.count) == 0 }
     }
 
-    /// FNV-1a: short inputs, and collisions only cost probes (bounded above), never correctness.
+    /// A multiply-xorshift over 8-byte words (short inputs; collisions only cost probes, which are
+    /// bounded above, never correctness).
     private static func hash(_ raw: UnsafeBufferPointer<UInt8>) -> UInt64 {
-        var h: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in raw { h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        var h = UInt64(raw.count) &* 0x9E37_79B9_7F4A_7C15
+        let base = UnsafeRawPointer(raw.baseAddress)
+        var i = 0
+        while i &+ 8 <= raw.count {
+            h = (h ^ base!.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0xBF58_476D_1CE4_E5B9
+            h ^= h >> 31
+            i &+= 8
+        }
+        var tail: UInt64 = 0
+        while i < raw.count { tail = tail << 8 | UInt64(raw[i]); i &+= 1 }
+        h = (h ^ tail) &* 0x94D0_49BB_1331_11EB
         return h ^ (h >> 29)
     }
 }

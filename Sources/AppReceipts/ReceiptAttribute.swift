@@ -89,32 +89,34 @@ public struct ReceiptAttribute: Hashable, Sendable {
         var members = try set.children()
         var attributes: [ReceiptAttribute] = []
         let buffer = members.buffer
-        attributes.reserveCapacity(buffer.withUnsafeBufferPointer {
-            CanonicalAttribute.count($0, from: members.position, end: members.endPosition)
-        })
-        while !members.isAtEnd {
-            // Canonical members are read in place; anything else (and every error) goes through
-            // the general reader below, which decides exactly as before.
-            let fast = buffer.withUnsafeBufferPointer { b -> (attribute: ReceiptAttribute, next: Int)? in
-                guard let a = CanonicalAttribute.read(b, at: members.position, end: members.endPosition) else { return nil }
-                let (raw, value) = interner.intern(UnsafeBufferPointer(rebasing: b[a.value]))
-                return (ReceiptAttribute(type: a.type, version: a.version, rawValue: raw, value: value), a.next)
+        // One pass over the buffer in place; positions are plain integers so the loop does not
+        // copy (and retain) the reader per member.
+        try buffer.withUnsafeBufferPointer { (b) throws(VerificationError) in
+            let end = members.endPosition
+            var position = members.position
+            attributes.reserveCapacity(CanonicalAttribute.count(b, from: position, end: end))
+            while position < end {
+                // Canonical members are read in place; anything else (and every error) goes
+                // through the general reader below, which decides exactly as before.
+                if let a = CanonicalAttribute.read(b, at: position, end: end) {
+                    let (raw, value) = interner.intern(UnsafeBufferPointer(rebasing: b[a.value]))
+                    attributes.append(ReceiptAttribute(type: a.type, version: a.version, rawValue: raw, value: value))
+                    position = a.next
+                    continue
+                }
+                members.skip(to: position)
+                guard let member = try members.next() else { break }
+                guard member.tag == .sequence else {
+                    throw DERReader.malformed("expected \(context) attribute SEQUENCE, found \(member.tag)", at: member.offset)
+                }
+                var fields = try member.children()
+                let type = try fields.read(.integer, "attribute type").integer()
+                let version = try fields.read(.integer, "attribute version").integer()
+                let value = try fields.read(.octetString, "attribute value").octetString()
+                try fields.finish("attribute value")
+                attributes.append(ReceiptAttribute(type: type, version: version, rawValue: value))
+                position = members.position
             }
-            if let fast {
-                attributes.append(fast.attribute)
-                members.skip(to: fast.next)
-                continue
-            }
-            guard let member = try members.next() else { break }
-            guard member.tag == .sequence else {
-                throw DERReader.malformed("expected \(context) attribute SEQUENCE, found \(member.tag)", at: member.offset)
-            }
-            var fields = try member.children()
-            let type = try fields.read(.integer, "attribute type").integer()
-            let version = try fields.read(.integer, "attribute version").integer()
-            let value = try fields.read(.octetString, "attribute value").octetString()
-            try fields.finish("attribute value")
-            attributes.append(ReceiptAttribute(type: type, version: version, rawValue: value))
         }
         return attributes
     }
