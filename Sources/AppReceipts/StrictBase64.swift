@@ -32,13 +32,27 @@ public enum StrictBase64 {
         return t
     }()
 
+    /// The same table pre-shifted for each position of a group of four, so a group decodes with
+    /// four lookups and three ORs; anything but a data symbol sets a bit in the top byte.
+    private static let groupTables: [UInt32] = {
+        var t = [UInt32](repeating: 0xFF00_0000, count: 4 * 256)
+        for c in 0..<256 where table[c] < pad {
+            let v = UInt32(table[c])
+            t[c] = v << 18
+            t[256 + c] = v << 12
+            t[512 + c] = v << 6
+            t[768 + c] = v
+        }
+        return t
+    }()
+
     private enum Failure { case badCharacter(Int), empty, length(Int), misplacedPadding, unusedBits }
 
     /// One pass: symbols are decoded as they are met; the checks and their order (bad character
     /// first, then emptiness, length, padding placement, unused bits) are those of the rules above.
     private static func decode(_ input: UnsafeBufferPointer<UInt8>) throws(VerificationError) -> [UInt8] {
         var failure: Failure?
-        let out = table.withUnsafeBufferPointer { t in
+        let out = table.withUnsafeBufferPointer { t in groupTables.withUnsafeBufferPointer { g in
             [UInt8](unsafeUninitializedCapacity: input.count / 4 * 3 + 3) { o, initialized in
                 var acc: UInt32 = 0, pending = 0, symbols = 0, padding = 0, j = 0
                 var dataAfterPadding = false
@@ -47,18 +61,17 @@ public enum StrictBase64 {
                 while index < n {
                     if pending == 0 && padding == 0, n > 0 {
                         let groupStart = index
-                        // Whole groups of four data symbols (the bulk of any input) in one step;
-                        // `pad`, `skip` and `bad` all have bit 0x40 or 0x80 set.
-                        // Raw pointers: the bounds are established by the loop condition.
-                        let inp = input.baseAddress!, tab = t.baseAddress!, out = o.baseAddress!
+                        // Whole groups of four data symbols (the bulk of any input) in one step.
+                        // Raw pointers: the bounds are established by the loop condition. Each
+                        // group is stored as 4 bytes whose last is overwritten by the next group
+                        // or lies past `initialized`: j + 4 <= capacity holds for every group.
+                        let inp = input.baseAddress!, out = UnsafeMutableRawPointer(o.baseAddress!)
+                        let g0 = g.baseAddress!, g1 = g0 + 256, g2 = g0 + 512, g3 = g0 + 768
                         while index &+ 4 <= n {
-                            let a = tab[Int(inp[index])], b = tab[Int(inp[index &+ 1])]
-                            let c = tab[Int(inp[index &+ 2])], d = tab[Int(inp[index &+ 3])]
-                            guard (a | b | c | d) & 0xC0 == 0 else { break }
-                            let v = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
-                            out[j] = UInt8(truncatingIfNeeded: v >> 16)
-                            out[j &+ 1] = UInt8(truncatingIfNeeded: v >> 8)
-                            out[j &+ 2] = UInt8(truncatingIfNeeded: v)
+                            let v = g0[Int(inp[index])] | g1[Int(inp[index &+ 1])]
+                                | g2[Int(inp[index &+ 2])] | g3[Int(inp[index &+ 3])]
+                            guard v & 0xFF00_0000 == 0 else { break }
+                            out.storeBytes(of: (v << 8).bigEndian, toByteOffset: j, as: UInt32.self)
                             j &+= 3
                             index &+= 4
                         }
@@ -104,7 +117,7 @@ public enum StrictBase64 {
                 }
                 initialized = j
             }
-        }
+        } }
         switch failure {
         case nil: return out
         case .badCharacter(let index):
