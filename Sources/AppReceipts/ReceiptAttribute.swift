@@ -132,7 +132,7 @@ public enum RFC3339 {
     }
 
     private static func milliseconds(utf8 c: UnsafeBufferPointer<UInt8>) -> Int64? {
-        func digits(_ at: Int, _ count: Int) -> Int? {
+        @inline(__always) func digits(_ at: Int, _ count: Int) -> Int? {
             guard at + count <= c.count else { return nil }
             var v = 0
             for i in at..<(at + count) {
