@@ -92,8 +92,10 @@ public struct StrictJSON: Sendable {
             var result: [String: JSONValue] = [:]
             skipWhitespace()
             if pos < buf.count, buf[pos] == UInt8(ascii: "}") { pos += 1; return .object(result) }
-            // Apple's payloads carry ~10-30 keys: skip the first few rehashing growths.
-            result.reserveCapacity(16)
+            // Apple's payloads carry ~10-30 keys at the top: skip the first few rehashing
+            // growths there. Only there: reserving for every nested object would let a body of
+            // many tiny objects cost far more memory than its size.
+            if depth == 1 { result.reserveCapacity(16) }
             while true {
                 skipWhitespace()
                 guard pos < buf.count, buf[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
