@@ -36,6 +36,14 @@ public struct AppReceipt: Hashable, Sendable {
         public static let expirationDate: Int64 = 21
         static let documentedSingle: Set<Int64> = [receiptType, appItemId, bundleId, appVersion, opaque, sha1Hash,
                                                    creationDate, originalPurchaseDate, originalAppVersion, expirationDate]
+        /// `documentedSingle.contains(type)` without hashing.
+        static func isDocumentedSingle(_ type: Int64) -> Bool {
+            switch type {
+            case receiptType, appItemId, bundleId, appVersion, opaque, sha1Hash, creationDate, originalPurchaseDate,
+                 originalAppVersion, expirationDate: true
+            default: false
+            }
+        }
     }
 
     /// Xcode's StoreKit Testing signs receipts with a local self-signed key.
@@ -45,12 +53,19 @@ public struct AppReceipt: Hashable, Sendable {
     public static func parsePayload(_ bytes: [UInt8]) throws(VerificationError) -> AppReceipt {
         let context = "receipt"
         var receipt = AppReceipt()
-        receipt.attributes = try ReceiptAttribute.readSet(bytes, context: context)
-        var seen = Set<Int64>()
-        for a in receipt.attributes {
+        // One receipt repeats most values across records (the 187-record sandbox receipt has
+        // 3,761 attributes but 836 distinct values): equal values share one copy.
+        var interner = AttributeValueInterner()
+        let attributes = try ReceiptAttribute.readSet(bytes, context: context, interner: &interner)
+        receipt.attributes = attributes
+        var inAppCount = 0
+        for a in attributes where a.type == Field.inAppPurchase { inAppCount += 1 }
+        receipt.inAppPurchases.reserveCapacity(inAppCount)
+        var seen = DocumentedFieldSet()
+        for a in attributes {
             // Undocumented types are Apple's to repeat; a documented one twice is ambiguous.
-            if Field.documentedSingle.contains(a.type) {
-                guard seen.insert(a.type).inserted else {
+            if Field.isDocumentedSingle(a.type) {
+                guard seen.insert(a.type) else {
                     throw VerificationError(.malformedReceipt, "receipt attribute \(a.type) appears twice")
                 }
             }
@@ -65,7 +80,7 @@ public struct AppReceipt: Hashable, Sendable {
             case Field.originalPurchaseDate: receipt.originalPurchaseDate = try a.date(context)
             case Field.originalAppVersion: receipt.originalAppVersion = try a.string(context)
             case Field.expirationDate: receipt.expirationDate = try a.date(context)
-            case Field.inAppPurchase: receipt.inAppPurchases.append(try InAppPurchaseRecord.parse(a.rawValue))
+            case Field.inAppPurchase: receipt.inAppPurchases.append(try InAppPurchaseRecord.parse(a.rawValue, interner: &interner))
             default: break
             }
         }
@@ -136,5 +151,29 @@ public struct PKCS7SignedData: Sendable {
         guard let payload = try octets.next() else { throw VerificationError(.malformedReceipt, "receipt has no content") }
         try octets.finish("eContent")
         return PKCS7SignedData(content: try payload.octetString())
+    }
+}
+
+/// The documented attribute types already seen in one SET. Documented types are small numbers
+/// (0...21 and 1701...1721), so a bitmask replaces a hashed `Set<Int64>` per record; any other
+/// type falls back to the set, so the answer is always exactly set membership.
+struct DocumentedFieldSet {
+    private var low: UInt64 = 0
+    private var inApp: UInt64 = 0
+    private var others: Set<Int64> = []
+
+    /// Inserts `type`; false when it was already there.
+    mutating func insert(_ type: Int64) -> Bool {
+        if type >= 0 && type < 64 {
+            let bit: UInt64 = 1 << UInt64(type)
+            defer { low |= bit }
+            return low & bit == 0
+        }
+        if type >= 1700 && type < 1764 {
+            let bit: UInt64 = 1 << UInt64(type - 1700)
+            defer { inApp |= bit }
+            return inApp & bit == 0
+        }
+        return others.insert(type).inserted
     }
 }

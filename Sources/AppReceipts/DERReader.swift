@@ -56,6 +56,15 @@ public struct DERElement: Sendable {
         guard tag == expected else { throw DERReader.malformed("expected \(what), found \(tag)", at: offset) }
     }
 
+    /// The bytes as a String when every one is 7-bit ASCII; nil otherwise.
+    static func asciiString(_ bytes: ArraySlice<UInt8>) -> String? {
+        bytes.withUnsafeBufferPointer { b -> String? in
+            var high: UInt8 = 0
+            for byte in b { high |= byte }
+            return high < 0x80 ? String(decoding: b, as: UTF8.self) : nil
+        }
+    }
+
     /// A signed INTEGER that fits in 64 bits; non-minimal encodings are refused.
     public func integer() throws(VerificationError) -> Int64 {
         try expect(.integer, "INTEGER")
@@ -78,7 +87,7 @@ public struct DERElement: Sendable {
         guard tag.tagClass == .universal, tag.number == 4 else {
             throw DERReader.malformed("expected OCTET STRING, found \(tag)", at: offset)
         }
-        if !tag.constructed { return Array(content) }
+        if !tag.constructed { return content.withUnsafeBufferPointer { Array($0) } }
         var joined: [UInt8] = []
         var parts = try children()
         while let part = try parts.next() { joined += try part.octetString() }
@@ -109,13 +118,16 @@ public struct DERElement: Sendable {
     public func string() throws(VerificationError) -> String {
         switch tag {
         case .utf8String:
+            // ASCII (nearly every receipt string) is valid UTF-8 as is; only other text takes
+            // the slower validating initialiser.
+            if let s = Self.asciiString(content) { return s }
             guard let s = String(validating: content, as: UTF8.self) else {
                 throw DERReader.malformed("UTF8String is not valid UTF-8", at: offset)
             }
             return s
         case .ia5String:
-            guard content.allSatisfy({ $0 < 0x80 }) else { throw DERReader.malformed("IA5String has non-ASCII bytes", at: offset) }
-            return String(decoding: content, as: UTF8.self)
+            guard let s = Self.asciiString(content) else { throw DERReader.malformed("IA5String has non-ASCII bytes", at: offset) }
+            return s
         default:
             throw DERReader.malformed("expected UTF8String or IA5String, found \(tag)", at: offset)
         }
@@ -190,6 +202,17 @@ public struct DERReader: Sendable {
         if element.tag == tag { return element }
         position = saved
         return nil
+    }
+
+    /// The whole buffer and the end of this reader's range, for this module's fast paths (which
+    /// read canonical DER in place and hand anything else back to `next()`).
+    var buffer: [UInt8] { bytes }
+    var endPosition: Int { end }
+
+    /// Moves past elements a fast path has already read; `to` must lie within what is left.
+    mutating func skip(to newPosition: Int) {
+        precondition(newPosition >= position && newPosition <= end)
+        position = newPosition
     }
 
     /// Refuses anything left over: trailing bytes are where parser differentials hide.

@@ -41,37 +41,58 @@ public struct InAppPurchaseRecord: Hashable, Sendable {
         static let typed: Set<Int64> = [quantity, productId, transactionId, purchaseDate, originalTransactionId,
                                         originalPurchaseDate, expiresDate, webOrderLineItemId, cancellationDate,
                                         isTrialPeriod, isInIntroOfferPeriod, promotionalOfferId]
+        /// `typed.contains(type)` without hashing (runs for every attribute of every record).
+        static func isTyped(_ type: Int64) -> Bool {
+            switch type {
+            case quantity, productId, transactionId, purchaseDate, originalTransactionId, originalPurchaseDate,
+                 expiresDate, webOrderLineItemId, cancellationDate, isTrialPeriod, isInIntroOfferPeriod,
+                 promotionalOfferId: true
+            default: false
+            }
+        }
     }
 
     /// Reads the nested SET of one in-app attribute. A documented field with the wrong type is
     /// MALFORMED_RECEIPT; a field given twice is refused rather than resolved by "last one wins".
     static func parse(_ bytes: [UInt8]) throws(VerificationError) -> InAppPurchaseRecord {
+        var interner = AttributeValueInterner()
+        return try parse(bytes, interner: &interner)
+    }
+
+    /// As `parse(_:)`, sharing equal attribute values with the other records of one receipt.
+    static func parse(_ bytes: [UInt8], interner: inout AttributeValueInterner) throws(VerificationError) -> InAppPurchaseRecord {
         let context = "in-app"
         var record = InAppPurchaseRecord()
-        record.attributes = try ReceiptAttribute.readSet(bytes, context: context)
-        var seen = Set<Int64>()
-        for a in record.attributes {
-            if Field.typed.contains(a.type) {
-                guard seen.insert(a.type).inserted else {
-                    throw VerificationError(.malformedReceipt, "in-app attribute \(a.type) appears twice")
+        let attributes = try ReceiptAttribute.readSet(bytes, context: context, interner: &interner)
+        record.attributes = attributes
+        var seen = DocumentedFieldSet()
+        // Attributes are read in place by index: binding each to a local would copy (retain and
+        // release) its array and value for every attribute of every record.
+        try attributes.withUnsafeBufferPointer { (all) throws(VerificationError) in
+            for i in all.indices {
+                let type = all[i].type
+                if Field.isTyped(type) {
+                    guard seen.insert(type) else {
+                        throw VerificationError(.malformedReceipt, "in-app attribute \(type) appears twice")
+                    }
                 }
-            }
-            switch a.type {
-            case Field.quantity: record.quantity = try a.integer(context)
-            case Field.productId: record.productId = try a.string(context)
-            case Field.transactionId: record.transactionId = try a.string(context)
-            case Field.originalTransactionId: record.originalTransactionId = try a.string(context)
-            case Field.purchaseDate: record.purchaseDate = try a.date(context)
-            case Field.originalPurchaseDate: record.originalPurchaseDate = try a.date(context)
-            case Field.expiresDate: record.expiresDate = try a.date(context)
-            case Field.cancellationDate: record.cancellationDate = try a.date(context)
-            case Field.webOrderLineItemId: record.webOrderLineItemId = try a.integer(context)
-            case Field.isTrialPeriod: record.isTrialPeriod = try a.integer(context) != 0
-            case Field.isInIntroOfferPeriod: record.isInIntroOfferPeriod = try a.integer(context) != 0
-            case Field.promotionalOfferId:
-                let s = try a.string(context)
-                record.promotionalOfferId = s.isEmpty ? nil : s
-            default: break
+                switch type {
+                case Field.quantity: record.quantity = try all[i].integer(context)
+                case Field.productId: record.productId = try all[i].string(context)
+                case Field.transactionId: record.transactionId = try all[i].string(context)
+                case Field.originalTransactionId: record.originalTransactionId = try all[i].string(context)
+                case Field.purchaseDate: record.purchaseDate = try all[i].date(context)
+                case Field.originalPurchaseDate: record.originalPurchaseDate = try all[i].date(context)
+                case Field.expiresDate: record.expiresDate = try all[i].date(context)
+                case Field.cancellationDate: record.cancellationDate = try all[i].date(context)
+                case Field.webOrderLineItemId: record.webOrderLineItemId = try all[i].integer(context)
+                case Field.isTrialPeriod: record.isTrialPeriod = try all[i].integer(context) != 0
+                case Field.isInIntroOfferPeriod: record.isInIntroOfferPeriod = try all[i].integer(context) != 0
+                case Field.promotionalOfferId:
+                    let s = try all[i].string(context)
+                    record.promotionalOfferId = s.isEmpty ? nil : s
+                default: break
+                }
             }
         }
         return record

@@ -100,8 +100,12 @@ final class ReceiptTrustStore: @unchecked Sendable {
         guard iapgw_PKCS7_type_is_signed(p7) == 1, let signed = iapgw_PKCS7_signed_content(p7) else {
             throw VerificationError(.malformedReceipt, "receipt is not PKCS#7 SignedData with data content")
         }
-        let openSSLContent = Array(UnsafeBufferPointer(start: ASN1_STRING_get0_data(signed), count: Int(ASN1_STRING_length(signed))))
-        guard openSSLContent == expectedContent else {
+        // Compared in place (memcmp), not copied: the content is the whole ~80 KB payload.
+        let openSSLCount = Int(ASN1_STRING_length(signed))
+        let sameContent = openSSLCount == expectedContent.count && expectedContent.withUnsafeBufferPointer { mine in
+            openSSLCount == 0 || (ASN1_STRING_get0_data(signed).map { memcmp($0, mine.baseAddress!, openSSLCount) == 0 } ?? false)
+        }
+        guard sameContent else {
             throw VerificationError(.malformedReceipt, "receipt content is ambiguous (parsers disagree)")
         }
         // PKCS7_verify accepts if every signer verifies; a second SignerInfo is never Apple's and

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// What a verified chain leaves behind: enough to check the next signature under the same header
@@ -10,12 +11,43 @@ struct VerifiedChain: @unchecked Sendable {
     var revocationCheckedAt: Int64?
 }
 
-/// Exact bytes as a dictionary key, hashed in one pass (the default `[UInt8]` hash feeds the
-/// hasher byte by byte, which showed up in profiles for 4 KiB headers).
-struct ExactBytes: Hashable, Sendable {
-    let bytes: [UInt8]
-    func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
-    static func == (a: ExactBytes, b: ExactBytes) -> Bool { a.bytes == b.bytes }
+/// Exact bytes as a dictionary key. Stored keys own their bytes; a lookup key borrows the caller's
+/// buffer for the duration of the lookup, so a hit copies nothing.
+///
+/// Equality is always all bytes. The hash covers the length and only the first `hashedPrefix`
+/// bytes: x5c headers differ early (the leaf certificate comes first, and its serial number near
+/// its start), and hashing all ~4 KiB cost more than the rest of the lookup. Headers that share a
+/// prefix only share a bucket; the cache is bounded, so that costs at most a few comparisons.
+struct ExactBytes: Hashable, @unchecked Sendable {
+    static let hashedPrefix = 256
+
+    private let owned: [UInt8]?
+    private let borrowed: UnsafeBufferPointer<UInt8>?
+
+    /// A key that owns a copy of `bytes` (for storing).
+    init(copying bytes: UnsafeBufferPointer<UInt8>) { owned = Array(bytes); borrowed = nil }
+    /// A key valid only while `bytes` is (for lookups under the lock).
+    init(borrowing bytes: UnsafeBufferPointer<UInt8>) { owned = nil; borrowed = bytes }
+
+    private func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let owned { return owned.withUnsafeBufferPointer(body) }
+        return body(borrowed!)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        withBytes { b in
+            hasher.combine(b.count)
+            hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: b[0..<min(b.count, Self.hashedPrefix)])))
+        }
+    }
+
+    static func == (a: ExactBytes, b: ExactBytes) -> Bool {
+        a.withBytes { x in
+            b.withBytes { y in
+                x.count == y.count && (x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0)
+            }
+        }
+    }
 }
 
 /// A bounded map from the exact bytes of a JWS header segment (which carries x5c) to its verified
@@ -40,7 +72,7 @@ final class VerifiedChainCache: Sendable {
 
     func lookup(_ key: UnsafeBufferPointer<UInt8>) -> VerifiedChain? {
         guard capacity > 0 else { missCount.add(1, ordering: .relaxed); return nil }
-        let k = ExactBytes(bytes: Array(key))
+        let k = ExactBytes(borrowing: key)
         let found = state.withLock { $0.entries[k] }
         if found == nil { missCount.add(1, ordering: .relaxed) } else { hitCount.add(1, ordering: .relaxed) }
         return found
@@ -48,7 +80,7 @@ final class VerifiedChainCache: Sendable {
 
     func store(_ key: UnsafeBufferPointer<UInt8>, _ chain: VerifiedChain) {
         guard capacity > 0 else { return }
-        let k = ExactBytes(bytes: Array(key))
+        let k = ExactBytes(copying: key)
         state.withLock { s in
             if s.entries.updateValue(chain, forKey: k) != nil { return }
             if s.order.count < capacity {

@@ -1,18 +1,52 @@
 import COpenSSL
 import Foundation
 import IAPCore
+import Synchronization
 
 /// An EC public key (the leaf's P-256 key in a JWS chain). Owns its `EVP_PKEY`.
 public final class ECPublicKey: @unchecked Sendable {
     let pkey: OpaquePointer
 
-    /// Takes ownership of one reference to `pkey`.
-    init(owning pkey: OpaquePointer) { self.pkey = pkey }
-    deinit { EVP_PKEY_free(pkey) }
+    /// Whether this is a key on NIST P-256, the only curve ES256 allows. Fixed for the key's life,
+    /// so asked of OpenSSL once rather than on every verification.
+    public let isP256: Bool
 
-    /// Whether this is a key on NIST P-256, the only curve ES256 allows.
-    public var isP256: Bool {
-        EVP_PKEY_is_a(pkey, "EC") == 1 && EVP_PKEY_get_bits(pkey) == 256
+    /// Verify contexts initialised for this key and idle. Creating one per call showed up in
+    /// profiles of the warm JWS path; a context serves one verification at a time (taken out
+    /// under the lock, put back after a success, freed after a failure).
+    private let idleVerifyContexts = Mutex<[VerifyContext]>([])
+    private static let maxIdleVerifyContexts = 8
+
+    /// An `EVP_PKEY_CTX` owned by exactly one holder at a time (the pool or one verify call).
+    private struct VerifyContext: @unchecked Sendable { let pointer: OpaquePointer }
+
+    /// Takes ownership of one reference to `pkey`.
+    init(owning pkey: OpaquePointer) {
+        self.pkey = pkey
+        self.isP256 = EVP_PKEY_is_a(pkey, "EC") == 1 && EVP_PKEY_get_bits(pkey) == 256
+    }
+    deinit {
+        idleVerifyContexts.withLock { contexts in
+            for context in contexts { EVP_PKEY_CTX_free(context.pointer) }
+            contexts.removeAll()
+        }
+        EVP_PKEY_free(pkey)
+    }
+
+    private func takeVerifyContext() -> VerifyContext? {
+        if let idle = idleVerifyContexts.withLock({ $0.popLast() }) { return idle }
+        guard let ctx = EVP_PKEY_CTX_new(pkey, nil) else { return nil }
+        guard EVP_PKEY_verify_init(ctx) == 1 else { EVP_PKEY_CTX_free(ctx); return nil }
+        return VerifyContext(pointer: ctx)
+    }
+
+    private func giveBack(_ context: VerifyContext) {
+        let kept = idleVerifyContexts.withLock { contexts -> Bool in
+            guard contexts.count < Self.maxIdleVerifyContexts else { return false }
+            contexts.append(context)
+            return true
+        }
+        if !kept { EVP_PKEY_CTX_free(context.pointer) }
     }
 
     /// Same key material (used to recognise a pinned root presented with another encoding).
@@ -22,32 +56,49 @@ public final class ECPublicKey: @unchecked Sendable {
     /// `ECDSA-Sig-Value` OpenSSL expects, checked over SHA-256 of `message`.
     public func verifyES256<Message: ContiguousBytes>(signature: [UInt8], message: Message) -> Bool {
         guard signature.count == 64, isP256 else { return false }
-        let der = ES256Signature.derFromRaw(signature)
-        let digest = SHA256Digest.hash(message)
-        guard let ctx = EVP_PKEY_CTX_new(pkey, nil) else { return false }
-        defer { EVP_PKEY_CTX_free(ctx); clearOpenSSLErrors() }
-        guard EVP_PKEY_verify_init(ctx) == 1 else { return false }
-        return der.withUnsafeBufferPointer { d in
-            digest.withUnsafeBufferPointer { h in
-                EVP_PKEY_verify(ctx, d.baseAddress, d.count, h.baseAddress, h.count) == 1
+        // Digest and DER signature live on the stack: this runs once per JWS on the hot path.
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32 + ES256Signature.maxDERCount) { scratch in
+            let digest = UnsafeMutableBufferPointer(rebasing: scratch[0..<32])
+            let derSpace = UnsafeMutableBufferPointer(rebasing: scratch[32...])
+            message.withUnsafeBytes { raw in
+                _ = SHA256(raw.bindMemory(to: UInt8.self).baseAddress, raw.count, digest.baseAddress)
             }
+            let derCount = signature.withUnsafeBufferPointer { ES256Signature.writeDER(raw: $0, into: derSpace) }
+            defer { clearOpenSSLErrors() }
+            guard let context = takeVerifyContext() else { return false }
+            let verified = EVP_PKEY_verify(context.pointer, derSpace.baseAddress, derCount, digest.baseAddress, 32) == 1
+            // Only a context whose last use succeeded goes back: a failure leaves nothing to reason about.
+            if verified { giveBack(context) } else { EVP_PKEY_CTX_free(context.pointer) }
+            return verified
         }
     }
 }
 
 /// Conversions between JWS's fixed-size r||s and DER's `SEQUENCE { INTEGER r, INTEGER s }`.
 enum ES256Signature {
-    /// Hand-encoded: the structure is tiny and fixed, and this runs on every verification.
-    static func derFromRaw(_ raw: [UInt8]) -> [UInt8] {
-        func integer(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
-            var b = bytes.drop(while: { $0 == 0 })
-            if b.isEmpty { b = [0] }
-            var body = Array(b)
-            if body[0] & 0x80 != 0 { body.insert(0, at: 0) }
-            return [0x02, UInt8(body.count)] + body
+    /// SEQUENCE header (2) + two INTEGERs of at most 33 content octets each (2 + 33).
+    static let maxDERCount = 2 + 2 * 35
+
+    /// Writes the DER of a 64-byte r||s into `out` (at least `maxDERCount` bytes); returns its
+    /// length. Hand-encoded without allocating: the structure is tiny and fixed, and this runs on
+    /// every verification.
+    static func writeDER(raw: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        var p = 2
+        for half in 0..<2 {
+            let base = half * 32
+            var first = base
+            while first < base + 32 && raw[first] == 0 { first += 1 }
+            let value = UnsafeBufferPointer(rebasing: raw[first..<(base + 32)])
+            let needsZero = value.isEmpty || value[0] & 0x80 != 0
+            out[p] = 0x02
+            out[p + 1] = UInt8(value.count + (needsZero ? 1 : 0))
+            p += 2
+            if needsZero { out[p] = 0; p += 1 }
+            for byte in value { out[p] = byte; p += 1 }
         }
-        let r = integer(raw[0..<32]), s = integer(raw[32..<64])
-        return [0x30, UInt8(r.count + s.count)] + r + s
+        out[0] = 0x30
+        out[1] = UInt8(p - 2)
+        return p
     }
 
     static func rawFromDER(_ der: [UInt8]) -> [UInt8]? {

@@ -97,15 +97,17 @@ extension SignedDataVerifier {
     struct Segments { var header: Range<Int>; var payload: Range<Int>; var signature: Range<Int> }
 
     static func split(_ bytes: UnsafeBufferPointer<UInt8>) throws(VerificationError) -> Segments {
-        var dots: [Int] = []
-        for i in 0..<bytes.count where bytes[i] == UInt8(ascii: ".") {
-            dots.append(i)
-            if dots.count > 2 { break }
+        // memchr: the segments are ~5 KiB and a byte-by-byte Swift loop showed up in profiles.
+        func dot(from start: Int) -> Int? {
+            guard start < bytes.count, let base = bytes.baseAddress,
+                  let hit = memchr(base + start, Int32(UInt8(ascii: ".")), bytes.count - start) else { return nil }
+            return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
         }
-        guard dots.count == 2, dots[0] > 0, dots[1] > dots[0] + 1, dots[1] < bytes.count - 1 else {
+        guard let first = dot(from: 0), let second = dot(from: first + 1), dot(from: second + 1) == nil,
+              first > 0, second > first + 1, second < bytes.count - 1 else {
             throw VerificationError(.malformedJWS, "a compact JWS is exactly three non-empty segments")
         }
-        return Segments(header: 0..<dots[0], payload: (dots[0] + 1)..<dots[1], signature: (dots[1] + 1)..<bytes.count)
+        return Segments(header: 0..<first, payload: (first + 1)..<second, signature: (second + 1)..<bytes.count)
     }
 
     /// The protected header: `alg` must be ES256 and `x5c` exactly three DER certificates.

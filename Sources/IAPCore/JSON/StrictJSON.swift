@@ -17,15 +17,23 @@ public struct StrictJSON: Sendable {
         guard bytes.count <= maxBytes else {
             throw VerificationError(.inputTooLarge, "JSON of \(bytes.count) bytes exceeds the \(maxBytes)-byte limit")
         }
-        let array = Array(bytes)
-        return try array.withUnsafeBufferPointer { (buf) throws(VerificationError) -> JSONValue in
-            var reader = Reader(buf: buf, maxDepth: maxDepth)
-            reader.skipWhitespace()
-            let value = try reader.value(depth: 0)
-            reader.skipWhitespace()
-            guard reader.pos == buf.count else { throw reader.fail("trailing characters after the JSON value") }
-            return value
+        // Contiguous input (an Array, as on the JWS path) is read in place rather than copied.
+        if let result = bytes.withContiguousStorageIfAvailable({ buf in
+            Result { () throws(VerificationError) -> JSONValue in try parse(buffer: buf) }
+        }) {
+            return try result.get()
         }
+        let array = Array(bytes)
+        return try array.withUnsafeBufferPointer { (buf) throws(VerificationError) -> JSONValue in try parse(buffer: buf) }
+    }
+
+    private func parse(buffer buf: UnsafeBufferPointer<UInt8>) throws(VerificationError) -> JSONValue {
+        var reader = Reader(buf: buf, maxDepth: maxDepth)
+        reader.skipWhitespace()
+        let value = try reader.value(depth: 0)
+        reader.skipWhitespace()
+        guard reader.pos == buf.count else { throw reader.fail("trailing characters after the JSON value") }
+        return value
     }
 
     public func parse(_ text: String) throws(VerificationError) -> JSONValue {
@@ -84,6 +92,10 @@ public struct StrictJSON: Sendable {
             var result: [String: JSONValue] = [:]
             skipWhitespace()
             if pos < buf.count, buf[pos] == UInt8(ascii: "}") { pos += 1; return .object(result) }
+            // Apple's payloads carry ~10-30 keys at the top: skip the first few rehashing
+            // growths there. Only there: reserving for every nested object would let a body of
+            // many tiny objects cost far more memory than its size.
+            if depth == 1 { result.reserveCapacity(16) }
             while true {
                 skipWhitespace()
                 guard pos < buf.count, buf[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
@@ -143,12 +155,16 @@ public struct StrictJSON: Sendable {
         mutating func string() throws(VerificationError) -> String {
             pos += 1  // opening quote
             let start = pos
-            // Fast path: no escapes.
+            // Fast path: no escapes. ASCII (nearly every string Apple signs) needs no UTF-8
+            // validation beyond the bytes seen here.
+            var high: UInt8 = 0
             while pos < buf.count {
                 let c = buf[pos]
+                high |= c
                 if c == UInt8(ascii: "\"") {
                     let slice = UnsafeBufferPointer(rebasing: buf[start..<pos])
                     pos += 1
+                    if high < 0x80 { return String(decoding: slice, as: UTF8.self) }
                     guard let s = String(validating: slice, as: UTF8.self) else {
                         throw fail("invalid UTF-8 in string")
                     }
@@ -223,6 +239,14 @@ public struct StrictJSON: Sendable {
                 if pos < buf.count, buf[pos] == UInt8(ascii: "+") || buf[pos] == UInt8(ascii: "-") { pos += 1 }
                 guard pos < buf.count, isDigit(buf[pos]) else { throw fail("invalid exponent") }
                 while pos < buf.count, isDigit(buf[pos]) { pos += 1 }
+            }
+            // Up to 18 digits cannot overflow Int64: accumulate directly instead of via a String.
+            let negative = buf[start] == UInt8(ascii: "-")
+            let digitsStart = negative ? start + 1 : start
+            if isInteger && pos - digitsStart <= 18 {
+                var v: Int64 = 0
+                for i in digitsStart..<pos { v = v &* 10 &+ Int64(buf[i] &- UInt8(ascii: "0")) }
+                return .int(negative ? -v : v)
             }
             let text = String(decoding: UnsafeBufferPointer(rebasing: buf[start..<pos]), as: UTF8.self)
             if isInteger {
