@@ -1,0 +1,120 @@
+/// One verified fact about a purchase chain from Apple's notifications (or from reconciliation),
+/// already normalised: the state machine never sees a JWS, a receipt or a notification body.
+public struct LifecycleEvent: Codable, Hashable, Sendable {
+    /// `notificationUUID` for V2; a digest of the body for V1; "reconcile:<…>" for reconciliation.
+    public var id: String
+    public var bundleId: String
+    public var notificationType: NotificationType
+    public var subtype: NotificationSubtype?
+    /// When Apple signed the notification (ms). Orders events: older never overrides newer.
+    public var signedDate: Int64
+    public var environment: AppStoreEnvironment
+    /// The transaction the notification is about (from its verified `signedTransactionInfo`).
+    public var transaction: CanonicalTransaction?
+    /// The renewal state it carries (from its verified `signedRenewalInfo`).
+    public var renewal: CanonicalRenewal?
+
+    public init(id: String, bundleId: String, notificationType: NotificationType, subtype: NotificationSubtype?,
+                signedDate: Int64, environment: AppStoreEnvironment, transaction: CanonicalTransaction?,
+                renewal: CanonicalRenewal?) {
+        self.id = id
+        self.bundleId = bundleId
+        self.notificationType = notificationType
+        self.subtype = subtype
+        self.signedDate = signedDate
+        self.environment = environment
+        self.transaction = transaction
+        self.renewal = renewal
+    }
+
+    /// The purchase chain this event belongs to, if it names one.
+    public var originalTransactionId: String? {
+        transaction.map { $0.originalTransactionId ?? $0.transactionId } ?? renewal?.originalTransactionId
+    }
+}
+
+/// What the gateway believes about one purchase chain (`bundleId`, `originalTransactionId`) now.
+public struct SubscriptionState: Codable, Hashable, Sendable {
+    public var bundleId: String
+    public var originalTransactionId: String
+    /// The product the chain entitles now (moves on upgrade at once, on downgrade at renewal).
+    public var productId: String
+    public var state: Entitlement.State
+    public var expiresDate: Int64?
+    public var gracePeriodExpiresDate: Int64?
+    public var autoRenewProductId: String?
+    public var autoRenewStatus: AutoRenewStatus?
+    public var revocationDate: Int64?
+    public var revocationReason: RevocationReason?
+    public var environment: AppStoreEnvironment
+    /// The newest transaction applied (by purchaseDate), and the newest signedDate seen.
+    public var lastTransactionId: String?
+    public var lastPurchaseDate: Int64?
+    public var lastSignedDate: Int64
+    /// Which source produced the newest fact ("notification", "reconciliation", an adapter id).
+    public var source: String
+
+    public init(bundleId: String, originalTransactionId: String, productId: String, state: Entitlement.State,
+                environment: AppStoreEnvironment, lastSignedDate: Int64, source: String) {
+        self.bundleId = bundleId
+        self.originalTransactionId = originalTransactionId
+        self.productId = productId
+        self.state = state
+        self.environment = environment
+        self.lastSignedDate = lastSignedDate
+        self.source = source
+    }
+}
+
+/// A change the app backend is told about through its webhook (at least once, idempotency key).
+public struct WebhookEvent: Codable, Hashable, Sendable {
+    public enum Kind: String, Codable, Sendable {
+        case entitlementChanged, consumableRefunded, refundDeclined, consumptionRequested, priceIncrease,
+             renewalPreferenceChanged, unknownNotification, test
+    }
+    public var kind: Kind
+    /// Stable per (event, chain): a redelivered notification yields the same key.
+    public var idempotencyKey: String
+    public var bundleId: String
+    public var originalTransactionId: String?
+    public var transactionId: String?
+    public var productId: String?
+    public var state: Entitlement.State?
+    public var expiresDate: Int64?
+    public var notificationType: String
+    public var subtype: String?
+    public var occurredAt: Int64
+
+    public init(kind: Kind, idempotencyKey: String, bundleId: String, originalTransactionId: String?,
+                transactionId: String?, productId: String?, state: Entitlement.State?, expiresDate: Int64?,
+                notificationType: String, subtype: String?, occurredAt: Int64) {
+        self.kind = kind
+        self.idempotencyKey = idempotencyKey
+        self.bundleId = bundleId
+        self.originalTransactionId = originalTransactionId
+        self.transactionId = transactionId
+        self.productId = productId
+        self.state = state
+        self.expiresDate = expiresDate
+        self.notificationType = notificationType
+        self.subtype = subtype
+        self.occurredAt = occurredAt
+    }
+}
+
+/// What applying one event did: the chain's new state (nil: unchanged or no chain), the events to
+/// send, and whether the type was one the gateway does not know (stored, counted, surfaced).
+public struct LifecycleOutcome: Hashable, Sendable {
+    public var newState: SubscriptionState?
+    public var webhooks: [WebhookEvent]
+    public var unknownType: Bool
+    /// True when the event was older than the state and changed nothing (kept for audit).
+    public var stale: Bool
+
+    public init(newState: SubscriptionState?, webhooks: [WebhookEvent] = [], unknownType: Bool = false, stale: Bool = false) {
+        self.newState = newState
+        self.webhooks = webhooks
+        self.unknownType = unknownType
+        self.stale = stale
+    }
+}
