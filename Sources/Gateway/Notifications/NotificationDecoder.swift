@@ -1,0 +1,150 @@
+import AppleTrust
+import Foundation
+import IAPCore
+import Synchronization
+
+/// A notification from Apple, verified and normalised, ready for the durable inbox.
+public struct DecodedNotification: Sendable, Equatable {
+    /// `notificationUUID` (V2) or "v1:" + SHA-256 of the body (V1 has no id of its own).
+    public var id: String
+    public var version: String
+    public var notificationType: NotificationType
+    public var subtype: NotificationSubtype?
+    public var signedDate: Int64
+    public var environment: AppStoreEnvironment
+    /// nil for notifications that name no purchase chain (TEST, RENEWAL_EXTENSION SUMMARY, …).
+    public var event: LifecycleEvent?
+}
+
+/// Turns a `POST /v1/notifications/{bundleId}` body into a `DecodedNotification`, trusting only
+/// signatures: V2 bodies have their outer JWS and every inner JWS verified against the app's pinned
+/// roots (they must agree on bundle and environment); V1 bodies must carry the app's shared secret.
+public final class NotificationDecoder: Sendable {
+    let serverAPINormalizer: ServerAPINormalizer
+    let legacyNormalizer: LegacyReceiptNormalizer
+    let environment: [String: String]
+    private let verifiers = Mutex<[String: (AppPolicy, SignedDataVerifier)]>([:])
+
+    public init(mappings: MappingSet, environment: [String: String]) throws(VerificationError) {
+        guard let server = mappings.latest(source: "serverAPI"), let legacy = mappings.latest(source: "verifyReceipt") else {
+            throw VerificationError(.invalidMapping, "notifications need the serverAPI and verifyReceipt mappings")
+        }
+        self.serverAPINormalizer = try ServerAPINormalizer(server)
+        self.legacyNormalizer = try LegacyReceiptNormalizer(legacy)
+        self.environment = environment
+    }
+
+    public func decode(body: [UInt8], app: AppPolicy) throws(VerificationError) -> DecodedNotification {
+        let json = try StrictJSON(maxBytes: max(body.count, 1), maxDepth: 16).parse(body)
+        guard case .object(let object) = json else {
+            throw VerificationError(.malformedRequest, "a notification body is a JSON object")
+        }
+        if let signed = object["signedPayload"] {
+            guard object.count == 1, case .string(let jws) = signed else {
+                throw VerificationError(.malformedRequest, "a V2 notification body is {\"signedPayload\": \"…\"}")
+            }
+            return try decodeV2(jws, app: app)
+        }
+        return try decodeV1(JSONFields(object, context: "notification"), body: body, app: app)
+    }
+
+    // MARK: V2
+
+    private func verifier(for app: AppPolicy) throws(VerificationError) -> SignedDataVerifier {
+        if let (policy, verifier) = verifiers.withLock({ $0[app.bundleId] }), policy == app { return verifier }
+        // Apple sends sandbox notifications too; accepted where the app takes sandbox evidence at all.
+        let extra: Set<AppStoreEnvironment> = app.sandboxAccounts.isEmpty ? [] : [.sandbox]
+        let verifier = try SignedDataVerifier(policy: app, extraEnvironments: extra)
+        verifiers.withLock { $0[app.bundleId] = (app, verifier) }
+        return verifier
+    }
+
+    private func decodeV2(_ jws: String, app: AppPolicy) throws(VerificationError) -> DecodedNotification {
+        let payload = try verifier(for: app).verifyAndDecodeNotification(jws)
+        guard let uuid = payload.notificationUUID, !uuid.isEmpty, uuid.utf8.count <= 64 else {
+            throw VerificationError(.missingField, "notification.notificationUUID is required")
+        }
+        let data = payload.data ?? payload.appData
+        guard let environment = data?.environment ?? payload.summary?.environment ?? payload.externalPurchaseToken?.environment else {
+            throw VerificationError(.missingField, "the notification names no environment")
+        }
+        let transaction = try payload.verifiedTransaction.map { (t) throws(VerificationError) in
+            try serverAPINormalizer.normalize(transaction: t.raw)
+        }
+        let renewal = try payload.verifiedRenewalInfo.map { (r) throws(VerificationError) in
+            try serverAPINormalizer.normalize(renewalInfo: r.raw)
+        }
+        let event = (transaction != nil || renewal != nil)
+            ? LifecycleEvent(id: uuid, bundleId: app.bundleId, notificationType: payload.notificationType,
+                             subtype: payload.subtype, signedDate: payload.signedDate, environment: environment,
+                             transaction: transaction, renewal: renewal)
+            : nil
+        return DecodedNotification(id: uuid, version: "2", notificationType: payload.notificationType,
+                                   subtype: payload.subtype, signedDate: payload.signedDate,
+                                   environment: environment, event: event)
+    }
+
+    // MARK: V1 (apps not yet switched to V2)
+
+    /// V1 `notification_type` → the V2 type and subtype the state machine understands.
+    static let v1Types: [String: (String, String?)] = [
+        "INITIAL_BUY": ("SUBSCRIBED", "INITIAL_BUY"), "INTERACTIVE_RENEWAL": ("SUBSCRIBED", "RESUBSCRIBE"),
+        "DID_RENEW": ("DID_RENEW", nil), "DID_RECOVER": ("DID_RENEW", "BILLING_RECOVERY"),
+        "RENEWAL": ("DID_RENEW", "BILLING_RECOVERY"), "DID_FAIL_TO_RENEW": ("DID_FAIL_TO_RENEW", nil),
+        "DID_CHANGE_RENEWAL_PREF": ("DID_CHANGE_RENEWAL_PREF", nil),
+        "DID_CHANGE_RENEWAL_STATUS": ("DID_CHANGE_RENEWAL_STATUS", nil),
+        "CANCEL": ("REFUND", nil), "REFUND": ("REFUND", nil), "REVOKE": ("REVOKE", nil),
+        "PRICE_INCREASE_CONSENT": ("PRICE_INCREASE", nil), "CONSUMPTION_REQUEST": ("CONSUMPTION_REQUEST", nil),
+    ]
+
+    private func decodeV1(_ fields: JSONFields, body: [UInt8], app: AppPolicy) throws(VerificationError) -> DecodedNotification {
+        let password = try fields.requiredString("password")
+        try checkSharedSecret(password, app: app)
+        if let bid = try fields.string("bid"), bid != app.bundleId {
+            throw VerificationError(.bundleIdMismatch, "V1 notification for bundle \(bid), not \(app.bundleId)")
+        }
+        let v1Type = try fields.requiredString("notification_type")
+        let (type, subtype) = Self.v1Types[v1Type] ?? (v1Type, nil)
+        guard let unified = try fields.fields("unified_receipt") else {
+            throw VerificationError(.missingField, "notification.unified_receipt is required")
+        }
+        let normalized = try legacyNormalizer.normalize(verifyReceiptResponse: .object(unified.object))
+        let environmentText = try fields.string("environment") ?? normalized.environment?.rawValue ?? ""
+        // V1 names the sandbox "Sandbox" and production "PROD".
+        let environment: AppStoreEnvironment = environmentText == "PROD" ? .production : AppStoreEnvironment(rawValue: environmentText)
+        guard environment == .production || environment == .sandbox else {
+            throw VerificationError(.missingField, "V1 notification with no usable environment")
+        }
+        // The transaction the notification is about: the newest in latest_receipt_info (V1 names none).
+        let latest = normalized.transactions.max { ($0.purchaseDate ?? 0, $0.transactionId) < ($1.purchaseDate ?? 0, $1.transactionId) }
+        let chain = latest.map { $0.originalTransactionId ?? $0.transactionId }
+        let renewal = normalized.renewals.first { $0.originalTransactionId == chain }
+        // V1 carries no signing date: the newest date it states orders it among its peers.
+        let signedDate = [latest?.purchaseDate, latest?.revocationDate].compactMap { $0 }.max() ?? 0
+        let id = "v1:" + SHA256Digest.hex(body).lowercased()
+        let event = latest.map {
+            LifecycleEvent(id: id, bundleId: app.bundleId, notificationType: NotificationType(rawValue: type),
+                           subtype: subtype.map(NotificationSubtype.init(rawValue:)), signedDate: signedDate,
+                           environment: environment, transaction: $0, renewal: renewal)
+        }
+        return DecodedNotification(id: id, version: "1", notificationType: NotificationType(rawValue: type),
+                                   subtype: subtype.map(NotificationSubtype.init(rawValue:)), signedDate: signedDate,
+                                   environment: environment, event: event)
+    }
+
+    /// The V1 body's `password` must be the app's shared secret (current or previous), compared as
+    /// SHA-256 digests in constant time.
+    private func checkSharedSecret(_ password: String, app: AppPolicy) throws(VerificationError) {
+        guard let reference = app.sharedSecret else {
+            throw VerificationError(.unauthenticated, "\(app.bundleId) has no shared secret: V1 notifications are refused")
+        }
+        let presented = SHA256Digest.hash(Array(password.utf8))
+        var candidates = [try reference.resolve(environment: environment)]
+        if let previous = try? reference.resolvePrevious(environment: environment) { candidates.append(previous) }
+        var matched = false
+        for candidate in candidates {
+            matched = APIKeyAuthenticator.constantTimeEqual(presented, SHA256Digest.hash(Array(candidate.utf8))) || matched
+        }
+        guard matched else { throw VerificationError(.unauthenticated, "the V1 notification's password is not the shared secret") }
+    }
+}
