@@ -29,13 +29,15 @@ public struct AppPolicy: Sendable, Equatable {
     public var localOnlyJWS: Bool
     /// The app backend's Bearer key.
     public var apiKey: APIKeyReference
+    /// Where entitlement changes from notifications are posted (HMAC-SHA256 signed); nil: none.
+    public var webhook: Webhook?
 
     public init(bundleId: String, appAppleId: Int64? = nil, allowedEnvironments: Set<AppStoreEnvironment>,
                 sandboxAccounts: Set<String> = [], allowLocalTestEnvironments: Bool = false,
                 trustRoots: TrustRoots, sharedSecret: SecretReference? = nil, serverAPI: ServerAPICredentials? = nil,
                 productCatalog: [String: Product], routing: Routing, noncePolicy: NoncePolicy,
                 familySharingPolicy: FamilySharingPolicy, gracePeriodPolicy: GracePeriodPolicy,
-                onlineChecks: Bool, localOnlyJWS: Bool, apiKey: APIKeyReference) {
+                onlineChecks: Bool, localOnlyJWS: Bool, apiKey: APIKeyReference, webhook: Webhook? = nil) {
         self.bundleId = bundleId
         self.appAppleId = appAppleId
         self.allowedEnvironments = allowedEnvironments
@@ -52,6 +54,14 @@ public struct AppPolicy: Sendable, Equatable {
         self.onlineChecks = onlineChecks
         self.localOnlyJWS = localOnlyJWS
         self.apiKey = apiKey
+        self.webhook = webhook
+    }
+
+    public struct Webhook: Sendable, Equatable {
+        public var url: String
+        /// The HMAC-SHA256 key for the `X-IAPGW-Signature` header.
+        public var secret: SecretReference
+        public init(url: String, secret: SecretReference) { self.url = url; self.secret = secret }
     }
 
     /// Whether evidence from `environment` may be accepted at all (sandbox accounts aside).

@@ -55,6 +55,7 @@ struct AppPolicyDecoder {
         let onlineChecks = try o.required("onlineChecks").bool()
         let localOnlyJWS = try o.required("localOnlyJWS").bool()
         let apiKey = try decodeAPIKey(o.required("apiKey"))
+        let webhook = try o.optional("webhook").map { f throws(VerificationError) in try decodeWebhook(f) }
         try o.finish()
 
         let needsServerAPI = routing.receipt.usesServerAPI || routing.transactionId.usesServerAPI
@@ -69,7 +70,25 @@ struct AppPolicyDecoder {
             sandboxAccounts: sandboxAccounts, allowLocalTestEnvironments: allowLocal, trustRoots: trustRoots,
             sharedSecret: sharedSecret, serverAPI: serverAPI, productCatalog: catalog, routing: routing,
             noncePolicy: noncePolicy, familySharingPolicy: family, gracePeriodPolicy: grace,
-            onlineChecks: onlineChecks, localOnlyJWS: localOnlyJWS, apiKey: apiKey)
+            onlineChecks: onlineChecks, localOnlyJWS: localOnlyJWS, apiKey: apiKey, webhook: webhook)
+    }
+
+    /// `{url, secret}`: where entitlement changes are posted, and the HMAC key that signs them.
+    /// https anywhere; plain http only to loopback (a local receiver in development and tests).
+    private func decodeWebhook(_ field: ConfigField) throws(VerificationError) -> AppPolicy.Webhook {
+        let o = try field.object()
+        let urlField = try o.required("url")
+        let url = try urlField.nonEmptyString()
+        let secret = try decodeSecret(o.required("secret"), allowPrevious: false)
+        try o.finish()
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), let host = parsed.host?.lowercased() else {
+            throw urlField.fail("not an absolute URL")
+        }
+        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        guard scheme == "https" || (scheme == "http" && loopback) else {
+            throw urlField.fail("must be https (plain http only to loopback)")
+        }
+        return AppPolicy.Webhook(url: url, secret: secret)
     }
 
     private func path(_ field: ConfigField) throws(VerificationError) -> URL {

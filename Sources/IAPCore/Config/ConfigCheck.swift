@@ -30,6 +30,7 @@ extension AppPolicy {
         secret("sharedSecret", sharedSecret)
         secret("serverAPI.privateKey", serverAPI?.privateKey)
         if case .secret(let reference) = apiKey { secret("apiKey", reference) }
+        if let webhook { secret("webhook.secret", webhook.secret) }
         return found
     }
 
