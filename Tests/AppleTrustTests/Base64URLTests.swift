@@ -26,3 +26,11 @@ final class Base64URLTests: XCTestCase {
         }
     }
 }
+
+final class HMACSHA256Tests: XCTestCase {
+    /// RFC 4231 test case 2.
+    func testMatchesRFC4231() {
+        XCTAssertEqual(HMACSHA256.hex(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8)),
+                       "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+    }
+}
