@@ -14,6 +14,16 @@ final class InboxTests: InboxTestCase {
         XCTAssertEqual(try reopened.inboxDepth(), InboxDepth(pending: 1, retrying: 0, parked: 0))
     }
 
+    func testLedgerFromBeforeNotificationsUpgradesAndKeepsItsData() throws {
+        do {
+            let old = try SQLiteLedger(storage: databasePath, migrations: [LedgerSchema.v1])
+            _ = try old.claim(claim("alice", [transaction("1000", original: "1000")], now: t0))
+        }
+        let upgraded = try openLedger()
+        XCTAssertEqual(try upgraded.owner(bundleId: app, originalTransactionId: "1000"), "alice")
+        XCTAssertTrue(try upgraded.enqueue(entry("n-1", signedDate: t0)))
+    }
+
     func testDuplicateDeliveryReturnsFalseAndChangesNothing() throws {
         let ledger = try openLedger()
         let first = entry("n-1", signedDate: t0, body: "first")
