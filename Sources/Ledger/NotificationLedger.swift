@@ -1,0 +1,206 @@
+import Foundation
+import IAPCore
+
+/// The durable side of App Store Server Notifications: an inbox written before the route answers,
+/// a worker that applies each entry exactly once, the per-chain subscription state, and the outbox
+/// of webhook events for the app backend.
+///
+/// Guarantees every implementation gives (SQLite now, PostgreSQL with `FOR UPDATE SKIP LOCKED` later):
+/// - `enqueue` returns only once the entry is committed; (bundleId, id) is unique, a redelivery is a no-op.
+/// - `processPending` applies each entry in its own transaction: the state, the owner's entitlement,
+///   the webhook events, the unknown-type mark and `processed` are committed together or not at all,
+///   so a crash at any point neither loses nor repeats an effect. Several workers may drain one inbox.
+/// - an entry that fails is retried with backoff and parked after `InboxRetryPolicy.maxAttempts`;
+///   it never holds back the entries after it.
+/// - the outbox holds each (bundleId, idempotencyKey) once; delivery is at-least-once.
+///
+/// Entitlements are written by two paths: a claim (the verify route, facts read from Apple at the
+/// claim's `now`) and this one (facts as of the notification's `signedDate`). Each row's `updated_at`
+/// is the time of the fact it holds, and a notification never overwrites a row holding a newer fact:
+/// a notification signed before a claim but processed after it would otherwise roll the claim back.
+/// A claim always writes (what Apple says at `now` is the newest fact there is). A notification for
+/// a chain not yet claimed updates only `subscription_states`; the claim path can read it with
+/// `subscriptionState(bundleId:originalTransactionId:)`.
+public protocol NotificationLedger: Sendable {
+    // MARK: Inbox
+
+    /// Stores a verified notification durably. False if (bundleId, id) was already stored: nothing changes.
+    func enqueue(_ entry: InboxEntry) throws(VerificationError) -> Bool
+
+    /// Applies up to `limit` due entries, oldest `signedDate` first (then `receivedAt`), one
+    /// transaction each. `apply` gets the entry and its chain's stored state (nil for a new chain or
+    /// an entry naming none) and must be pure: it runs inside the transaction and must not call the
+    /// ledger. A throw from `apply`, or an outcome the ledger refuses, fails that entry only.
+    /// Throws only when the storage itself fails.
+    func processPending(limit: Int, now: Int64,
+                        _ apply: (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome)
+        throws(VerificationError) -> ProcessReport
+
+    func subscriptionState(bundleId: String, originalTransactionId: String) throws(VerificationError) -> SubscriptionState?
+
+    func inboxDepth() throws(VerificationError) -> InboxDepth
+
+    /// Entries of one app with `signedDate >= since`, oldest first, processed or not (audit, replay).
+    func inboxEntries(bundleId: String, since: Int64, limit: Int) throws(VerificationError) -> [InboxEntry]
+
+    /// Makes entries of one app with `signedDate >= since` pending again (parked ones too, with their
+    /// attempts reset); the next `processPending` applies them through the same machine, which
+    /// ignores what is older than the state. Returns how many entries were reset.
+    @discardableResult
+    func markForReplay(bundleId: String, since: Int64) throws(VerificationError) -> Int
+
+    /// Entries that failed `maxAttempts` times and wait for an operator (or a replay), oldest first.
+    func parkedEntries(limit: Int) throws(VerificationError) -> [ParkedInboxEntry]
+
+    /// Drops the raw bodies of entries received before `olderThan`; the rows (and their parsed
+    /// events) stay. Returns how many bodies were dropped.
+    @discardableResult
+    func purgeRawBodies(olderThan: Int64) throws(VerificationError) -> Int
+
+    /// How many distinct notifications of a type the lifecycle did not know were processed.
+    func unknownNotificationCounts() throws(VerificationError) -> [UnknownNotificationCount]
+
+    // MARK: Webhook outbox
+
+    /// Adds events due at `now`; an event whose (bundleId, idempotencyKey) is already queued or
+    /// delivered is skipped. Returns how many were added. (`processPending` does this itself.)
+    @discardableResult
+    func enqueueWebhooks(_ events: [WebhookEvent], now: Int64) throws(VerificationError) -> Int
+
+    /// Undelivered events with `nextAttemptAt <= now`, earliest due first.
+    func dueWebhooks(now: Int64, limit: Int) throws(VerificationError) -> [OutboxEntry]
+
+    func markDelivered(_ seq: Int64, at now: Int64) throws(VerificationError)
+
+    /// Counts a failed attempt; the caller computes the backoff.
+    func markFailed(_ seq: Int64, nextAttemptAt: Int64) throws(VerificationError)
+
+    /// Events not yet delivered.
+    func outboxDepth() throws(VerificationError) -> Int
+
+    // MARK: Consumption requests (Apple waits 12 hours for the answer)
+
+    /// Unanswered requests made at or after `notBefore` (pass `now - 12h`), oldest first.
+    func pendingConsumptionRequests(notBefore: Int64, limit: Int) throws(VerificationError) -> [ConsumptionRequest]
+
+    /// False if the request is unknown or was already answered.
+    @discardableResult
+    func markConsumptionAnswered(bundleId: String, transactionId: String, at now: Int64) throws(VerificationError) -> Bool
+}
+
+/// One notification as received and verified, before processing.
+public struct InboxEntry: Hashable, Sendable {
+    /// `notificationUUID` (V2) or a digest of the body (V1).
+    public var id: String
+    public var bundleId: String
+    /// "2" or "1".
+    public var version: String
+    public var notificationType: String
+    public var subtype: String?
+    /// Milliseconds since 1970.
+    public var signedDate: Int64
+    public var environment: String
+    public var receivedAt: Int64
+    /// The body exactly as received; empty once purged by retention.
+    public var rawBody: Data
+    /// nil for types that name no purchase chain (TEST, EXTERNAL_PURCHASE_TOKEN, ...).
+    public var event: LifecycleEvent?
+
+    public init(id: String, bundleId: String, version: String, notificationType: String, subtype: String?,
+                signedDate: Int64, environment: String, receivedAt: Int64, rawBody: Data, event: LifecycleEvent?) {
+        self.id = id
+        self.bundleId = bundleId
+        self.version = version
+        self.notificationType = notificationType
+        self.subtype = subtype
+        self.signedDate = signedDate
+        self.environment = environment
+        self.receivedAt = receivedAt
+        self.rawBody = rawBody
+        self.event = event
+    }
+}
+
+public struct ProcessReport: Hashable, Sendable {
+    /// Entries applied and marked processed (unknown types included).
+    public var processed: Int
+    /// Entries whose attempt failed this run (parked ones included).
+    public var failed: Int
+    /// Processed entries of a type the lifecycle did not know.
+    public var unknown: Int
+    /// Entries that reached `maxAttempts` in this run.
+    public var parked: Int
+
+    public init(processed: Int = 0, failed: Int = 0, unknown: Int = 0, parked: Int = 0) {
+        self.processed = processed
+        self.failed = failed
+        self.unknown = unknown
+        self.parked = parked
+    }
+}
+
+public struct InboxDepth: Hashable, Sendable {
+    /// Not processed and not parked (those waiting for a retry included).
+    public var pending: Int
+    /// Pending entries that have failed at least once.
+    public var retrying: Int
+    public var parked: Int
+
+    public init(pending: Int, retrying: Int, parked: Int) {
+        self.pending = pending
+        self.retrying = retrying
+        self.parked = parked
+    }
+}
+
+public struct ParkedInboxEntry: Hashable, Sendable {
+    public var bundleId: String
+    public var id: String
+    public var notificationType: String
+    public var attempts: Int
+    /// The `VerificationError.Code` of the last failure (never its message).
+    public var lastErrorCode: String?
+}
+
+/// How a failing inbox entry is retried: after attempt n it waits `baseDelay * 2^(n-1)` (capped).
+public struct InboxRetryPolicy: Hashable, Sendable {
+    public var maxAttempts: Int
+    public var baseDelayMillis: Int64
+    public var maxDelayMillis: Int64
+
+    public init(maxAttempts: Int, baseDelayMillis: Int64, maxDelayMillis: Int64) {
+        self.maxAttempts = maxAttempts
+        self.baseDelayMillis = baseDelayMillis
+        self.maxDelayMillis = maxDelayMillis
+    }
+
+    public static let standard = InboxRetryPolicy(maxAttempts: 5, baseDelayMillis: 1_000, maxDelayMillis: 3_600_000)
+
+    /// The wait after the `attempts`-th failure.
+    public func delay(afterAttempts attempts: Int) -> Int64 {
+        let doublings = min(max(attempts - 1, 0), 40)
+        let delay = baseDelayMillis.multipliedReportingOverflow(by: Int64(1) << doublings)
+        return delay.overflow ? maxDelayMillis : min(delay.partialValue, maxDelayMillis)
+    }
+}
+
+public struct UnknownNotificationCount: Hashable, Sendable {
+    public var bundleId: String
+    public var notificationType: String
+    public var subtype: String?
+    public var count: Int
+}
+
+public struct OutboxEntry: Hashable, Sendable {
+    public var seq: Int64
+    public var event: WebhookEvent
+    public var attempts: Int
+    public var nextAttemptAt: Int64
+}
+
+public struct ConsumptionRequest: Hashable, Sendable {
+    public var bundleId: String
+    public var transactionId: String
+    public var originalTransactionId: String?
+    public var requestedAt: Int64
+}

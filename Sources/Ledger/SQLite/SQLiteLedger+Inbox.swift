@@ -1,0 +1,292 @@
+import Foundation
+import IAPCore
+
+extension SQLiteLedger: NotificationLedger {
+    // MARK: Enqueue
+
+    public func enqueue(_ entry: InboxEntry) throws(VerificationError) -> Bool {
+        guard entry.version == "1" || entry.version == "2" else {
+            throw VerificationError(.storageUnavailable, "storage: inbox entry version must be 1 or 2")
+        }
+        guard !entry.id.isEmpty, !entry.bundleId.isEmpty else {
+            throw VerificationError(.storageUnavailable, "storage: inbox entry without an id or bundle id")
+        }
+        let eventJSON = try entry.event.map { (event) throws(VerificationError) in try NotificationJSON.encode(event) }
+        return try database.withConnection { (connection) throws(VerificationError) -> Bool in
+            // The route answers Apple 200 on return, and Apple will not send it again: the commit must
+            // reach the disk, not only the OS (WAL with synchronous=NORMAL survives a process crash,
+            // not a power cut). Only this write pays for the extra sync.
+            try connection.executeScript("PRAGMA synchronous=FULL", operation: "configure")
+            defer { try? connection.executeScript("PRAGMA synchronous=NORMAL", operation: "configure") }
+            let inserted = try connection.run("""
+                INSERT INTO notification_inbox (bundle_id, notification_id, version, notification_type, subtype,
+                                                signed_date, environment, received_at, raw_body, event_json)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (bundle_id, notification_id) DO NOTHING
+                """, .text(entry.bundleId), .text(entry.id), .text(entry.version), .text(entry.notificationType),
+                .text(entry.subtype), .integer(entry.signedDate), .text(entry.environment),
+                .integer(entry.receivedAt), .blob(entry.rawBody), .text(eventJSON))
+            return inserted == 1
+        }
+    }
+
+    // MARK: Processing
+
+    public func processPending(limit: Int, now: Int64,
+                               _ apply: (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome)
+        throws(VerificationError) -> ProcessReport {
+        let policy = InboxRetryPolicy.standard
+        let due = try database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("""
+                SELECT seq FROM notification_inbox
+                WHERE processed_at IS NULL AND parked_at IS NULL AND next_attempt_at <= ?
+                ORDER BY signed_date, received_at, seq LIMIT ?
+                """, .integer(now), .integer(Int64(max(0, limit)))) { (row) throws(VerificationError) in
+                try row.requiredInteger(0)
+            }
+        }
+        var report = ProcessReport()
+        for seq in due {
+            do throws(VerificationError) {
+                let unknown = try database.transaction { (connection) throws(VerificationError) -> Bool? in
+                    // Re-read under the write lock: another worker may have taken the entry meanwhile.
+                    guard let entry = try Self.dueEntry(seq, connection) else { return nil }
+                    let chain = entry.event?.originalTransactionId
+                    let stored = try chain.flatMap { (chain) throws(VerificationError) in
+                        try Self.storedState(bundleId: entry.bundleId, originalTransactionId: chain, connection)
+                    }
+                    let outcome = try apply(entry, stored)
+                    try Self.record(outcome, of: entry, seq: seq, chain: chain, now: now, connection)
+                    return outcome.unknownType
+                }
+                guard let unknown else { continue }
+                report.processed += 1
+                if unknown { report.unknown += 1 }
+            } catch {
+                // The transaction rolled back: nothing of this attempt remains but the count below.
+                report.failed += 1
+                if try recordFailure(seq, code: error.code, now: now, policy: policy) { report.parked += 1 }
+            }
+        }
+        return report
+    }
+
+    private static func dueEntry(_ seq: Int64, _ connection: SQLiteConnection) throws(VerificationError) -> InboxEntry? {
+        try connection.query("""
+            SELECT \(entryColumns) FROM notification_inbox
+            WHERE seq = ? AND processed_at IS NULL AND parked_at IS NULL
+            """, .integer(seq), decode: decodeEntry).first
+    }
+
+    /// Writes everything `outcome` says, then marks the entry processed; the caller's transaction
+    /// makes it all-or-nothing. An outcome about another app or chain is a lifecycle bug: refused.
+    private static func record(_ outcome: LifecycleOutcome, of entry: InboxEntry, seq: Int64, chain: String?,
+                               now: Int64, _ connection: SQLiteConnection) throws(VerificationError) {
+        if let state = outcome.newState {
+            guard state.bundleId == entry.bundleId, let chain, state.originalTransactionId == chain else {
+                throw VerificationError(.storageUnavailable, "storage: lifecycle outcome for another purchase chain")
+            }
+            try storeState(state, now: now, connection)
+            try storeOwnerEntitlement(state, connection)
+        }
+        for event in outcome.webhooks {
+            guard event.bundleId == entry.bundleId else {
+                throw VerificationError(.storageUnavailable, "storage: webhook event for another app")
+            }
+            try insertWebhook(event, now: now, connection)
+            if event.kind == .consumptionRequested, let transactionId = event.transactionId {
+                // Apple's 12-hour window runs from its request (signedDate), not from our receipt of it.
+                // A later request for the same transaction needs a new answer; a replayed one does not.
+                try connection.run("""
+                    INSERT INTO consumption_requests (bundle_id, transaction_id, original_transaction_id, requested_at)
+                    VALUES (?, ?, ?, ?)
+                    ON CONFLICT (bundle_id, transaction_id) DO UPDATE SET
+                        requested_at = excluded.requested_at, answered_at = NULL
+                    WHERE excluded.requested_at > consumption_requests.requested_at
+                    """, .text(entry.bundleId), .text(transactionId), .text(event.originalTransactionId),
+                    .integer(entry.signedDate))
+            }
+        }
+        try connection.run("""
+            UPDATE notification_inbox SET processed_at = ?, unknown_type = ?, last_error_code = NULL WHERE seq = ?
+            """, .integer(now), .integer(outcome.unknownType ? 1 : 0), .integer(seq))
+    }
+
+    private static func storeState(_ state: SubscriptionState, now: Int64, _ connection: SQLiteConnection)
+        throws(VerificationError) {
+        try connection.run("""
+            INSERT INTO subscription_states (bundle_id, original_transaction_id, product_id, state, expires_date,
+                                             last_signed_date, state_json, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (bundle_id, original_transaction_id) DO UPDATE SET
+                product_id = excluded.product_id, state = excluded.state, expires_date = excluded.expires_date,
+                last_signed_date = excluded.last_signed_date, state_json = excluded.state_json,
+                updated_at = excluded.updated_at
+            """, .text(state.bundleId), .text(state.originalTransactionId), .text(state.productId),
+            .text(state.state.rawValue), .integer(state.expiresDate), .integer(state.lastSignedDate),
+            .text(try NotificationJSON.encode(state)), .integer(now))
+    }
+
+    /// Moves the owner's entitlement to the chain's state, unless the row holds a newer fact (a claim
+    /// made after this notification was signed). `updated_at` is the fact's time: `lastSignedDate`
+    /// here, the claim's `now` on the claim path. An unclaimed chain has no owner and no row yet.
+    private static func storeOwnerEntitlement(_ state: SubscriptionState, _ connection: SQLiteConnection)
+        throws(VerificationError) {
+        let owners = try connection.query("""
+            SELECT account FROM ownership WHERE bundle_id = ? AND ownership_key = ?
+            """, .text(state.bundleId), .text(state.originalTransactionId)) { (row) throws(VerificationError) in
+            try row.requiredText(0)
+        }
+        guard let account = owners.first else { return }
+        // In grace the product stays usable until the grace period ends, not until the lapsed expiry.
+        let expires = state.state == .gracePeriod ? (state.gracePeriodExpiresDate ?? state.expiresDate) : state.expiresDate
+        try connection.run("""
+            INSERT INTO entitlements (bundle_id, account, original_transaction_id, product_id, state,
+                                      expires_date, source, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (bundle_id, account, original_transaction_id) DO UPDATE SET
+                product_id = excluded.product_id, state = excluded.state, expires_date = excluded.expires_date,
+                source = excluded.source, updated_at = excluded.updated_at
+            WHERE entitlements.updated_at <= excluded.updated_at
+            """, .text(state.bundleId), .text(account), .text(state.originalTransactionId), .text(state.productId),
+            .text(state.state.rawValue), .integer(expires), .text(state.source), .integer(state.lastSignedDate))
+    }
+
+    /// Counts a failed attempt and schedules the next; true if the entry is now parked.
+    private func recordFailure(_ seq: Int64, code: VerificationError.Code, now: Int64, policy: InboxRetryPolicy)
+        throws(VerificationError) -> Bool {
+        try database.transaction { (connection) throws(VerificationError) -> Bool in
+            let previous = try connection.query("SELECT attempts FROM notification_inbox WHERE seq = ?",
+                                                .integer(seq)) { (row) throws(VerificationError) in
+                try row.requiredInteger(0)
+            }.first
+            guard let previous else { return false }
+            let attempts = Int(previous) + 1
+            let parked = attempts >= policy.maxAttempts
+            try connection.run("""
+                UPDATE notification_inbox SET attempts = ?, last_error_code = ?, next_attempt_at = ?, parked_at = ?
+                WHERE seq = ?
+                """, .integer(Int64(attempts)), .text(code.rawValue), .integer(now + policy.delay(afterAttempts: attempts)),
+                .integer(parked ? now : nil), .integer(seq))
+            return parked
+        }
+    }
+
+    // MARK: Reads, replay, retention
+
+    public func subscriptionState(bundleId: String, originalTransactionId: String)
+        throws(VerificationError) -> SubscriptionState? {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try Self.storedState(bundleId: bundleId, originalTransactionId: originalTransactionId, connection)
+        }
+    }
+
+    private static func storedState(bundleId: String, originalTransactionId: String, _ connection: SQLiteConnection)
+        throws(VerificationError) -> SubscriptionState? {
+        let json = try connection.query("""
+            SELECT state_json FROM subscription_states WHERE bundle_id = ? AND original_transaction_id = ?
+            """, .text(bundleId), .text(originalTransactionId)) { (row) throws(VerificationError) in
+            try row.requiredText(0)
+        }.first
+        return try json.map { (json) throws(VerificationError) in try NotificationJSON.decode(SubscriptionState.self, json) }
+    }
+
+    public func inboxDepth() throws(VerificationError) -> InboxDepth {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("""
+                SELECT COALESCE(SUM(parked_at IS NULL), 0), COALESCE(SUM(parked_at IS NULL AND attempts > 0), 0),
+                       COALESCE(SUM(parked_at IS NOT NULL), 0)
+                FROM notification_inbox WHERE processed_at IS NULL
+                """) { (row) throws(VerificationError) in
+                InboxDepth(pending: Int(try row.requiredInteger(0)), retrying: Int(try row.requiredInteger(1)),
+                           parked: Int(try row.requiredInteger(2)))
+            }.first ?? InboxDepth(pending: 0, retrying: 0, parked: 0)
+        }
+    }
+
+    public func inboxEntries(bundleId: String, since: Int64, limit: Int) throws(VerificationError) -> [InboxEntry] {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("""
+                SELECT \(Self.entryColumns) FROM notification_inbox WHERE bundle_id = ? AND signed_date >= ?
+                ORDER BY signed_date, received_at, seq LIMIT ?
+                """, .text(bundleId), .integer(since), .integer(Int64(max(0, limit))), decode: Self.decodeEntry)
+        }
+    }
+
+    @discardableResult
+    public func markForReplay(bundleId: String, since: Int64) throws(VerificationError) -> Int {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.run("""
+                UPDATE notification_inbox SET processed_at = NULL, parked_at = NULL, attempts = 0, next_attempt_at = 0,
+                                              last_error_code = NULL
+                WHERE bundle_id = ? AND signed_date >= ?
+                """, .text(bundleId), .integer(since))
+        }
+    }
+
+    public func parkedEntries(limit: Int) throws(VerificationError) -> [ParkedInboxEntry] {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("""
+                SELECT bundle_id, notification_id, notification_type, attempts, last_error_code FROM notification_inbox
+                WHERE parked_at IS NOT NULL AND processed_at IS NULL ORDER BY signed_date, received_at, seq LIMIT ?
+                """, .integer(Int64(max(0, limit)))) { (row) throws(VerificationError) in
+                ParkedInboxEntry(bundleId: try row.requiredText(0), id: try row.requiredText(1),
+                                 notificationType: try row.requiredText(2), attempts: Int(try row.requiredInteger(3)),
+                                 lastErrorCode: row.text(4))
+            }
+        }
+    }
+
+    @discardableResult
+    public func purgeRawBodies(olderThan: Int64) throws(VerificationError) -> Int {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.run("UPDATE notification_inbox SET raw_body = NULL WHERE received_at < ? AND raw_body IS NOT NULL",
+                               .integer(olderThan))
+        }
+    }
+
+    public func unknownNotificationCounts() throws(VerificationError) -> [UnknownNotificationCount] {
+        // Counted from the rows, not a counter: a replayed or retried entry is still one notification.
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("""
+                SELECT bundle_id, notification_type, subtype, COUNT(*) FROM notification_inbox WHERE unknown_type = 1
+                GROUP BY bundle_id, notification_type, subtype ORDER BY bundle_id, notification_type, subtype
+                """) { (row) throws(VerificationError) in
+                UnknownNotificationCount(bundleId: try row.requiredText(0), notificationType: try row.requiredText(1),
+                                         subtype: row.text(2), count: Int(try row.requiredInteger(3)))
+            }
+        }
+    }
+
+    private static let entryColumns = """
+        notification_id, bundle_id, version, notification_type, subtype, signed_date, environment, received_at,
+        raw_body, event_json
+        """
+
+    private static func decodeEntry(_ row: SQLRow) throws(VerificationError) -> InboxEntry {
+        let event = try row.text(9).map { (json) throws(VerificationError) in
+            try NotificationJSON.decode(LifecycleEvent.self, json)
+        }
+        return InboxEntry(id: try row.requiredText(0), bundleId: try row.requiredText(1), version: try row.requiredText(2),
+                          notificationType: try row.requiredText(3), subtype: row.text(4),
+                          signedDate: try row.requiredInteger(5), environment: try row.requiredText(6),
+                          receivedAt: try row.requiredInteger(7), rawBody: row.blob(8) ?? Data(), event: event)
+    }
+}
+
+/// The model's Codable form with sorted keys, so equal values are equal text.
+enum NotificationJSON {
+    static func encode<T: Encodable>(_ value: T) throws(VerificationError) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value), let text = String(data: data, encoding: .utf8) else {
+            throw VerificationError(.storageUnavailable, "storage: a value could not be encoded as JSON")
+        }
+        return text
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ json: String) throws(VerificationError) -> T {
+        guard let value = try? JSONDecoder().decode(type, from: Data(json.utf8)) else { throw SQLRow.corrupt }
+        return value
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import IAPCore
+
+extension SQLiteLedger {
+    // MARK: Webhook outbox
+
+    @discardableResult
+    public func enqueueWebhooks(_ events: [WebhookEvent], now: Int64) throws(VerificationError) -> Int {
+        try database.transaction { (connection) throws(VerificationError) -> Int in
+            var added = 0
+            for event in events where try Self.insertWebhook(event, now: now, connection) { added += 1 }
+            return added
+        }
+    }
+
+    /// True if the event was new. The key is scoped to the app: two apps' keys never shadow each other.
+    @discardableResult
+    static func insertWebhook(_ event: WebhookEvent, now: Int64, _ connection: SQLiteConnection)
+        throws(VerificationError) -> Bool {
+        guard !event.idempotencyKey.isEmpty else {
+            throw VerificationError(.storageUnavailable, "storage: webhook event without an idempotency key")
+        }
+        return try connection.run("""
+            INSERT INTO webhook_outbox (bundle_id, idempotency_key, event_json, created_at, next_attempt_at)
+            VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (bundle_id, idempotency_key) DO NOTHING
+            """, .text(event.bundleId), .text(event.idempotencyKey), .text(try NotificationJSON.encode(event)),
+            .integer(now), .integer(now)) == 1
+    }
+
+    public func dueWebhooks(now: Int64, limit: Int) throws(VerificationError) -> [OutboxEntry] {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("""
+                SELECT seq, event_json, attempts, next_attempt_at FROM webhook_outbox
+                WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, seq LIMIT ?
+                """, .integer(now), .integer(Int64(max(0, limit)))) { (row) throws(VerificationError) in
+                OutboxEntry(seq: try row.requiredInteger(0),
+                            event: try NotificationJSON.decode(WebhookEvent.self, try row.requiredText(1)),
+                            attempts: Int(try row.requiredInteger(2)), nextAttemptAt: try row.requiredInteger(3))
+            }
+        }
+    }
+
+    public func markDelivered(_ seq: Int64, at now: Int64) throws(VerificationError) {
+        try database.withConnection { (connection) throws(VerificationError) in
+            // attempts counts the successful one too: it says how many requests the receiver saw.
+            try connection.run("""
+                UPDATE webhook_outbox SET delivered_at = ?, attempts = attempts + 1 WHERE seq = ? AND delivered_at IS NULL
+                """, .integer(now), .integer(seq))
+        }
+    }
+
+    public func markFailed(_ seq: Int64, nextAttemptAt: Int64) throws(VerificationError) {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.run("""
+                UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = ? WHERE seq = ? AND delivered_at IS NULL
+                """, .integer(nextAttemptAt), .integer(seq))
+        }
+    }
+
+    public func outboxDepth() throws(VerificationError) -> Int {
+        try database.withConnection { (connection) throws(VerificationError) in
+            Int(try connection.query("SELECT COUNT(*) FROM webhook_outbox WHERE delivered_at IS NULL") {
+                (row) throws(VerificationError) in try row.requiredInteger(0)
+            }.first ?? 0)
+        }
+    }
+
+    // MARK: Consumption requests
+
+    public func pendingConsumptionRequests(notBefore: Int64, limit: Int) throws(VerificationError) -> [ConsumptionRequest] {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("""
+                SELECT bundle_id, transaction_id, original_transaction_id, requested_at FROM consumption_requests
+                WHERE answered_at IS NULL AND requested_at >= ? ORDER BY requested_at, bundle_id, transaction_id LIMIT ?
+                """, .integer(notBefore), .integer(Int64(max(0, limit)))) { (row) throws(VerificationError) in
+                ConsumptionRequest(bundleId: try row.requiredText(0), transactionId: try row.requiredText(1),
+                                   originalTransactionId: row.text(2), requestedAt: try row.requiredInteger(3))
+            }
+        }
+    }
+
+    @discardableResult
+    public func markConsumptionAnswered(bundleId: String, transactionId: String, at now: Int64)
+        throws(VerificationError) -> Bool {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.run("""
+                UPDATE consumption_requests SET answered_at = ?
+                WHERE bundle_id = ? AND transaction_id = ? AND answered_at IS NULL
+                """, .integer(now), .text(bundleId), .text(transactionId)) == 1
+        }
+    }
+}
