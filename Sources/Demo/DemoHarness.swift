@@ -19,6 +19,8 @@ public final class DemoHarness: Sendable {
         public var nonceRequired = true
         public var familySharing = "allow"
         public var localOnlyJWS = false
+        /// Where entitlement changes are posted (a loopback receiver in tests); nil: no webhook.
+        public var webhookURL: String?
         public var gatewayPort = 0
         public var simulatorPort = 0
         /// productId → (type, price in milliunits, currency)
@@ -33,12 +35,18 @@ public final class DemoHarness: Sendable {
     public let simulator: AppStoreSimulator
     public let service: GatewayService
     public let server: HTTPServer
+    /// The inbox processor and webhook dispatcher.
+    public let background: Task<Void, Never>
     public let directory: URL
     public let apiKey: String
     public let sharedSecret: String
+    /// The HMAC key the gateway signs webhooks with (written to secrets/webhook-secret).
+    public let webhookSecret: String
     public let options: Options
 
     public var gatewayURL: String { "http://127.0.0.1:\(server.port)" }
+    /// Where the simulator (as Apple) posts this app's notifications.
+    public var notificationURL: String { "\(gatewayURL)/v1/notifications/\(options.bundleId)" }
     public var bundleId: String { options.bundleId }
 
     public static func start(directory: URL, options: Options = Options(), logger: Logger = .disabled) async throws -> DemoHarness {
@@ -55,6 +63,8 @@ public final class DemoHarness: Sendable {
         try simulator.writeTrustRoot(to: directory.appendingPathComponent("trust/simulator-root.cer"))
         try Self.writeSecret(sharedSecret, to: directory.appendingPathComponent("secrets/shared-secret"))
         try Self.writeSecret(credentials.privateKeyPEM, to: directory.appendingPathComponent("secrets/AuthKey.p8"))
+        let webhookSecret = "whsec-" + Self.randomHex(16)
+        try Self.writeSecret(webhookSecret, to: directory.appendingPathComponent("secrets/webhook-secret"))
         try Self.appXML(options, credentials: credentials, apiKeySHA256: SHA256Digest.hex(Array(apiKey.utf8)).lowercased())
             .write(to: directory.appendingPathComponent("apps/\(options.bundleId).xml"), atomically: true, encoding: .utf8)
         try Self.gatewayXML(options, simulator: simulator, storage: directory.appendingPathComponent("iapgw.sqlite").path)
@@ -67,13 +77,17 @@ public final class DemoHarness: Sendable {
         let service = try assembly.makeService()
         let server = try assembly.makeServer(service: service)
         try server.start()
-        return DemoHarness(simulator: simulator, service: service, server: server, directory: directory,
-                           apiKey: apiKey, sharedSecret: sharedSecret, options: options)
+        let background = try assembly.startBackgroundWork(service: service)
+        return DemoHarness(simulator: simulator, service: service, server: server, background: background,
+                           directory: directory, apiKey: apiKey, sharedSecret: sharedSecret,
+                           webhookSecret: webhookSecret, options: options)
     }
 
-    private init(simulator: AppStoreSimulator, service: GatewayService, server: HTTPServer, directory: URL,
-                 apiKey: String, sharedSecret: String, options: Options) {
+    private init(simulator: AppStoreSimulator, service: GatewayService, server: HTTPServer, background: Task<Void, Never>,
+                 directory: URL, apiKey: String, sharedSecret: String, webhookSecret: String, options: Options) {
+        self.webhookSecret = webhookSecret
         self.simulator = simulator
+        self.background = background
         self.service = service
         self.server = server
         self.directory = directory
@@ -84,6 +98,8 @@ public final class DemoHarness: Sendable {
 
     public func stop() async {
         await server.shutdown(gracePeriod: .seconds(2))
+        background.cancel()
+        _ = await background.value
         await simulator.stop()
     }
 
@@ -147,6 +163,7 @@ public final class DemoHarness: Sendable {
                 <onlineChecks type="bool">false</onlineChecks>
                 <localOnlyJWS type="bool">\(o.localOnlyJWS)</localOnlyJWS>
                 <apiKey><sha256>\(apiKeySHA256)</sha256></apiKey>
+                \(o.webhookURL.map { "<webhook><url>\(escape($0))</url><secret><file>../secrets/webhook-secret</file></secret></webhook>" } ?? "")
             </app>
 
             """

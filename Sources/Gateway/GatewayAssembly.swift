@@ -56,9 +56,33 @@ public struct GatewayAssembly {
         ])
         let ledger = try SQLiteLedger(storage: gateway.storageURL)
         return GatewayService(apps: configuration.apps, adapters: registry, ledger: ledger,
+                              notifications: try NotificationDecoder(mappings: mappings, environment: environment),
                               receiptSealer: try ReceiptSealKey.load(environment: environment,
                                                                      storageURL: gateway.storageURL, logger: logger),
                               environment: environment, logger: logger)
+    }
+
+    /// The background work of a running gateway: the inbox drained through the state machine, and
+    /// the webhook outbox delivered. Cancel the returned task to stop both.
+    public func startBackgroundWork(service: GatewayService) throws(VerificationError) -> Task<Void, Never> {
+        let gateway = configuration.gateway
+        let processor = NotificationProcessor(apps: service.apps, ledger: service.ledger, logger: logger, now: service.now)
+        let client: UpstreamHTTPClient
+        do {
+            client = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(
+                connectTimeout: .seconds(gateway.timeouts.connectSeconds),
+                requestTimeout: .seconds(gateway.timeouts.requestSeconds)))
+        } catch {
+            throw VerificationError(.invalidConfiguration, "webhook HTTP client: \(error)")
+        }
+        let dispatcher = WebhookDispatcher(apps: service.apps, ledger: service.ledger, client: client,
+                                           environment: environment, logger: logger, now: service.now)
+        return Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await processor.run() }
+                group.addTask { await dispatcher.run() }
+            }
+        }
     }
 
     public func makeServer(service: GatewayService) throws -> HTTPServer {

@@ -10,7 +10,8 @@ import Ledger
 public final class GatewayService: Sendable {
     public let apps: [String: AppPolicy]
     let adapters: AdapterRegistry
-    let ledger: any Ledger
+    let ledger: any Ledger & NotificationLedger
+    let notifications: NotificationDecoder?
     let checks: [any PurchaseCheck]
     let authenticator: APIKeyAuthenticator
     let sealer: AESGCMSealer?
@@ -18,13 +19,15 @@ public final class GatewayService: Sendable {
     let now: @Sendable () -> Int64
     public let metrics = GatewayMetrics()
 
-    public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger,
+    public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger,
+                notifications: NotificationDecoder? = nil,
                 checks: [any PurchaseCheck] = .standard, receiptSealer: AESGCMSealer?,
                 environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = .disabled,
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
         self.apps = apps
         self.adapters = adapters
         self.ledger = ledger
+        self.notifications = notifications
         self.checks = checks
         self.authenticator = APIKeyAuthenticator(environment: environment)
         self.sealer = receiptSealer
@@ -82,6 +85,8 @@ public final class GatewayService: Sendable {
                 "account": .string(account),
                 "entitlements": .array(entitlements.map { Self.json($0, policy: app) }),
             ]).jsonText)
+        case .notification(let bundleId):
+            return try receiveNotification(request, bundleId: bundleId, log: log)
         case .methodNotAllowed:
             return .error(405, code: VerificationError.Code.notFound.rawValue, message: "method not allowed on this path")
         case .notFound:
@@ -93,6 +98,34 @@ public final class GatewayService: Sendable {
         guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
         try authenticator.authenticate(request, app: app)
         return app
+    }
+
+    // MARK: POST /v1/notifications/{bundleId}
+
+    /// Public (Apple calls it): trust comes from signatures only. Answers 200 only once the
+    /// notification is durably in the inbox; a duplicate delivery answers 200 and changes nothing.
+    /// Processing happens later, off the request (`NotificationProcessor`).
+    private func receiveNotification(_ request: HTTPRequest, bundleId: String, log: Logger) throws(VerificationError)
+        -> HTTPResponse {
+        guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
+        guard let notifications else { throw VerificationError(.notFound, "notifications are not enabled") }
+        let decoded: DecodedNotification
+        do {
+            decoded = try notifications.decode(body: request.body, app: app)
+        } catch {
+            metrics.recordRefusal(code: error.code.rawValue)
+            log.warning("notification_refused", ["bundleId": app.bundleId, "code": error.code.rawValue])
+            throw error
+        }
+        let fresh = try ledger.enqueue(InboxEntry(
+            id: decoded.id, bundleId: app.bundleId, version: decoded.version,
+            notificationType: decoded.notificationType.rawValue, subtype: decoded.subtype?.rawValue,
+            signedDate: decoded.signedDate, environment: decoded.environment.rawValue, receivedAt: now(),
+            rawBody: Data(request.body), event: decoded.event))
+        log.info("notification_accepted", ["bundleId": app.bundleId, "type": decoded.notificationType.rawValue,
+                                           "duplicate": String(!fresh)])
+        return .json(200, JSONValue.object(["status": .string(fresh ? "accepted" : "duplicate"),
+                                            "notificationId": .string(decoded.id)]).jsonText)
     }
 
     // MARK: POST /v1/apps/{bundleId}/verify

@@ -23,12 +23,15 @@ struct ServeCommand: Subcommand {
         let service = try assembly.makeService()
         let server = try assembly.makeServer(service: service)
         try server.start()
+        let background = try assembly.startBackgroundWork(service: service)
         logger.info("listening", ["address": configuration.gateway.listenAddress, "port": String(server.port),
                                   "apps": configuration.apps.keys.sorted().joined(separator: ",")])
         return try runAsync {
             let signal = await waitForTerminationSignal()
             logger.info("shutting_down", ["signal": String(signal), "inFlight": String(server.inFlight)])
             await server.shutdown(gracePeriod: .seconds(10))
+            background.cancel()
+            _ = await background.value
             logger.info("stopped")
             return 0
         }

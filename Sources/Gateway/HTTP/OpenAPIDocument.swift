@@ -32,7 +32,7 @@ enum OpenAPIDocument {
                                        "schema": .object(["type": "string"])]))
         }
         if !parameters.isEmpty { op["parameters"] = .array(parameters) }
-        let authenticated = path.hasPrefix("/v1/")
+        let authenticated = path.hasPrefix("/v1/apps/")
         if authenticated { op["security"] = .array([.object(["apiKey": .array([])])]) }
         var responses: [String: JSONValue] = [:]
         switch path {
@@ -56,6 +56,15 @@ enum OpenAPIDocument {
         case "/v1/apps/{bundleId}/accounts/{account}/entitlements":
             op["summary"] = "Current entitlements of an account"
             responses["200"] = ok("Entitlements")
+        case "/v1/notifications/{bundleId}":
+            op["summary"] = "App Store Server Notifications (V2 signedPayload, or V1 with the shared secret); 200 once stored durably"
+            op["requestBody"] = body("Notification")
+            responses["200"] = ok("NotificationAccepted")
+            responses["400"] = error("malformed body")
+            responses["401"] = error("V1 notification without the shared secret")
+            responses["404"] = error("unknown app (UNKNOWN_APP)")
+            responses["422"] = error("a signature or identity check failed; nothing was stored")
+            responses["503"] = error("storage unavailable; Apple retries")
         default: break
         }
         if authenticated {
@@ -110,6 +119,9 @@ enum OpenAPIDocument {
             "Entitlement": object(["productId": string, "state": string, "originalTransactionId": string,
                                    "expiresDate": integer, "source": string, "grantsAccess": .object(["type": "boolean"])]),
             "Entitlements": object(["account": string, "entitlements": array(ref("Entitlement"))]),
+            "Notification": .object(["type": "object", "description": "V2: {\"signedPayload\": JWS}; V1: Apple's legacy JSON with password and unified_receipt",
+                                     "properties": .object(["signedPayload": string])]),
+            "NotificationAccepted": object(["status": string, "notificationId": string]),
         ]
     }
 }

@@ -1,0 +1,55 @@
+import Foundation
+import IAPCore
+import Ledger
+
+/// Drains the notification inbox through the subscription state machine. Each entry is applied
+/// and marked processed in one database transaction (the ledger's `processPending`), so a crash at
+/// any point neither loses nor repeats an effect; restarting simply drains again.
+public final class NotificationProcessor: Sendable {
+    let apps: [String: AppPolicy]
+    let ledger: any NotificationLedger
+    let logger: Logger
+    let now: @Sendable () -> Int64
+
+    public init(apps: [String: AppPolicy], ledger: any NotificationLedger, logger: Logger,
+                now: @escaping @Sendable () -> Int64) {
+        self.apps = apps
+        self.ledger = ledger
+        self.logger = logger
+        self.now = now
+    }
+
+    /// Applies what is due now; returns what happened.
+    @discardableResult
+    public func drain(limit: Int = 200) throws(VerificationError) -> ProcessReport {
+        let now = now()
+        let apps = apps
+        let report = try ledger.processPending(limit: limit, now: now) { (entry, state) throws(VerificationError) in
+            guard let app = apps[entry.bundleId] else {
+                throw VerificationError(.unknownApp, "no policy for \(entry.bundleId)")
+            }
+            guard let event = entry.event else {
+                // Nothing names a chain (TEST, RENEWAL_EXTENSION SUMMARY, …): counted if unknown.
+                return LifecycleOutcome(newState: nil, unknownType: !NotificationType(rawValue: entry.notificationType).isKnown)
+            }
+            return SubscriptionLifecycle.apply(event, to: state, policy: app.gracePeriodPolicy, now: now)
+        }
+        if report.processed + report.failed + report.parked > 0 {
+            logger.info("notifications_processed", ["processed": String(report.processed), "failed": String(report.failed),
+                                                    "unknown": String(report.unknown), "parked": String(report.parked)])
+        }
+        return report
+    }
+
+    /// Drains until cancelled, at least every `interval`.
+    public func run(interval: Duration = .milliseconds(200)) async {
+        while !Task.isCancelled {
+            do {
+                while try drain().processed > 0 {}
+            } catch {
+                logger.error("notification_processing_failed", ["code": error.code.rawValue])
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+}

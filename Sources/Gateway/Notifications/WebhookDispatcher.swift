@@ -1,0 +1,98 @@
+import AppleTrust
+import Foundation
+import IAPCore
+import Ledger
+import UpstreamHTTP
+
+/// Delivers the webhook outbox to each app backend: at least once, each event with its
+/// idempotency key, signed `X-IAPGW-Signature: sha256=HEX(HMAC(secret, timestamp + "." + body))`
+/// with `X-IAPGW-Timestamp`, retried with exponential backoff while the receiver is down.
+public final class WebhookDispatcher: Sendable {
+    let apps: [String: AppPolicy]
+    let ledger: any NotificationLedger
+    let client: UpstreamHTTPClient
+    let environment: [String: String]
+    let logger: Logger
+    let now: @Sendable () -> Int64
+
+    public init(apps: [String: AppPolicy], ledger: any NotificationLedger, client: UpstreamHTTPClient,
+                environment: [String: String], logger: Logger, now: @escaping @Sendable () -> Int64) {
+        self.apps = apps
+        self.ledger = ledger
+        self.client = client
+        self.environment = environment
+        self.logger = logger
+        self.now = now
+    }
+
+    /// The wait before the next attempt: 1 s, 2 s, 4 s, … capped at one hour.
+    static func backoffMs(afterAttempts attempts: Int) -> Int64 {
+        min(Int64(1000) << Int64(min(max(attempts, 0), 12)), 3_600_000)
+    }
+
+    static func body(_ event: WebhookEvent) -> String {
+        var o: [String: JSONValue] = [
+            "kind": .string(event.kind.rawValue), "idempotencyKey": .string(event.idempotencyKey),
+            "bundleId": .string(event.bundleId), "notificationType": .string(event.notificationType),
+            "occurredAt": .int(event.occurredAt),
+        ]
+        if let v = event.originalTransactionId { o["originalTransactionId"] = .string(v) }
+        if let v = event.transactionId { o["transactionId"] = .string(v) }
+        if let v = event.productId { o["productId"] = .string(v) }
+        if let v = event.state { o["state"] = .string(v.rawValue) }
+        if let v = event.expiresDate { o["expiresDate"] = .int(v) }
+        if let v = event.subtype { o["subtype"] = .string(v) }
+        return JSONValue.object(o).jsonText
+    }
+
+    public static func signature(secret: String, timestamp: String, body: String) -> String {
+        "sha256=" + HMACSHA256.hex(key: Array(secret.utf8), message: Array("\(timestamp).\(body)".utf8))
+    }
+
+    /// Sends what is due; returns how many were delivered.
+    @discardableResult
+    public func deliverDue(limit: Int = 100) async throws(VerificationError) -> Int {
+        var delivered = 0
+        for entry in try ledger.dueWebhooks(now: now(), limit: limit) {
+            guard let app = apps[entry.event.bundleId], let webhook = app.webhook else {
+                // No receiver configured: nothing will ever take it, so it is not retried forever.
+                try ledger.markDelivered(entry.seq, at: now())
+                continue
+            }
+            let body = Self.body(entry.event)
+            let timestamp = String(now() / 1000)
+            let ok: Bool
+            do {
+                let secret = try webhook.secret.resolve(environment: environment)
+                let response = try await client.send(UpstreamRequest(method: "POST", url: webhook.url, headers: [
+                    ("Content-Type", "application/json"), ("Idempotency-Key", entry.event.idempotencyKey),
+                    ("X-IAPGW-Timestamp", timestamp),
+                    ("X-IAPGW-Signature", Self.signature(secret: secret, timestamp: timestamp, body: body)),
+                ], body: Array(body.utf8)))
+                ok = (200..<300).contains(response.status)
+            } catch {
+                ok = false
+            }
+            if ok {
+                try ledger.markDelivered(entry.seq, at: now())
+                delivered += 1
+            } else {
+                let next = now() + Self.backoffMs(afterAttempts: entry.attempts)
+                try ledger.markFailed(entry.seq, nextAttemptAt: next)
+                logger.warning("webhook_failed", ["bundleId": entry.event.bundleId, "attempts": String(entry.attempts + 1)])
+            }
+        }
+        return delivered
+    }
+
+    public func run(interval: Duration = .milliseconds(250)) async {
+        while !Task.isCancelled {
+            do {
+                while try await deliverDue() > 0 {}
+            } catch {
+                logger.error("webhook_dispatch_failed", ["code": error.code.rawValue])
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+}
