@@ -109,3 +109,35 @@ final class LifecycleOrderingTests: XCTestCase {
         XCTAssertEqual(state([expired, failed]), state([failed, expired]))
     }
 }
+
+/// Reconciliation: a status read back from Apple goes through the same join.
+final class LifecycleReconciliationTests: XCTestCase {
+    typealias F = LifecycleFixture
+    let f = LifecycleFixture()
+
+    private func reconcile(_ tx: CanonicalTransaction, _ renewal: CanonicalRenewal, signed: Int64) -> LifecycleEvent {
+        f.event("reconcile:\(signed)", SubscriptionLifecycle.reconciledStatus.rawValue, signed: signed, tx: tx, renewal: renewal)
+    }
+
+    func testReconciledStatusRestoresARenewalWhoseNotificationWasLost() {
+        let t1 = f.tx("t1", bought: F.day(0), expires: F.day(30))
+        let t2 = f.tx("t2", bought: F.day(30), expires: F.day(60))
+        let start = f.event("s", "SUBSCRIBED", "INITIAL_BUY", signed: F.day(0), tx: t1, renewal: f.renewal())
+        let status = reconcile(t2, f.renewal(), signed: F.day(35))
+        let final = LifecycleReplay.assertOrderIndependent([start, status], now: F.day(35))
+        XCTAssertEqual(final?.state, .active)
+        XCTAssertEqual(final?.lastTransactionId, "t2")
+        XCTAssertEqual(final?.source, "reconciliation")
+    }
+
+    func testReconciledStatusReadsGraceAndBillingRetryFromRenewalInfo() {
+        let t1 = f.tx("t1", bought: F.day(0), expires: F.day(30))
+        let grace = reconcile(t1, f.renewal(grace: F.day(46), retrying: true), signed: F.day(31))
+        let retry = reconcile(t1, f.renewal(retrying: true), signed: F.day(31))
+        let over = reconcile(t1, f.renewal(retrying: false), signed: F.day(31))
+        let now = F.day(32)
+        XCTAssertEqual(SubscriptionLifecycle.apply(grace, to: nil, policy: F.policy, now: now).newState?.state, .gracePeriod)
+        XCTAssertEqual(SubscriptionLifecycle.apply(retry, to: nil, policy: F.policy, now: now).newState?.state, .billingRetry)
+        XCTAssertEqual(SubscriptionLifecycle.apply(over, to: nil, policy: F.policy, now: now).newState?.state, .expired)
+    }
+}

@@ -27,6 +27,9 @@ struct LifecycleClassification: Equatable {
         case refunded
         /// Family Sharing revocation: the purchaser stopped sharing; no money moved.
         case revoked
+        /// A status read back from Apple (Get All Subscription Statuses): the transaction's dates
+        /// and the renewal info's retry/grace fields together say where the chain is.
+        case currentStatus
     }
 
     var effect: Effect
@@ -92,6 +95,8 @@ struct LifecycleClassification: Equatable {
             // Advanced Commerce changes to a subscription's description or price: nothing the
             // entitlement depends on; the renewal info they carry is still recorded.
             return when([nil] + NotificationSubtype.known.map(\.rawValue), .informs)
+        case SubscriptionLifecycle.reconciledStatus.rawValue:
+            return when([nil], .decides(.currentStatus))
         case "RESCIND_CONSENT":
             return when([nil], .noChain, [.consentRescinded])
         default:

@@ -10,6 +10,11 @@
 /// `now`), so the final state is a function of the set of events: any permutation, and any number
 /// of duplicates, gives the same state. A stale event (smaller version) changes nothing.
 public enum SubscriptionLifecycle {
+    /// Not an Apple type: the one reconciliation uses for a status read with Get All Subscription
+    /// Statuses (transaction + renewal info, signedDate = when Apple signed them). Facts from Get
+    /// Notification History keep their own notificationType. Not in `NotificationType.known`.
+    public static let reconciledStatus = NotificationType(rawValue: "GATEWAY_RECONCILED_STATUS")
+
     /// Applies `event` to the chain it names. `current` must be that chain's state (same bundleId
     /// and originalTransactionId) or nil if none is stored; a state of another chain is left alone.
     ///
@@ -131,6 +136,11 @@ public enum SubscriptionLifecycle {
             return (.billingRetry, graceEnd)
         case .gracePeriodExpired:
             return (renewal?.isInBillingRetryPeriod == false ? .expired : .billingRetry, graceEnd)
+        case .currentStatus:
+            let (byDates, _) = entitlementState(.transactionDates, transaction: transaction, renewal: renewal, now: now)
+            guard byDates == .expired, renewal?.isInBillingRetryPeriod == true else { return (byDates, nil) }
+            if let graceEnd, graceEnd > now { return (.gracePeriod, graceEnd) }
+            return (.billingRetry, graceEnd)
         case .expired:
             return (.expired, nil)
         case .refunded:
