@@ -20,7 +20,7 @@ public enum SubscriptionLifecycle {
     ///
     /// `policy` does not change the state: the state records what Apple said (gracePeriod,
     /// billingRetry…), and whether that grants access is decided when entitlements are read, so a
-    /// policy change needs no replay. It is taken so callers pass what the reader will use.
+    /// policy change needs no replay. Unused today; part of the agreed signature.
     public static func apply(_ event: LifecycleEvent, to current: SubscriptionState?,
                              policy: AppPolicy.GracePeriodPolicy, now: Int64) -> LifecycleOutcome {
         let classification = LifecycleClassification.classify(event.notificationType, event.subtype)
