@@ -53,6 +53,12 @@ public struct SubscriptionState: Codable, Hashable, Sendable {
     public var lastSignedDate: Int64
     /// Which source produced the newest fact ("notification", "reconciliation", an adapter id).
     public var source: String
+    /// Which event decided the entitlement fields above (productId … lastPurchaseDate): the state
+    /// machine keeps the greatest version, so the result does not depend on delivery order.
+    /// Optional so states stored before it existed still decode.
+    public var entitlementVersion: LifecycleVersion?
+    /// Which event decided `autoRenewStatus` / `autoRenewProductId` (ordered by signedDate alone).
+    public var renewalVersion: LifecycleVersion?
 
     public init(bundleId: String, originalTransactionId: String, productId: String, state: Entitlement.State,
                 environment: AppStoreEnvironment, lastSignedDate: Int64, source: String) {
@@ -70,7 +76,7 @@ public struct SubscriptionState: Codable, Hashable, Sendable {
 public struct WebhookEvent: Codable, Hashable, Sendable {
     public enum Kind: String, Codable, Sendable {
         case entitlementChanged, consumableRefunded, refundDeclined, consumptionRequested, priceIncrease,
-             renewalPreferenceChanged, unknownNotification, test
+             renewalPreferenceChanged, unknownNotification, test, consentRescinded
     }
     public var kind: Kind
     /// Stable per (event, chain): a redelivered notification yields the same key.
