@@ -103,7 +103,7 @@ final class HTTPSurfaceTests: XCTestCase {
     static let specifiedRoutes: Set<String> = [
         "GET /healthz", "GET /readyz", "GET /openapi.json", "GET /metrics",
         "POST /v1/apps/{bundleId}/nonces", "POST /v1/apps/{bundleId}/verify",
-        "GET /v1/apps/{bundleId}/accounts/{account}/entitlements",
+        "GET /v1/apps/{bundleId}/accounts/{account}/entitlements", "POST /v1/notifications/{bundleId}",
     ]
 
     private func documentedOperations(_ gw: GatewayE2E) async throws -> [(method: String, path: String)] {
