@@ -73,7 +73,8 @@ var products: [Product] = [.executable(name: "iapgw", targets: ["iapgw"])]
 if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
     for (name, deps) in [("FuzzJWS", ["AppleTrust", "IAPCore"]),
                          ("FuzzDER", ["AppReceipts"]),
-                         ("FuzzConfig", ["IAPCore"])] {
+                         ("FuzzConfig", ["IAPCore"]),
+                         ("FuzzJSON", ["IAPCore"])] {
         targets.append(.executableTarget(
             name: name, dependencies: deps.map { .target(name: $0) }, path: "Fuzz/\(name)",
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]))

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target for N seconds (default 30):   Scripts/fuzz.sh [SECONDS] [TARGET...]
-# Targets: FuzzJWS (JWS decoder + verifier), FuzzDER (BER/DER reader, receipt payload, old-style
+# Targets: FuzzJSON (strict JSON + mapping engine), FuzzJWS (JWS decoder + verifier), FuzzDER (BER/DER reader, receipt payload, old-style
 # plist), FuzzConfig (XML and plist config loaders). Crashes land in Fuzz/artifacts/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-30}"; shift || true
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(FuzzJWS FuzzDER FuzzConfig)
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(FuzzJWS FuzzDER FuzzConfig FuzzJSON)
 export IAPGW_FUZZ=1
 build=(swift build --build-path .build/fuzz --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld)
 mkdir -p Fuzz/artifacts
