@@ -51,12 +51,12 @@ extension SignedDataVerifier {
         }
 
         let payload = try StrictJSON(maxBytes: Self.maxInputBytes).parse(payloadBytes)
-        guard let signedMs = try JSONFields(payload, context: "payload").int64(dateField) else {
+        guard let signedMs = try JSONFields(payload, context: "payload").date(dateField) else {
             // Another kind of payload (an app transaction has no signedDate) is named as such.
             if let expected, Self.kind(of: payload) != expected { try requireKind(payload, expected) }
             throw VerificationError(.missingField, "payload.\(dateField) is required")
         }
-        let signedSecond = Self.floorSeconds(signedMs)
+        let signedSecond = PayloadDates.floorSeconds(signedMs)
 
         var verified: VerifiedChain
         var certs = chain
@@ -69,12 +69,13 @@ extension SignedDataVerifier {
             verified = VerifiedChain(leafKey: leafKey, validity: validity, revocationCheckedAt: nil)
         }
 
-        let nowMs = Int64((now().timeIntervalSince1970 * 1000).rounded(.down))
-        guard signedMs <= nowMs + clockSkewMs else {
+        let nowMs = PayloadDates.milliseconds(now())
+        let latest = nowMs.addingReportingOverflow(clockSkewMs)
+        guard latest.overflow || signedMs <= latest.partialValue else {
             throw VerificationError(.signedDateInFuture, "\(dateField) \(signedMs) is later than now (\(nowMs)) plus the allowed skew")
         }
         if enableOnlineChecks {
-            let nowSecond = Self.floorSeconds(nowMs)
+            let nowSecond = PayloadDates.floorSeconds(nowMs)
             guard verified.validity.contains(nowSecond) else {
                 throw VerificationError(nowSecond < verified.validity.notBefore ? .certificateNotYetValid : .certificateExpired,
                                         "the signing chain is not valid now (online checks)")
@@ -91,8 +92,6 @@ extension SignedDataVerifier {
         }
         return payload
     }
-
-    static func floorSeconds(_ ms: Int64) -> Int64 { ms >= 0 ? ms / 1000 : (ms - 999) / 1000 }
 
     struct Segments { var header: Range<Int>; var payload: Range<Int>; var signature: Range<Int> }
 

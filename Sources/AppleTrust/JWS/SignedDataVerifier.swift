@@ -37,11 +37,12 @@ public final class SignedDataVerifier: Sendable {
         self.environments = environments
         self.enableOnlineChecks = enableOnlineChecks
         self.allowLocalTestEnvironments = allowLocalTestEnvironments
-        self.clockSkewMs = max(0, clockSkewMs)
+        // Bounded so `now + skew` cannot overflow whatever the configuration says.
+        self.clockSkewMs = min(max(0, clockSkewMs), PayloadDates.maxMs)
         self.now = now
         self.cache = VerifiedChainCache(capacity: cacheCapacity)
         self.revocation = OCSPRevocationCheck(transport: ocspTransport)
-        self.revocationRecheckSeconds = revocationRecheckSeconds
+        self.revocationRecheckSeconds = min(max(0, revocationRecheckSeconds), PayloadDates.maxMs / 1000)
     }
 
     /// Chain cache counters (metrics).

@@ -9,7 +9,7 @@ public struct ExternalPurchaseToken: Sendable, Hashable {
 
     public init(_ f: JSONFields) throws(VerificationError) {
         externalPurchaseId = try f.string("externalPurchaseId")
-        tokenCreationDate = try f.int64("tokenCreationDate")
+        tokenCreationDate = try f.date("tokenCreationDate")
         appAppleId = try f.int64("appAppleId")
         bundleId = try f.string("bundleId")
     }
