@@ -110,3 +110,13 @@ public enum TestPKI {
         return input + "." + Base64URL.encode(try key.signES256(Array(input.utf8)))
     }
 }
+
+extension TestPKI.CertificateAuthority {
+    /// A second encoding of the root: same name and key, other validity. A verifier pinning the
+    /// original accepts it as x5c[2] by key; tests use it to prove the pinned root's dates rule.
+    public func reissuedRoot(validity: TestPKI.Validity) throws(VerificationError) -> X509Certificate {
+        let name = root.certificate.subjectCommonName
+        return try CertificateBuilder.build(subject: name, issuer: name, publicKeyOf: root.key, signer: root.key,
+                                            validity: validity, isCA: true, markerOID: nil)
+    }
+}

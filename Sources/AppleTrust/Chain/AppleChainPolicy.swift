@@ -62,10 +62,7 @@ final class AppleChainPolicy: @unchecked Sendable {
         guard leaf.hasExtension(oid: Self.leafOID) else {
             throw VerificationError(.missingAppleOID, "leaf lacks Apple's marker OID \(Self.leafOID)")
         }
-        try runOpenSSL(leaf: leaf, intermediate: intermediate)
-        return ChainValidity(
-            notBefore: max(leaf.notBefore, intermediate.notBefore, presentedRoot.notBefore),
-            notAfter: min(leaf.notAfter, intermediate.notAfter, presentedRoot.notAfter))
+        return try runOpenSSL(leaf: leaf, intermediate: intermediate)
     }
 
     /// The chain must be valid at `second` (each certificate's notBefore...notAfter, inclusive, as
@@ -85,7 +82,9 @@ final class AppleChainPolicy: @unchecked Sendable {
         throw VerificationError(.untrustedRoot, "x5c[2] is not a pinned root")
     }
 
-    private func runOpenSSL(leaf: X509Certificate, intermediate: X509Certificate) throws(VerificationError) {
+    /// Returns the validity window of the chain OpenSSL built: its root is the pinned one from the
+    /// store, whose dates may differ from x5c[2]'s when that is a re-encoded copy matched by key.
+    private func runOpenSSL(leaf: X509Certificate, intermediate: X509Certificate) throws(VerificationError) -> ChainValidity {
         guard let ctx = X509_STORE_CTX_new(), let untrusted = iapgw_sk_X509_new_null() else {
             throw VerificationError(.invalidCertificateChain, "out of memory")
         }
@@ -107,9 +106,14 @@ final class AppleChainPolicy: @unchecked Sendable {
             throw VerificationError(Self.classify(err), "certificate at depth \(depth): \(reason)")
         }
         guard let built = X509_STORE_CTX_get0_chain(ctx), iapgw_sk_X509_num(built) == 3,
-              X509_cmp(iapgw_sk_X509_value(built, 1), intermediate.x509) == 0 else {
+              X509_cmp(iapgw_sk_X509_value(built, 1), intermediate.x509) == 0,
+              let builtRoot = iapgw_sk_X509_value(built, 2) else {
             throw VerificationError(.invalidCertificateChain, "OpenSSL built a different chain than x5c")
         }
+        let rootNotBefore = X509Certificate.seconds(X509_get0_notBefore(builtRoot))
+        let rootNotAfter = X509Certificate.seconds(X509_get0_notAfter(builtRoot))
+        return ChainValidity(notBefore: max(leaf.notBefore, intermediate.notBefore, rootNotBefore),
+                             notAfter: min(leaf.notAfter, intermediate.notAfter, rootNotAfter))
     }
 
     static func classify(_ err: Int32) -> VerificationError.Code {
