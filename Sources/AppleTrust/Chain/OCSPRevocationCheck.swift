@@ -43,6 +43,9 @@ public struct URLSessionOCSPTransport: OCSPTransport {
 struct OCSPRevocationCheck: Sendable {
     let transport: any OCSPTransport
     var timeout: TimeInterval = 5
+    static let clockSkewSeconds = 300
+    /// Apple's responders refresh answers within hours; a week-old "good" is not evidence.
+    static let maxResponseAgeSeconds = 7 * 86_400
 
     func check(_ cert: X509Certificate, issuer: X509Certificate, policy: AppleChainPolicy) throws(VerificationError) {
         guard let urlText = cert.ocspResponderURL, let url = URL(string: urlText),
@@ -88,7 +91,9 @@ struct OCSPRevocationCheck: Sendable {
         guard OCSP_resp_find_status(basic, lookupId, &status, &reason, &revokedAt, &thisUpdate, &nextUpdate) == 1 else {
             throw unavailable("OCSP response does not mention the certificate")
         }
-        guard OCSP_check_validity(thisUpdate, nextUpdate, 300, -1) == 1 else {
+        // maxsec bounds thisUpdate's age: without it an answer with no nextUpdate stays "fresh"
+        // forever, and a captured "good" could be replayed after the certificate is revoked.
+        guard OCSP_check_validity(thisUpdate, nextUpdate, Self.clockSkewSeconds, Self.maxResponseAgeSeconds) == 1 else {
             throw unavailable("OCSP response is stale")
         }
         switch status {
