@@ -1,41 +1,6 @@
 import COpenSSL
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import IAPCore
-
-/// The HTTP leg of an OCSP check, injectable so tests never touch the network.
-/// Any failure must be thrown as `REVOCATION_CHECK_UNAVAILABLE` (retryable).
-public protocol OCSPTransport: Sendable {
-    func post(_ body: Data, to url: URL, timeout: TimeInterval) throws(VerificationError) -> Data
-}
-
-/// Default transport: URLSession (libcurl on Linux), bridged to the synchronous verifier.
-public struct URLSessionOCSPTransport: OCSPTransport {
-    public init() {}
-
-    public func post(_ body: Data, to url: URL, timeout: TimeInterval) throws(VerificationError) -> Data {
-        var request = URLRequest(url: url, timeoutInterval: timeout)
-        request.httpMethod = "POST"
-        request.httpBody = body
-        request.setValue("application/ocsp-request", forHTTPHeaderField: "Content-Type")
-        final class Box: @unchecked Sendable { var data: Data?; var failed = true }
-        let box = Box()
-        let done = DispatchSemaphore(value: 0)
-        URLSession.shared.dataTask(with: request) { data, response, error in
-            if error == nil, let http = response as? HTTPURLResponse, http.statusCode == 200 {
-                box.data = data
-                box.failed = false
-            }
-            done.signal()
-        }.resume()
-        guard done.wait(timeout: .now() + timeout + 1) == .success, !box.failed, let data = box.data else {
-            throw VerificationError(.revocationCheckUnavailable, "OCSP responder \(url.host ?? "?") unreachable")
-        }
-        return data
-    }
-}
 
 /// Asks each certificate's OCSP responder (from its AIA extension) whether it is revoked, and
 /// checks the answer with OpenSSL: signed by the issuer or its delegate, chaining to a pinned root,
