@@ -53,15 +53,20 @@ public final class SignedDataVerifier: Sendable {
         let payload = try verifiedPayload(jws, dateField: "signedDate", expected: .transaction)
         try requireKind(payload, .transaction)
         let t = try JWSTransactionDecodedPayload(payload)
-        try checkIdentity(bundleId: t.bundleId, requireBundle: true, appAppleId: nil, environment: t.environment)
+        let ids = try Self.identityFields(payload)
+        try checkIdentity(bundleId: t.bundleId, requireBundle: true, appAppleId: ids.appAppleId, environment: t.environment)
         return t
     }
 
+    /// Apple's renewal info carries no bundleId or appAppleId, so standalone renewal info proves
+    /// only that Apple signed it for *some* app: bind it to a verified transaction of this app
+    /// (same `originalTransactionId`) before acting on it. Either field, if present, is enforced.
     public func verifyAndDecodeRenewalInfo(_ jws: String) throws(VerificationError) -> JWSRenewalInfoDecodedPayload {
         let payload = try verifiedPayload(jws, dateField: "signedDate", expected: .renewalInfo)
         try requireKind(payload, .renewalInfo)
         let r = try JWSRenewalInfoDecodedPayload(payload)
-        try checkIdentity(bundleId: nil, requireBundle: false, appAppleId: nil, environment: r.environment)
+        let ids = try Self.identityFields(payload)
+        try checkIdentity(bundleId: ids.bundleId, requireBundle: false, appAppleId: ids.appAppleId, environment: r.environment)
         return r
     }
 
@@ -94,6 +99,13 @@ public final class SignedDataVerifier: Sendable {
         guard environments.contains(environment) else {
             throw VerificationError(.environmentNotAllowed, "environment \(environment.rawValue.prefix(64)) is not allowed")
         }
+    }
+
+    /// `bundleId` and `appAppleId` as any verified payload states them (typed strictly), whether or
+    /// not its kind's model names them: what Apple signed for another app is refused, always.
+    static func identityFields(_ payload: JSONValue) throws(VerificationError) -> (bundleId: String?, appAppleId: Int64?) {
+        let f = try JSONFields(payload, context: "payload")
+        return (try f.string("bundleId"), try f.int64("appAppleId"))
     }
 
     enum PayloadKind: String { case transaction, renewalInfo = "renewal info", notification, appTransaction = "app transaction" }

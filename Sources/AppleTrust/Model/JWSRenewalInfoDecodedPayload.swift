@@ -1,7 +1,9 @@
 import IAPCore
 
 /// Verified subscription renewal info (`JWSRenewalInfo`), Apple's field names, plus `raw`.
-/// Apple's renewal info carries no bundleId: the caller's bundle is checked on the transaction.
+/// Apple's renewal info carries no bundleId (nor appAppleId): on its own it cannot show which app
+/// it is for. The verifier enforces either field when present; bind renewal info to a verified
+/// transaction of the app (same `originalTransactionId`) before trusting it.
 public struct JWSRenewalInfoDecodedPayload: Sendable, Hashable {
     public let originalTransactionId: String
     public let autoRenewStatus: AutoRenewStatus
