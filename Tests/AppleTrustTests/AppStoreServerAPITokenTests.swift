@@ -53,3 +53,13 @@ final class AppStoreServerAPITokenTests: XCTestCase {
         }
     }
 }
+
+final class ECPrivateKeyTests: XCTestCase {
+    func testDerivedPublicKeyVerifiesWhatThePrivateKeySignedAndNothingElse() throws {
+        let key = try ECPrivateKey.generate()
+        let message = Array("iapgw".utf8)
+        let signature = try key.signES256(message)
+        XCTAssertTrue(try key.derivePublicKey().verifyES256(signature: signature, message: message))
+        XCTAssertFalse(try ECPrivateKey.generate().derivePublicKey().verifyES256(signature: signature, message: message))
+    }
+}

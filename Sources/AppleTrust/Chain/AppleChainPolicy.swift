@@ -85,12 +85,14 @@ final class AppleChainPolicy: @unchecked Sendable {
     /// Returns the validity window of the chain OpenSSL built: its root is the pinned one from the
     /// store, whose dates may differ from x5c[2]'s when that is a re-encoded copy matched by key.
     private func runOpenSSL(leaf: X509Certificate, intermediate: X509Certificate) throws(VerificationError) -> ChainValidity {
-        guard let ctx = X509_STORE_CTX_new(), let untrusted = iapgw_sk_X509_new_null() else {
+        guard let ctx = X509_STORE_CTX_new() else { throw VerificationError(.invalidCertificateChain, "out of memory") }
+        defer { X509_STORE_CTX_free(ctx); clearOpenSSLErrors() }
+        guard let untrusted = iapgw_sk_X509_new_null() else { throw VerificationError(.invalidCertificateChain, "out of memory") }
+        defer { iapgw_sk_X509_free(untrusted) }
+        // Only the intermediate is offered as untrusted: the root must come from the pinned store.
+        guard iapgw_sk_X509_push(untrusted, intermediate.x509) > 0 else {
             throw VerificationError(.invalidCertificateChain, "out of memory")
         }
-        defer { X509_STORE_CTX_free(ctx); iapgw_sk_X509_free(untrusted); clearOpenSSLErrors() }
-        // Only the intermediate is offered as untrusted: the root must come from the pinned store.
-        _ = iapgw_sk_X509_push(untrusted, intermediate.x509)
         guard X509_STORE_CTX_init(ctx, store, leaf.x509, untrusted) == 1 else {
             throw VerificationError(.invalidCertificateChain, "cannot start chain verification")
         }

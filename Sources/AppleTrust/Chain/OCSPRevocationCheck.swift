@@ -20,11 +20,14 @@ struct OCSPRevocationCheck: Sendable {
         defer { clearOpenSSLErrors() }
         guard let request = OCSP_REQUEST_new() else { throw unavailable("cannot build OCSP request") }
         defer { OCSP_REQUEST_free(request) }
-        guard let id = OCSP_cert_to_id(EVP_sha1(), cert.x509, issuer.x509),
-              let lookupId = OCSP_cert_to_id(EVP_sha1(), cert.x509, issuer.x509) else {
+        // Two ids: the request takes ownership of one, the response lookup needs its own.
+        guard let lookupId = OCSP_cert_to_id(EVP_sha1(), cert.x509, issuer.x509) else {
             throw unavailable("cannot build OCSP certificate id")
         }
         defer { OCSP_CERTID_free(lookupId) }
+        guard let id = OCSP_cert_to_id(EVP_sha1(), cert.x509, issuer.x509) else {
+            throw unavailable("cannot build OCSP certificate id")
+        }
         guard OCSP_request_add0_id(request, id) != nil else { OCSP_CERTID_free(id); throw unavailable("cannot build OCSP request") }
         var derPtr: UnsafeMutablePointer<UInt8>? = nil
         let derLen = i2d_OCSP_REQUEST(request, &derPtr)

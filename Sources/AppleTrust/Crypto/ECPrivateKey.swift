@@ -54,14 +54,25 @@ public final class ECPrivateKey: @unchecked Sendable, CustomStringConvertible {
         return String(decoding: UnsafeRawBufferPointer(start: ptr, count: Int(n)), as: UTF8.self)
     }
 
-    public var publicKey: ECPublicKey {
+    /// The public half. Only an allocation failure inside OpenSSL can make it throw.
+    public func derivePublicKey() throws(VerificationError) -> ECPublicKey {
         // Round-trip the public half through DER so the result holds no private material.
         var der: UnsafeMutablePointer<UInt8>? = nil
         let n = i2d_PUBKEY(pkey, &der)
-        defer { CRYPTO_free(der, nil, 0) }
+        defer { CRYPTO_free(der, nil, 0); clearOpenSSLErrors() }
+        guard n > 0, der != nil else { throw VerificationError(.invalidConfiguration, "cannot encode the public key") }
         var p = UnsafePointer(der)
-        let pub = d2i_PUBKEY(nil, &p, Int(n))!
+        guard let pub = d2i_PUBKEY(nil, &p, Int(n)) else {
+            throw VerificationError(.invalidConfiguration, "cannot decode the public key")
+        }
         return ECPublicKey(owning: pub)
+    }
+
+    /// The public half, for callers that cannot handle the (allocation-failure-only) error of
+    /// `derivePublicKey()`; prefer that in new code.
+    public var publicKey: ECPublicKey {
+        guard let key = try? derivePublicKey() else { fatalError("OpenSSL could not allocate a public key") }
+        return key
     }
 
     /// ES256 signature as JWS wants it: raw r||s, 64 bytes.
