@@ -47,6 +47,9 @@ extension SignedDataVerifier {
         if let d = n.appData { parts.append(("appData", .init(bundleId: d.bundleId, appAppleId: d.appAppleId, environment: d.environment))) }
         if let s = n.summary { parts.append(("summary", .init(bundleId: s.bundleId, appAppleId: s.appAppleId, environment: s.environment))) }
         if let t = n.externalPurchaseToken {
+            guard t.externalPurchaseId != nil else {
+                throw VerificationError(.missingField, "notification.externalPurchaseToken.externalPurchaseId is required (it names the environment)")
+            }
             parts.append(("externalPurchaseToken", .init(bundleId: t.bundleId, appAppleId: t.appAppleId, environment: t.environment)))
         }
         guard let first = parts.first else {

@@ -14,8 +14,10 @@ public struct ExternalPurchaseToken: Sendable, Hashable {
         bundleId = try f.string("bundleId")
     }
 
-    /// Apple marks sandbox tokens by the id's prefix; the object has no environment field.
-    public var environment: AppStoreEnvironment {
-        externalPurchaseId?.hasPrefix("SANDBOX") == true ? .sandbox : .production
+    /// Apple marks sandbox tokens by the id's prefix; the object has no environment field. Without
+    /// an id there is no environment (never a default to Production): the verifier refuses it.
+    public var environment: AppStoreEnvironment? {
+        guard let externalPurchaseId else { return nil }
+        return externalPurchaseId.hasPrefix("SANDBOX") ? .sandbox : .production
     }
 }
