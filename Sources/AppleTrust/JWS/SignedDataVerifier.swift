@@ -6,6 +6,12 @@ import IAPCore
 /// notification JWS are verified too, Xcode/LocalTesting data is never exempt from the chain and
 /// signature, and a bad signature is always `INVALID_SIGNATURE`.
 ///
+/// ECDSA signatures are malleable: for a valid (r, s), (r, n − s) verifies too, and this verifier
+/// accepts both (high-S included) because Apple does not normalise S, so refusing either would
+/// refuse genuine data. A second, different JWS string can therefore carry the same signed
+/// payload: deduplicate and replay-protect on payload ids (`notificationUUID`, `transactionId`,
+/// `originalTransactionId`), never on the JWS bytes or a hash of them.
+///
 /// Synchronous on purpose: offline verification is pure CPU (no suspension point on the hot path);
 /// only `enableOnlineChecks` does I/O, through `OCSPTransport`.
 public final class SignedDataVerifier: Sendable {
