@@ -10,6 +10,14 @@ extension TestPKI {
     public struct OCSPResponder: Sendable {
         public let authority: CertificateAuthority
         public var revoked: [X509Certificate]
+        /// How long before now `thisUpdate` says the answer was produced (a replayed answer is old).
+        public var thisUpdateAge: TimeInterval = 60
+        /// `nextUpdate` after now; nil leaves it out (OCSP then promises no freshness at all).
+        public var nextUpdateIn: TimeInterval? = 3600
+        /// Answers "unknown" for every certificate.
+        public var answersUnknown = false
+        /// Signs with this identity instead of the certificate's issuer (a wrong responder).
+        public var signedBy: Identity? = nil
 
         public init(authority: CertificateAuthority, revoked: [X509Certificate] = []) {
             self.authority = authority
@@ -27,19 +35,22 @@ extension TestPKI {
             }
             defer { OCSP_REQUEST_free(request) }
             // The certificate asked about decides who signs: its issuer (root for the intermediate).
-            let signer = Self.matches(authority.intermediate.certificate, issuer: authority.root, id) ? authority.root : authority.intermediate
+            let signer = signedBy
+                ?? (Self.matches(authority.intermediate.certificate, issuer: authority.root, id) ? authority.root : authority.intermediate)
             let isRevoked = revoked.contains { r in
                 [authority.root, authority.intermediate].contains { Self.matches(r, issuer: $0, id) }
             }
             guard let basic = OCSP_BASICRESP_new() else { throw VerificationError(.revocationCheckUnavailable, "test responder") }
             defer { OCSP_BASICRESP_free(basic); ERR_clear_error() }
             let now = time(nil)
-            let thisUpdate = ASN1_TIME_set(nil, now - 60), nextUpdate = ASN1_TIME_set(nil, now + 3600)
+            let thisUpdate = ASN1_TIME_set(nil, now - time_t(thisUpdateAge))
+            let nextUpdate = nextUpdateIn.map { ASN1_TIME_set(nil, now + time_t($0)) } ?? nil
             let revokedAt = ASN1_TIME_set(nil, now - 3600)
             defer { ASN1_STRING_free(thisUpdate); ASN1_STRING_free(nextUpdate); ASN1_STRING_free(revokedAt) }
-            guard OCSP_basic_add1_status(basic, id, isRevoked ? V_OCSP_CERTSTATUS_REVOKED : V_OCSP_CERTSTATUS_GOOD,
-                                         isRevoked ? OCSP_REVOKED_STATUS_KEYCOMPROMISE : -1,
-                                         isRevoked ? revokedAt : nil, thisUpdate, nextUpdate) != nil,
+            let status = answersUnknown ? V_OCSP_CERTSTATUS_UNKNOWN : isRevoked ? V_OCSP_CERTSTATUS_REVOKED : V_OCSP_CERTSTATUS_GOOD
+            guard OCSP_basic_add1_status(basic, id, status,
+                                         status == V_OCSP_CERTSTATUS_REVOKED ? OCSP_REVOKED_STATUS_KEYCOMPROMISE : -1,
+                                         status == V_OCSP_CERTSTATUS_REVOKED ? revokedAt : nil, thisUpdate, nextUpdate) != nil,
                   OCSP_basic_sign(basic, signer.certificate.x509Handle, signer.key.evpPKey, EVP_sha256(), nil, 0) == 1,
                   let response = OCSP_response_create(OCSP_RESPONSE_STATUS_SUCCESSFUL, basic) else {
                 throw VerificationError(.revocationCheckUnavailable, "test responder: cannot sign")

@@ -110,3 +110,35 @@ public enum TestPKI {
         return input + "." + Base64URL.encode(try key.signES256(Array(input.utf8)))
     }
 }
+
+extension TestPKI.CertificateAuthority {
+    /// A second encoding of the root: same name and key, other validity. A verifier pinning the
+    /// original accepts it as x5c[2] by key; tests use it to prove the pinned root's dates rule.
+    public func reissuedRoot(validity: TestPKI.Validity) throws(VerificationError) -> X509Certificate {
+        let name = root.certificate.subjectCommonName
+        return try CertificateBuilder.build(subject: name, issuer: name, publicKeyOf: root.key, signer: root.key,
+                                            validity: validity, isCA: true, markerOID: nil)
+    }
+}
+
+extension TestPKI {
+    /// `key` as a password-protected PEM (AES-256-CBC): PKCS#8 (`ENCRYPTED PRIVATE KEY`) or, with
+    /// `traditional`, OpenSSL's legacy `EC PRIVATE KEY` with `Proc-Type: 4,ENCRYPTED`. For tests
+    /// proving such keys are refused rather than prompting for a password.
+    public static func encryptedPEM(_ key: ECPrivateKey, password: String, traditional: Bool = false) throws(VerificationError) -> String {
+        guard let bio = BIO_new(BIO_s_mem()) else { throw VerificationError(.invalidConfiguration, "test PKI: BIO_new failed") }
+        defer { BIO_free(bio); ERR_clear_error() }
+        let pass = Array(password.utf8)
+        let written = pass.withUnsafeBufferPointer { p in
+            let raw = UnsafeMutablePointer(mutating: p.baseAddress)
+            return traditional
+                ? PEM_write_bio_PrivateKey_traditional(bio, key.evpPKey, EVP_aes_256_cbc(), raw, Int32(p.count), nil, nil)
+                : PEM_write_bio_PKCS8PrivateKey(bio, key.evpPKey, EVP_aes_256_cbc(), raw.map { UnsafeMutableRawPointer($0).assumingMemoryBound(to: CChar.self) }, Int32(p.count), nil, nil)
+        }
+        guard written == 1 else { throw VerificationError(.invalidConfiguration, "test PKI: encrypted PEM export failed") }
+        var ptr: UnsafeMutablePointer<CChar>? = nil
+        let n = iapgw_BIO_get_mem_data(bio, &ptr)
+        guard let ptr, n > 0 else { throw VerificationError(.invalidConfiguration, "test PKI: empty PEM") }
+        return String(decoding: UnsafeRawBufferPointer(start: ptr, count: Int(n)), as: UTF8.self)
+    }
+}

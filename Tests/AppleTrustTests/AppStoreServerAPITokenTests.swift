@@ -1,6 +1,7 @@
 import AppleTrust
 import Foundation
 import IAPCore
+import TestPKI
 import XCTest
 
 final class AppStoreServerAPITokenTests: XCTestCase {
@@ -51,5 +52,40 @@ final class AppStoreServerAPITokenTests: XCTestCase {
         XCTAssertThrowsError(try ECPrivateKey(pkcs8PEM: garbage)) { error in
             XCTAssertFalse("\(error)".contains("U0VDUkVU"))
         }
+    }
+}
+
+final class ECPrivateKeyTests: XCTestCase {
+    func testDerivedPublicKeyVerifiesWhatThePrivateKeySignedAndNothingElse() throws {
+        let key = try ECPrivateKey.generate()
+        let message = Array("iapgw".utf8)
+        let signature = try key.signES256(message)
+        XCTAssertTrue(try key.derivePublicKey().verifyES256(signature: signature, message: message))
+        XCTAssertFalse(try ECPrivateKey.generate().derivePublicKey().verifyES256(signature: signature, message: message))
+    }
+}
+
+final class EncryptedKeyTests: XCTestCase {
+    func assertRefusedAsEncrypted(_ pem: String, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertTrue(pem.contains("ENCRYPTED"), file: file, line: line)
+        XCTAssertThrowsError(try ECPrivateKey(pkcs8PEM: pem), file: file, line: line) { error in
+            let e = error as? VerificationError
+            XCTAssertEqual(e?.code, .invalidConfiguration, file: file, line: line)
+            XCTAssertTrue(e?.message.contains("encrypted") == true, "\(error)", file: file, line: line)
+            XCTAssertFalse(e?.message.contains("hunter2") == true, file: file, line: line)
+        }
+    }
+
+    func testEncryptedPKCS8KeyIsRefusedWithoutAPasswordPrompt() throws {
+        assertRefusedAsEncrypted(try TestPKI.encryptedPEM(try ECPrivateKey.generate(), password: "hunter2"))
+    }
+
+    func testEncryptedTraditionalECKeyIsRefusedWithoutAPasswordPrompt() throws {
+        assertRefusedAsEncrypted(try TestPKI.encryptedPEM(try ECPrivateKey.generate(), password: "hunter2", traditional: true))
+    }
+
+    func testUnencryptedKeyStillLoads() throws {
+        let key = try ECPrivateKey.generate()
+        XCTAssertNoThrow(try ECPrivateKey(pkcs8PEM: key.pkcs8PEM))
     }
 }

@@ -66,3 +66,25 @@ final class ChainCacheTests: XCTestCase {
         XCTAssertEqual(v.chainCacheHits + v.chainCacheMisses, 60)
     }
 }
+
+/// When x5c[2] matches a pinned root by key only, the pinned root's dates rule, cached or not.
+final class PinnedRootValidityTests: XCTestCase {
+    static let day: TimeInterval = 86_400
+
+    func testPinnedRootDatesRuleWhenX5cCarriesALongerLivedCopyOfIt() throws {
+        let pinnedValidity = TestPKI.Validity(notBefore: Fixture.now.addingTimeInterval(-Self.day),
+                                              notAfter: Fixture.now.addingTimeInterval(3650 * Self.day))
+        let ca = try TestPKI.CertificateAuthority.make(validity: pinnedValidity, intermediateValidity: .around(Fixture.now, days: 3650))
+        let copy = try ca.reissuedRoot(validity: .around(Fixture.now, days: 3650))
+        let leaf = try ca.issueLeaf(validity: .around(Fixture.now, days: 365))
+        let signer = TestPKI.JWSSigner(x5c: [leaf.der, ca.intermediate.der, copy.der], key: leaf.key)
+        let v = try Fixture.verifier(roots: [ca.root.der])
+
+        XCTAssertNoThrow(try v.verifyAndDecodeTransaction(try signer.sign(Fixture.transaction())))
+        // Signed before the pinned root existed: the copy's earlier notBefore must not make it valid.
+        let early = try signer.sign(Fixture.transaction(["signedDate": .int(Fixture.nowMs - 2 * 86_400_000)]))
+        assertRefused(.certificateNotYetValid) { try v.verifyAndDecodeTransaction(early) }
+        XCTAssertEqual(v.chainCacheHits, 1)
+        assertRefused(.certificateNotYetValid) { try Fixture.verifier(roots: [ca.root.der]).verifyAndDecodeTransaction(early) }
+    }
+}

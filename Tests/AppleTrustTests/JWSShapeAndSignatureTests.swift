@@ -104,3 +104,33 @@ final class JWSShapeAndSignatureTests: XCTestCase {
         assertRefused(.malformedBase64) { try v.verifyAndDecodeTransaction(replacingSegment(jws, 2, with: segment(jws, 2) + "==")) }
     }
 }
+
+/// The malleability SignedDataVerifier documents: (r, n − s) verifies as well as (r, s), so two
+/// different JWS strings carry one payload. Callers must dedupe on payload ids.
+final class SignatureMalleabilityTests: XCTestCase {
+    static let p256Order: [UInt8] = [
+        0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+        0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51,
+    ]
+
+    static func negate(_ s: ArraySlice<UInt8>) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        var borrow = 0
+        for i in stride(from: 31, through: 0, by: -1) {
+            var d = Int(p256Order[i]) - Int(s[s.startIndex + i]) - borrow
+            borrow = d < 0 ? 1 : 0
+            if d < 0 { d += 256 }
+            out[i] = UInt8(d)
+        }
+        return out
+    }
+
+    func testTheOtherSOfAValidSignatureAlsoVerifiesSoJWSBytesAreNoDedupeKey() throws {
+        let jws = try Fixture.signer.sign(Fixture.transaction())
+        let signature = try Base64URL.decode(segment(jws, 2))
+        let twin = replacingSegment(jws, 2, with: Base64URL.encode(Array(signature[0..<32]) + Self.negate(signature[32..<64])))
+        XCTAssertNotEqual(twin, jws)
+        let v = try Fixture.verifier()
+        XCTAssertEqual(try v.verifyAndDecodeTransaction(twin).transactionId, try v.verifyAndDecodeTransaction(jws).transactionId)
+    }
+}

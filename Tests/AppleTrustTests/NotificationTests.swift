@@ -73,3 +73,27 @@ final class NotificationTests: XCTestCase {
         assertRefused(.bundleIdMismatch) { try Fixture.verifier().verifyAndDecodeNotification(try sign(Fixture.notification(data: data))) }
     }
 }
+
+final class ExternalPurchaseTokenNotificationTests: XCTestCase {
+    func notification(token: [String: JSONValue]) throws -> String {
+        try Fixture.signer.sign(.object([
+            "notificationType": "EXTERNAL_PURCHASE_TOKEN", "subtype": "UNREPORTED",
+            "notificationUUID": "6d0f8a6c-0000-4000-8000-000000000002", "version": "2.0",
+            "signedDate": .int(Fixture.nowMs - 500), "externalPurchaseToken": .object(token),
+        ]))
+    }
+
+    func testTokenWithoutAnIdIsMissingAFieldNotProduction() throws {
+        let jws = try notification(token: ["tokenCreationDate": .int(Fixture.nowMs - 1_000), "appAppleId": .int(Fixture.appAppleId),
+                                           "bundleId": .string(Fixture.bundleId)])
+        assertRefused(.missingField) { try Fixture.verifier().verifyAndDecodeNotification(jws) }
+    }
+
+    func testSandboxPrefixedTokenIsSandbox() throws {
+        let jws = try notification(token: ["externalPurchaseId": "SANDBOX_b2158121-7af9-49d4-9561-1f588205523e",
+                                           "tokenCreationDate": .int(Fixture.nowMs - 1_000), "appAppleId": .int(Fixture.appAppleId),
+                                           "bundleId": .string(Fixture.bundleId)])
+        XCTAssertEqual(try Fixture.verifier().verifyAndDecodeNotification(jws).externalPurchaseToken?.environment, .sandbox)
+        assertRefused(.environmentNotAllowed) { try Fixture.verifier(environments: [.production]).verifyAndDecodeNotification(jws) }
+    }
+}

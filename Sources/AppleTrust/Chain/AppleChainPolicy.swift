@@ -42,6 +42,17 @@ final class AppleChainPolicy: @unchecked Sendable {
 
     /// Checks `chain` (x5c order: leaf, intermediate, root) at `second`; returns its validity window.
     func verify(_ chain: [X509Certificate], at second: Int64) throws(VerificationError) -> ChainValidity {
+        let window = try verifyStructure(chain)
+        try Self.requireValid(window, at: second)
+        return window
+    }
+
+    /// Everything about the chain that does not depend on a date: x5c[2] pinned, Apple's marker
+    /// OIDs, and OpenSSL building leaf → intermediate → pinned root with every signature checked
+    /// (time checks off). Runs before the JWS signature and before the payload is even decoded,
+    /// so a token from any other PKI is UNTRUSTED_ROOT whatever its payload says. Returns the
+    /// window in which the whole chain is valid; `requireValid` applies it to the payload's date.
+    func verifyStructure(_ chain: [X509Certificate]) throws(VerificationError) -> ChainValidity {
         guard chain.count == 3 else { throw VerificationError(.invalidChainLength, "x5c must hold exactly 3 certificates") }
         let (leaf, intermediate, presentedRoot) = (chain[0], chain[1], chain[2])
         try requirePinned(presentedRoot)
@@ -51,15 +62,16 @@ final class AppleChainPolicy: @unchecked Sendable {
         guard leaf.hasExtension(oid: Self.leafOID) else {
             throw VerificationError(.missingAppleOID, "leaf lacks Apple's marker OID \(Self.leafOID)")
         }
-        try runOpenSSL(leaf: leaf, intermediate: intermediate, at: second)
-        let window = ChainValidity(
-            notBefore: max(leaf.notBefore, intermediate.notBefore, presentedRoot.notBefore),
-            notAfter: min(leaf.notAfter, intermediate.notAfter, presentedRoot.notAfter))
-        guard window.contains(second) else {  // belt and braces: OpenSSL already checked each one
+        return try runOpenSSL(leaf: leaf, intermediate: intermediate)
+    }
+
+    /// The chain must be valid at `second` (each certificate's notBefore...notAfter, inclusive, as
+    /// OpenSSL checks them).
+    static func requireValid(_ window: ChainValidity, at second: Int64) throws(VerificationError) {
+        guard window.contains(second) else {
             throw VerificationError(second < window.notBefore ? .certificateNotYetValid : .certificateExpired,
-                                    "chain not valid at \(second)")
+                                    "the signing chain is not valid at \(second)")
         }
-        return window
     }
 
     /// x5c[2] must be a pinned root itself, or carry a pinned root's key (a re-encoded copy).
@@ -70,18 +82,24 @@ final class AppleChainPolicy: @unchecked Sendable {
         throw VerificationError(.untrustedRoot, "x5c[2] is not a pinned root")
     }
 
-    private func runOpenSSL(leaf: X509Certificate, intermediate: X509Certificate, at second: Int64) throws(VerificationError) {
-        guard let ctx = X509_STORE_CTX_new(), let untrusted = iapgw_sk_X509_new_null() else {
+    /// Returns the validity window of the chain OpenSSL built: its root is the pinned one from the
+    /// store, whose dates may differ from x5c[2]'s when that is a re-encoded copy matched by key.
+    private func runOpenSSL(leaf: X509Certificate, intermediate: X509Certificate) throws(VerificationError) -> ChainValidity {
+        guard let ctx = X509_STORE_CTX_new() else { throw VerificationError(.invalidCertificateChain, "out of memory") }
+        defer { X509_STORE_CTX_free(ctx); clearOpenSSLErrors() }
+        guard let untrusted = iapgw_sk_X509_new_null() else { throw VerificationError(.invalidCertificateChain, "out of memory") }
+        defer { iapgw_sk_X509_free(untrusted) }
+        // Only the intermediate is offered as untrusted: the root must come from the pinned store.
+        guard iapgw_sk_X509_push(untrusted, intermediate.x509) > 0 else {
             throw VerificationError(.invalidCertificateChain, "out of memory")
         }
-        defer { X509_STORE_CTX_free(ctx); iapgw_sk_X509_free(untrusted); clearOpenSSLErrors() }
-        // Only the intermediate is offered as untrusted: the root must come from the pinned store.
-        _ = iapgw_sk_X509_push(untrusted, intermediate.x509)
         guard X509_STORE_CTX_init(ctx, store, leaf.x509, untrusted) == 1 else {
             throw VerificationError(.invalidCertificateChain, "cannot start chain verification")
         }
         let param = X509_STORE_CTX_get0_param(ctx)
-        X509_VERIFY_PARAM_set_time(param, time_t(second))
+        // Dates are checked by `requireValid` against the payload's date, once the signature has
+        // proved the payload comes from this leaf.
+        X509_VERIFY_PARAM_set_flags(param, UInt(X509_V_FLAG_NO_CHECK_TIME))
         X509_VERIFY_PARAM_set_depth(param, 1)  // leaf + one intermediate + root, nothing longer
         if X509_verify_cert(ctx) != 1 {
             let err = X509_STORE_CTX_get_error(ctx)
@@ -90,9 +108,14 @@ final class AppleChainPolicy: @unchecked Sendable {
             throw VerificationError(Self.classify(err), "certificate at depth \(depth): \(reason)")
         }
         guard let built = X509_STORE_CTX_get0_chain(ctx), iapgw_sk_X509_num(built) == 3,
-              X509_cmp(iapgw_sk_X509_value(built, 1), intermediate.x509) == 0 else {
+              X509_cmp(iapgw_sk_X509_value(built, 1), intermediate.x509) == 0,
+              let builtRoot = iapgw_sk_X509_value(built, 2) else {
             throw VerificationError(.invalidCertificateChain, "OpenSSL built a different chain than x5c")
         }
+        let rootNotBefore = X509Certificate.seconds(X509_get0_notBefore(builtRoot))
+        let rootNotAfter = X509Certificate.seconds(X509_get0_notAfter(builtRoot))
+        return ChainValidity(notBefore: max(leaf.notBefore, intermediate.notBefore, rootNotBefore),
+                             notAfter: min(leaf.notAfter, intermediate.notAfter, rootNotAfter))
     }
 
     static func classify(_ err: Int32) -> VerificationError.Code {

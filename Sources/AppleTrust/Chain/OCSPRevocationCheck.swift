@@ -1,41 +1,6 @@
 import COpenSSL
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import IAPCore
-
-/// The HTTP leg of an OCSP check, injectable so tests never touch the network.
-/// Any failure must be thrown as `REVOCATION_CHECK_UNAVAILABLE` (retryable).
-public protocol OCSPTransport: Sendable {
-    func post(_ body: Data, to url: URL, timeout: TimeInterval) throws(VerificationError) -> Data
-}
-
-/// Default transport: URLSession (libcurl on Linux), bridged to the synchronous verifier.
-public struct URLSessionOCSPTransport: OCSPTransport {
-    public init() {}
-
-    public func post(_ body: Data, to url: URL, timeout: TimeInterval) throws(VerificationError) -> Data {
-        var request = URLRequest(url: url, timeoutInterval: timeout)
-        request.httpMethod = "POST"
-        request.httpBody = body
-        request.setValue("application/ocsp-request", forHTTPHeaderField: "Content-Type")
-        final class Box: @unchecked Sendable { var data: Data?; var failed = true }
-        let box = Box()
-        let done = DispatchSemaphore(value: 0)
-        URLSession.shared.dataTask(with: request) { data, response, error in
-            if error == nil, let http = response as? HTTPURLResponse, http.statusCode == 200 {
-                box.data = data
-                box.failed = false
-            }
-            done.signal()
-        }.resume()
-        guard done.wait(timeout: .now() + timeout + 1) == .success, !box.failed, let data = box.data else {
-            throw VerificationError(.revocationCheckUnavailable, "OCSP responder \(url.host ?? "?") unreachable")
-        }
-        return data
-    }
-}
 
 /// Asks each certificate's OCSP responder (from its AIA extension) whether it is revoked, and
 /// checks the answer with OpenSSL: signed by the issuer or its delegate, chaining to a pinned root,
@@ -43,6 +8,9 @@ public struct URLSessionOCSPTransport: OCSPTransport {
 struct OCSPRevocationCheck: Sendable {
     let transport: any OCSPTransport
     var timeout: TimeInterval = 5
+    static let clockSkewSeconds = 300
+    /// Apple's responders refresh answers within hours; a week-old "good" is not evidence.
+    static let maxResponseAgeSeconds = 7 * 86_400
 
     func check(_ cert: X509Certificate, issuer: X509Certificate, policy: AppleChainPolicy) throws(VerificationError) {
         guard let urlText = cert.ocspResponderURL, let url = URL(string: urlText),
@@ -52,11 +20,14 @@ struct OCSPRevocationCheck: Sendable {
         defer { clearOpenSSLErrors() }
         guard let request = OCSP_REQUEST_new() else { throw unavailable("cannot build OCSP request") }
         defer { OCSP_REQUEST_free(request) }
-        guard let id = OCSP_cert_to_id(EVP_sha1(), cert.x509, issuer.x509),
-              let lookupId = OCSP_cert_to_id(EVP_sha1(), cert.x509, issuer.x509) else {
+        // Two ids: the request takes ownership of one, the response lookup needs its own.
+        guard let lookupId = OCSP_cert_to_id(EVP_sha1(), cert.x509, issuer.x509) else {
             throw unavailable("cannot build OCSP certificate id")
         }
         defer { OCSP_CERTID_free(lookupId) }
+        guard let id = OCSP_cert_to_id(EVP_sha1(), cert.x509, issuer.x509) else {
+            throw unavailable("cannot build OCSP certificate id")
+        }
         guard OCSP_request_add0_id(request, id) != nil else { OCSP_CERTID_free(id); throw unavailable("cannot build OCSP request") }
         var derPtr: UnsafeMutablePointer<UInt8>? = nil
         let derLen = i2d_OCSP_REQUEST(request, &derPtr)
@@ -88,7 +59,9 @@ struct OCSPRevocationCheck: Sendable {
         guard OCSP_resp_find_status(basic, lookupId, &status, &reason, &revokedAt, &thisUpdate, &nextUpdate) == 1 else {
             throw unavailable("OCSP response does not mention the certificate")
         }
-        guard OCSP_check_validity(thisUpdate, nextUpdate, 300, -1) == 1 else {
+        // maxsec bounds thisUpdate's age: without it an answer with no nextUpdate stays "fresh"
+        // forever, and a captured "good" could be replayed after the certificate is revoked.
+        guard OCSP_check_validity(thisUpdate, nextUpdate, Self.clockSkewSeconds, Self.maxResponseAgeSeconds) == 1 else {
             throw unavailable("OCSP response is stale")
         }
         switch status {

@@ -7,6 +7,7 @@ import IAPCore
 /// ‖ 16-byte tag; `associatedData` binds a sealed value to its row (e.g. bundle and transaction).
 public struct AESGCMSealer: Sendable {
     private let key: [UInt8]
+    static let maxLength = Int(Int32.max) - 64
 
     public init(key: [UInt8]) throws(VerificationError) {
         guard key.count == 32 else { throw VerificationError(.invalidConfiguration, "the sealing key must be 32 bytes") }
@@ -14,6 +15,10 @@ public struct AESGCMSealer: Sendable {
     }
 
     public func seal(_ plaintext: [UInt8], associatedData: [UInt8]) throws(VerificationError) -> [UInt8] {
+        // OpenSSL takes Int32 lengths: a larger value would trap in the conversion.
+        guard plaintext.count <= Self.maxLength, associatedData.count <= Self.maxLength else {
+            throw VerificationError(.inputTooLarge, "value too large to seal")
+        }
         var nonce = [UInt8](repeating: 0, count: 12)
         guard RAND_bytes(&nonce, 12) == 1 else { throw VerificationError(.storageUnavailable, "no randomness for sealing") }
         guard let ctx = EVP_CIPHER_CTX_new() else { throw VerificationError(.storageUnavailable, "cipher context") }
@@ -41,6 +46,9 @@ public struct AESGCMSealer: Sendable {
 
     public func open(_ sealed: [UInt8], associatedData: [UInt8]) throws(VerificationError) -> [UInt8] {
         guard sealed.count >= 28 else { throw VerificationError(.storageUnavailable, "sealed value too short") }
+        guard sealed.count <= Self.maxLength, associatedData.count <= Self.maxLength else {
+            throw VerificationError(.inputTooLarge, "sealed value too large")
+        }
         let nonce = Array(sealed.prefix(12))
         var tag = Array(sealed.suffix(16))
         let body = Array(sealed.dropFirst(12).dropLast(16))

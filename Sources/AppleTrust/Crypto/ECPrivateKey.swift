@@ -29,12 +29,24 @@ public final class ECPrivateKey: @unchecked Sendable, CustomStringConvertible {
     /// A PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`, Apple's `.p8`) holding an EC P-256 key.
     public convenience init(pkcs8PEM pem: String) throws(VerificationError) {
         let bytes = Array(pem.utf8)
+        var passwordAsked = false
         let key: OpaquePointer? = bytes.withUnsafeBufferPointer { buf in
-            guard let bio = BIO_new_mem_buf(buf.baseAddress, Int32(buf.count)) else { return nil }
+            guard buf.count <= Int(Int32.max), let bio = BIO_new_mem_buf(buf.baseAddress, Int32(buf.count)) else { return nil }
             defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+            // Without a callback OpenSSL prompts on the terminal for an encrypted key, hanging a
+            // service at startup: this one refuses (-1) and records that a password was wanted.
+            return withUnsafeMutablePointer(to: &passwordAsked) { asked in
+                PEM_read_bio_PrivateKey(bio, nil, { _, _, _, flag in
+                    flag?.storeBytes(of: true, as: Bool.self)
+                    return -1
+                }, asked)
+            }
         }
         clearOpenSSLErrors()
+        if passwordAsked {
+            if let key { EVP_PKEY_free(key) }
+            throw VerificationError(.invalidConfiguration, "the key is encrypted; give the unencrypted .p8 Apple issues")
+        }
         guard let key else { throw VerificationError(.invalidConfiguration, "the key is not a PKCS#8 PEM private key") }
         guard EVP_PKEY_is_a(key, "EC") == 1, EVP_PKEY_get_bits(key) == 256 else {
             EVP_PKEY_free(key)
@@ -54,14 +66,25 @@ public final class ECPrivateKey: @unchecked Sendable, CustomStringConvertible {
         return String(decoding: UnsafeRawBufferPointer(start: ptr, count: Int(n)), as: UTF8.self)
     }
 
-    public var publicKey: ECPublicKey {
+    /// The public half. Only an allocation failure inside OpenSSL can make it throw.
+    public func derivePublicKey() throws(VerificationError) -> ECPublicKey {
         // Round-trip the public half through DER so the result holds no private material.
         var der: UnsafeMutablePointer<UInt8>? = nil
         let n = i2d_PUBKEY(pkey, &der)
-        defer { CRYPTO_free(der, nil, 0) }
+        defer { CRYPTO_free(der, nil, 0); clearOpenSSLErrors() }
+        guard n > 0, der != nil else { throw VerificationError(.invalidConfiguration, "cannot encode the public key") }
         var p = UnsafePointer(der)
-        let pub = d2i_PUBKEY(nil, &p, Int(n))!
+        guard let pub = d2i_PUBKEY(nil, &p, Int(n)) else {
+            throw VerificationError(.invalidConfiguration, "cannot decode the public key")
+        }
         return ECPublicKey(owning: pub)
+    }
+
+    /// The public half, for callers that cannot handle the (allocation-failure-only) error of
+    /// `derivePublicKey()`; prefer that in new code.
+    public var publicKey: ECPublicKey {
+        guard let key = try? derivePublicKey() else { fatalError("OpenSSL could not allocate a public key") }
+        return key
     }
 
     /// ES256 signature as JWS wants it: raw r||s, 64 bytes.

@@ -5,10 +5,12 @@ extension SignedDataVerifier {
     /// The shared path for every kind: returns the payload only once its signature verifies under a
     /// leaf that chains to a pinned root at the payload's own date.
     ///
-    /// Order: (1) shape and header; (2) the ES256 signature, with the leaf key from x5c (or the
-    /// cache), before the payload is even parsed, so tampering is always INVALID_SIGNATURE; (3) the
-    /// payload's date, which picks the chain validation time (a forged date cannot get here, it
-    /// would have failed (2)); (4) the chain at that date; (5) the clock and online checks.
+    /// Order: (1) shape and header; (2) the chain's date-independent checks (pinned root, Apple
+    /// OIDs, every certificate signature), or a cache hit for exactly these header bytes, which
+    /// implies them; (3) the ES256 signature under the leaf key; only then (4) the payload is
+    /// parsed (its base64 shape is checked just before the signature), and its date picks the time the chain must be valid at; (5) the clock
+    /// and online checks. Nothing the payload says is read before it is proven to be Apple's, so a
+    /// foreign token is UNTRUSTED_ROOT and tampering is INVALID_SIGNATURE whatever the payload is.
     func verifiedPayload(_ jws: String, dateField: String, expected: PayloadKind?) throws(VerificationError) -> JSONValue {
         var text = jws
         let result: Result<JSONValue, VerificationError> = text.withUTF8 { bytes in
@@ -27,54 +29,48 @@ extension SignedDataVerifier {
         }
         let segments = try Self.split(bytes)
         let header = UnsafeBufferPointer(rebasing: bytes[segments.header])
-        let payloadText = UnsafeBufferPointer(rebasing: bytes[segments.payload])
         let signingInput = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[segments.header.lowerBound..<segments.payload.upperBound])
-        let payloadBytes = try Base64URL.decode(payloadText)
-        let signature = try Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[segments.signature]))
 
         let cached = cache.lookup(header)
-        let chain: [X509Certificate]?
+        var certs: [X509Certificate]? = nil
         let leafKey: ECPublicKey
+        let window: ChainValidity
         if let cached {
-            chain = nil
             leafKey = cached.leafKey
+            window = cached.validity
         } else {
-            let certs = try Self.decodeHeader(header)
-            guard let key = certs[0].publicKey, key.isP256 else {
+            let decoded = try Self.decodeHeader(header)
+            window = try policy.verifyStructure(decoded)
+            guard let key = decoded[0].publicKey, key.isP256 else {
                 throw VerificationError(.invalidSignature, "the leaf key is not an EC P-256 key")
             }
-            chain = certs
+            certs = decoded
             leafKey = key
         }
+        // Base64 shape of both segments before the signature: a non-canonical encoding is refused
+        // as such even where its bytes happen to verify.
+        let payloadBytes = try Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[segments.payload]))
+        let signature = try Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[segments.signature]))
         guard leafKey.verifyES256(signature: signature, message: signingInput) else {
             throw VerificationError(.invalidSignature, "the ES256 signature does not verify")
         }
 
         let payload = try StrictJSON(maxBytes: Self.maxInputBytes).parse(payloadBytes)
-        guard let signedMs = try JSONFields(payload, context: "payload").int64(dateField) else {
+        guard let signedMs = try JSONFields(payload, context: "payload").date(dateField) else {
             // Another kind of payload (an app transaction has no signedDate) is named as such.
             if let expected, Self.kind(of: payload) != expected { try requireKind(payload, expected) }
             throw VerificationError(.missingField, "payload.\(dateField) is required")
         }
-        let signedSecond = Self.floorSeconds(signedMs)
+        try AppleChainPolicy.requireValid(window, at: PayloadDates.floorSeconds(signedMs))
+        var verified = cached ?? VerifiedChain(leafKey: leafKey, validity: window, revocationCheckedAt: nil)
 
-        var verified: VerifiedChain
-        var certs = chain
-        if let cached, cached.validity.contains(signedSecond) {
-            verified = cached
-        } else {
-            // A miss, or a hit outside the cached validity: verify in full so the error is exact.
-            if certs == nil { certs = try Self.decodeHeader(header) }
-            let validity = try policy.verify(certs!, at: signedSecond)
-            verified = VerifiedChain(leafKey: leafKey, validity: validity, revocationCheckedAt: nil)
-        }
-
-        let nowMs = Int64((now().timeIntervalSince1970 * 1000).rounded(.down))
-        guard signedMs <= nowMs + clockSkewMs else {
+        let nowMs = PayloadDates.milliseconds(now())
+        let latest = nowMs.addingReportingOverflow(clockSkewMs)
+        guard latest.overflow || signedMs <= latest.partialValue else {
             throw VerificationError(.signedDateInFuture, "\(dateField) \(signedMs) is later than now (\(nowMs)) plus the allowed skew")
         }
         if enableOnlineChecks {
-            let nowSecond = Self.floorSeconds(nowMs)
+            let nowSecond = PayloadDates.floorSeconds(nowMs)
             guard verified.validity.contains(nowSecond) else {
                 throw VerificationError(nowSecond < verified.validity.notBefore ? .certificateNotYetValid : .certificateExpired,
                                         "the signing chain is not valid now (online checks)")
@@ -86,13 +82,11 @@ extension SignedDataVerifier {
                 verified.revocationCheckedAt = nowSecond
                 cache.store(header, verified)
             }
-        } else if cached == nil || certs != nil {
+        } else if cached == nil {
             cache.store(header, verified)
         }
         return payload
     }
-
-    static func floorSeconds(_ ms: Int64) -> Int64 { ms >= 0 ? ms / 1000 : (ms - 999) / 1000 }
 
     struct Segments { var header: Range<Int>; var payload: Range<Int>; var signature: Range<Int> }
 

@@ -15,21 +15,18 @@ extension SignedDataVerifier {
 
         for container in [n.data, n.appData].compactMap({ $0 }) {
             if let jws = container.signedTransactionInfo {
-                let t = try verifyInner(jws, as: .transaction, JWSTransactionDecodedPayload.init)
-                try agree(bundleId: t.bundleId, environment: t.environment, with: identity, field: "signedTransactionInfo")
+                let (t, ids) = try verifyInner(jws, as: .transaction, JWSTransactionDecodedPayload.init)
+                try agree(ids, environment: t.environment, with: identity, field: "signedTransactionInfo")
                 n.verifiedTransaction = t
             }
             if let jws = container.signedRenewalInfo {
-                let r = try verifyInner(jws, as: .renewalInfo, JWSRenewalInfoDecodedPayload.init)
-                try agree(bundleId: nil, environment: r.environment, with: identity, field: "signedRenewalInfo")
+                let (r, ids) = try verifyInner(jws, as: .renewalInfo, JWSRenewalInfoDecodedPayload.init)
+                try agree(ids, environment: r.environment, with: identity, field: "signedRenewalInfo")
                 n.verifiedRenewalInfo = r
             }
             if let jws = container.signedAppTransactionInfo {
-                let a = try verifyInner(jws, as: .appTransaction, AppTransaction.init)
-                try agree(bundleId: a.bundleId, environment: a.receiptType, with: identity, field: "signedAppTransactionInfo")
-                if let expected = identity.appAppleId, let found = a.appAppleId, found != expected {
-                    throw VerificationError(.notificationInconsistent, "signedAppTransactionInfo is for another appAppleId")
-                }
+                let (a, ids) = try verifyInner(jws, as: .appTransaction, AppTransaction.init)
+                try agree(ids, environment: a.receiptType, with: identity, field: "signedAppTransactionInfo")
                 n.verifiedAppTransaction = a
             }
         }
@@ -50,6 +47,9 @@ extension SignedDataVerifier {
         if let d = n.appData { parts.append(("appData", .init(bundleId: d.bundleId, appAppleId: d.appAppleId, environment: d.environment))) }
         if let s = n.summary { parts.append(("summary", .init(bundleId: s.bundleId, appAppleId: s.appAppleId, environment: s.environment))) }
         if let t = n.externalPurchaseToken {
+            guard t.externalPurchaseId != nil else {
+                throw VerificationError(.missingField, "notification.externalPurchaseToken.externalPurchaseId is required (it names the environment)")
+            }
             parts.append(("externalPurchaseToken", .init(bundleId: t.bundleId, appAppleId: t.appAppleId, environment: t.environment)))
         }
         guard let first = parts.first else {
@@ -77,21 +77,30 @@ extension SignedDataVerifier {
         VerificationError(.notificationInconsistent, "notification \(part).\(field) disagrees with the rest of the envelope")
     }
 
-    private func verifyInner<T>(_ jws: String, as kind: PayloadKind,
-                                _ decode: (JSONValue) throws(VerificationError) -> T) throws(VerificationError) -> T {
+    private func verifyInner<T>(_ jws: String, as kind: PayloadKind, _ decode: (JSONValue) throws(VerificationError) -> T)
+        throws(VerificationError) -> (T, (bundleId: String?, appAppleId: Int64?)) {
         let date = kind == .appTransaction ? "receiptCreationDate" : "signedDate"
         let payload = try verifiedPayload(jws, dateField: date, expected: kind)
         try requireKind(payload, kind)
-        return try decode(payload)
+        let decoded = try decode(payload)
+        return (decoded, try Self.identityFields(payload))
     }
 
-    private func agree(bundleId: String?, environment: AppStoreEnvironment?, with envelope: EnvelopeIdentity,
-                       field: String) throws(VerificationError) {
-        if let bundleId, bundleId != envelope.bundleId {
+    /// An inner payload must agree with its envelope on every identity field it states, and with
+    /// this verifier's own bundle and app (the envelope may not state the app id).
+    private func agree(_ ids: (bundleId: String?, appAppleId: Int64?), environment: AppStoreEnvironment?,
+                       with envelope: EnvelopeIdentity, field: String) throws(VerificationError) {
+        if let bundleId = ids.bundleId, bundleId != envelope.bundleId {
             throw VerificationError(.notificationInconsistent, "\(field) is for another bundle than the notification")
+        }
+        if let found = ids.appAppleId, let stated = envelope.appAppleId, found != stated {
+            throw VerificationError(.notificationInconsistent, "\(field) is for another appAppleId than the notification")
         }
         if environment != envelope.environment {
             throw VerificationError(.notificationInconsistent, "\(field) is from another environment than the notification")
+        }
+        if let expected = appAppleId, let found = ids.appAppleId, found != expected {
+            throw VerificationError(.appAppleIdMismatch, "\(field) is signed for appAppleId \(found), expected \(expected)")
         }
     }
 }

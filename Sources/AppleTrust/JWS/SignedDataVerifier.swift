@@ -6,6 +6,12 @@ import IAPCore
 /// notification JWS are verified too, Xcode/LocalTesting data is never exempt from the chain and
 /// signature, and a bad signature is always `INVALID_SIGNATURE`.
 ///
+/// ECDSA signatures are malleable: for a valid (r, s), (r, n − s) verifies too, and this verifier
+/// accepts both (high-S included) because Apple does not normalise S, so refusing either would
+/// refuse genuine data. A second, different JWS string can therefore carry the same signed
+/// payload: deduplicate and replay-protect on payload ids (`notificationUUID`, `transactionId`,
+/// `originalTransactionId`), never on the JWS bytes or a hash of them.
+///
 /// Synchronous on purpose: offline verification is pure CPU (no suspension point on the hot path);
 /// only `enableOnlineChecks` does I/O, through `OCSPTransport`.
 public final class SignedDataVerifier: Sendable {
@@ -37,11 +43,12 @@ public final class SignedDataVerifier: Sendable {
         self.environments = environments
         self.enableOnlineChecks = enableOnlineChecks
         self.allowLocalTestEnvironments = allowLocalTestEnvironments
-        self.clockSkewMs = max(0, clockSkewMs)
+        // Bounded so `now + skew` cannot overflow whatever the configuration says.
+        self.clockSkewMs = min(max(0, clockSkewMs), PayloadDates.maxMs)
         self.now = now
         self.cache = VerifiedChainCache(capacity: cacheCapacity)
         self.revocation = OCSPRevocationCheck(transport: ocspTransport)
-        self.revocationRecheckSeconds = revocationRecheckSeconds
+        self.revocationRecheckSeconds = min(max(0, revocationRecheckSeconds), PayloadDates.maxMs / 1000)
     }
 
     /// Chain cache counters (metrics).
@@ -52,15 +59,20 @@ public final class SignedDataVerifier: Sendable {
         let payload = try verifiedPayload(jws, dateField: "signedDate", expected: .transaction)
         try requireKind(payload, .transaction)
         let t = try JWSTransactionDecodedPayload(payload)
-        try checkIdentity(bundleId: t.bundleId, requireBundle: true, appAppleId: nil, environment: t.environment)
+        let ids = try Self.identityFields(payload)
+        try checkIdentity(bundleId: t.bundleId, requireBundle: true, appAppleId: ids.appAppleId, environment: t.environment)
         return t
     }
 
+    /// Apple's renewal info carries no bundleId or appAppleId, so standalone renewal info proves
+    /// only that Apple signed it for *some* app: bind it to a verified transaction of this app
+    /// (same `originalTransactionId`) before acting on it. Either field, if present, is enforced.
     public func verifyAndDecodeRenewalInfo(_ jws: String) throws(VerificationError) -> JWSRenewalInfoDecodedPayload {
         let payload = try verifiedPayload(jws, dateField: "signedDate", expected: .renewalInfo)
         try requireKind(payload, .renewalInfo)
         let r = try JWSRenewalInfoDecodedPayload(payload)
-        try checkIdentity(bundleId: nil, requireBundle: false, appAppleId: nil, environment: r.environment)
+        let ids = try Self.identityFields(payload)
+        try checkIdentity(bundleId: ids.bundleId, requireBundle: false, appAppleId: ids.appAppleId, environment: r.environment)
         return r
     }
 
@@ -93,6 +105,13 @@ public final class SignedDataVerifier: Sendable {
         guard environments.contains(environment) else {
             throw VerificationError(.environmentNotAllowed, "environment \(environment.rawValue.prefix(64)) is not allowed")
         }
+    }
+
+    /// `bundleId` and `appAppleId` as any verified payload states them (typed strictly), whether or
+    /// not its kind's model names them: what Apple signed for another app is refused, always.
+    static func identityFields(_ payload: JSONValue) throws(VerificationError) -> (bundleId: String?, appAppleId: Int64?) {
+        let f = try JSONFields(payload, context: "payload")
+        return (try f.string("bundleId"), try f.int64("appAppleId"))
     }
 
     enum PayloadKind: String { case transaction, renewalInfo = "renewal info", notification, appTransaction = "app transaction" }

@@ -43,7 +43,8 @@ public final class AppStoreServerAPIToken: Sendable {
         let result: Result<String, VerificationError> = current.withLock { cur in
             if let cur, cur.expires.timeIntervalSince(at) > refreshMargin { return .success(cur.token) }
             do throws(VerificationError) {
-                let issued = Int64(at.timeIntervalSince1970.rounded(.down))
+                // Clamped: a clock reading of NaN or year 300000 must not trap the process.
+                let issued = PayloadDates.milliseconds(at) / 1000
                 let expires = issued + Int64(lifetime)
                 let t = try sign(issuedAt: issued, expiresAt: expires)
                 cur = (t, Date(timeIntervalSince1970: TimeInterval(expires)))

@@ -9,13 +9,15 @@ public struct ExternalPurchaseToken: Sendable, Hashable {
 
     public init(_ f: JSONFields) throws(VerificationError) {
         externalPurchaseId = try f.string("externalPurchaseId")
-        tokenCreationDate = try f.int64("tokenCreationDate")
+        tokenCreationDate = try f.date("tokenCreationDate")
         appAppleId = try f.int64("appAppleId")
         bundleId = try f.string("bundleId")
     }
 
-    /// Apple marks sandbox tokens by the id's prefix; the object has no environment field.
-    public var environment: AppStoreEnvironment {
-        externalPurchaseId?.hasPrefix("SANDBOX") == true ? .sandbox : .production
+    /// Apple marks sandbox tokens by the id's prefix; the object has no environment field. Without
+    /// an id there is no environment (never a default to Production): the verifier refuses it.
+    public var environment: AppStoreEnvironment? {
+        guard let externalPurchaseId else { return nil }
+        return externalPurchaseId.hasPrefix("SANDBOX") ? .sandbox : .production
     }
 }

@@ -1,7 +1,9 @@
 import IAPCore
 
 /// Verified subscription renewal info (`JWSRenewalInfo`), Apple's field names, plus `raw`.
-/// Apple's renewal info carries no bundleId: the caller's bundle is checked on the transaction.
+/// Apple's renewal info carries no bundleId (nor appAppleId): on its own it cannot show which app
+/// it is for. The verifier enforces either field when present; bind renewal info to a verified
+/// transaction of the app (same `originalTransactionId`) before trusting it.
 public struct JWSRenewalInfoDecodedPayload: Sendable, Hashable {
     public let originalTransactionId: String
     public let autoRenewStatus: AutoRenewStatus
@@ -37,13 +39,13 @@ public struct JWSRenewalInfoDecodedPayload: Sendable, Hashable {
         productId = try f.string("productId")
         isInBillingRetryPeriod = try f.bool("isInBillingRetryPeriod")
         priceIncreaseStatus = try f.open("priceIncreaseStatus")
-        gracePeriodExpiresDate = try f.int64("gracePeriodExpiresDate")
+        gracePeriodExpiresDate = try f.date("gracePeriodExpiresDate")
         offerType = try f.open("offerType")
         offerIdentifier = try f.string("offerIdentifier")
-        signedDate = try f.requiredInt64("signedDate")
+        signedDate = try f.requiredDate("signedDate")
         environment = try f.open("environment")
-        recentSubscriptionStartDate = try f.int64("recentSubscriptionStartDate")
-        renewalDate = try f.int64("renewalDate")
+        recentSubscriptionStartDate = try f.date("recentSubscriptionStartDate")
+        renewalDate = try f.date("renewalDate")
         currency = try f.string("currency")
         renewalPrice = try f.int64("renewalPrice")
         offerDiscountType = try f.open("offerDiscountType")

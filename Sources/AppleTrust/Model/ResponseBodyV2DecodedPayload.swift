@@ -28,7 +28,7 @@ public struct ResponseBodyV2DecodedPayload: Sendable, Hashable {
         subtype = try f.open("subtype")
         notificationUUID = try f.string("notificationUUID")
         version = try f.string("version")
-        signedDate = try f.requiredInt64("signedDate")
+        signedDate = try f.requiredDate("signedDate")
         data = try f.fields("data").map { (d) throws(VerificationError) in try NotificationData(d) }
         summary = try f.fields("summary").map { (s) throws(VerificationError) in try NotificationSummary(s) }
         appData = try f.fields("appData").map { (d) throws(VerificationError) in try NotificationData(d) }
