@@ -41,10 +41,15 @@ public struct AdapterOutcome: Sendable {
     public var latestReceipt: String?
     /// The nonce Apple echoed back (`request_data`), when the evidence carried one.
     public var echoedNonce: String?
+    /// The one transaction the evidence names (a transaction ID or a signed transaction), as
+    /// opposed to the rest of its chain found beside it; nil for receipts.
+    public var presentedTransactionId: String?
 
     public init(adapter: AdapterID, environment: AppStoreEnvironment, transactions: [CanonicalTransaction],
                 renewals: [CanonicalRenewal] = [], appTransaction: CanonicalAppTransaction? = nil,
-                mappingVersion: String, latestReceipt: String? = nil, echoedNonce: String? = nil) {
+                mappingVersion: String, latestReceipt: String? = nil, echoedNonce: String? = nil,
+                presentedTransactionId: String? = nil) {
+        self.presentedTransactionId = presentedTransactionId
         self.adapter = adapter
         self.environment = environment
         self.transactions = transactions

@@ -140,24 +140,24 @@ public final class GatewayService: Sendable {
                                 transactionIds: [], productIds: [], environment: nil, verdict: .refused,
                                 errorCode: nil, adapter: nil, latencyMicros: 0)
         do {
-            let result = try await verifyAndClaim(evidence, account: account, app: app, audit: &audit)
+            let result = try await verifyAndClaim(evidence, account: account, app: app, audit: &audit, log: log)
             audit.verdict = .granted
             audit.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
-            try? ledger.recordAudit(audit)
+            recordAudit(audit, log)
             log.info("verified", ["bundleId": app.bundleId, "adapter": audit.adapter ?? "", "evidence": evidence.kind.rawValue,
                                   "transactions": String(audit.transactionIds.count)])
             return .json(200, result.jsonText)
         } catch {
             audit.errorCode = error.code
             audit.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
-            try? ledger.recordAudit(audit)
+            recordAudit(audit, log)
             metrics.recordRefusal(code: error.code.rawValue)
             throw error
         }
     }
 
     private func verifyAndClaim(_ evidence: PurchaseEvidence, account: String, app: AppPolicy,
-                                audit: inout AuditRecord) async throws(VerificationError) -> JSONValue {
+                                audit: inout AuditRecord, log: Logger) async throws(VerificationError) -> JSONValue {
         if case .appReceipt(_, let nonce) = evidence {
             // Consumed before Apple is asked: a nonce buys one attempt, so a replay race cannot win twice.
             if let nonce {
@@ -179,12 +179,20 @@ public final class GatewayService: Sendable {
         let context = ClaimContext(app: app, account: account, evidenceKind: evidence.kind, now: now())
         try checks.run(outcome, context)
 
+        let factTimes = Self.factTimes(outcome, now: context.now)
+        try refuseIfNewerFactsRevoked(outcome, app: app, factTimes: factTimes)
         let entitlements = EntitlementCalculator.entitlements(account: account, transactions: outcome.transactions,
                                                               renewals: outcome.renewals, now: context.now)
         let claim = try ledger.claim(PurchaseClaim(bundleId: app.bundleId, account: account,
                                                    transactions: outcome.transactions, entitlements: entitlements,
-                                                   now: context.now))
-        if let latest = outcome.latestReceipt { keepLatestReceipt(latest, app: app, outcome: outcome) }
+                                                   now: context.now, factTimes: factTimes))
+        if let latest = outcome.latestReceipt { keepLatestReceipt(latest, app: app, outcome: outcome, log: log) }
+        // Refunded and revoked purchases are answered as such, never as granted (a backend that
+        // credits per newly granted id must not pay out a refund).
+        let revoked = Set(outcome.transactions.filter { $0.revocationDate != nil }.map(\.transactionId))
+        // The ledger's view, not the evidence's: a newer notification (a refund) may already know better.
+        let chains = Set(entitlements.map(\.originalTransactionId))
+        let stored = try ledger.entitlements(bundleId: app.bundleId, account: account).filter { chains.contains($0.originalTransactionId) }
         return .object([
             "account": .string(account),
             "verdict": .string("granted"),
@@ -192,23 +200,64 @@ public final class GatewayService: Sendable {
             "environment": .string(outcome.environment.rawValue),
             "mappingVersion": .string(outcome.mappingVersion),
             "transactions": .array(outcome.transactions.map(\.jsonValue)),
-            "newlyGranted": .array(claim.newlyGranted.map(JSONValue.string)),
-            "alreadyGranted": .array(claim.alreadyGranted.map(JSONValue.string)),
-            "entitlements": .array(entitlements.map { Self.json($0, policy: app) }),
+            "newlyGranted": .array(claim.newlyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
+            "alreadyGranted": .array(claim.alreadyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
+            "revoked": .array(outcome.transactions.map(\.transactionId).filter { revoked.contains($0) }.map(JSONValue.string)),
+            "entitlements": .array(stored.map { Self.json($0, policy: app) }),
         ])
+    }
+
+    /// A presented transaction whose chain a notification signed later than the evidence refunded
+    /// or revoked (an old signed transaction replayed after its refund) grants nothing.
+    private func refuseIfNewerFactsRevoked(_ outcome: AdapterOutcome, app: AppPolicy,
+                                           factTimes: [String: Int64]) throws(VerificationError) {
+        guard let id = outcome.presentedTransactionId,
+              let t = outcome.transactions.first(where: { $0.transactionId == id }) else { return }
+        let chain = t.originalTransactionId ?? t.transactionId
+        guard let state = try ledger.subscriptionState(bundleId: app.bundleId, originalTransactionId: chain),
+              state.lastSignedDate > (factTimes[chain] ?? 0),
+              state.state == .refunded || state.state == .revoked else { return }
+        throw VerificationError(.transactionRevoked, "transaction \(id) was \(state.state.rawValue) after this evidence was signed")
+    }
+
+    /// When Apple stated each chain's facts: a live answer (verifyReceipt, Server API lookups) is
+    /// `now`'s truth; a signed transaction checked locally only is as old as its `signedDate`.
+    static func factTimes(_ outcome: AdapterOutcome, now: Int64) -> [String: Int64] {
+        var times: [String: Int64] = [:]
+        for t in outcome.transactions {
+            let chain = t.originalTransactionId ?? t.transactionId
+            let time = t.signedDate ?? now
+            times[chain] = max(times[chain] ?? time, time)
+        }
+        return times
     }
 
     /// The newest legacy receipt, sealed with the gateway's key and bound to its row, for apps that
     /// stay on verifyReceipt and are re-verified later. Never logged; skipped without a key.
-    private func keepLatestReceipt(_ receipt: String, app: AppPolicy, outcome: AdapterOutcome) {
+    private func keepLatestReceipt(_ receipt: String, app: AppPolicy, outcome: AdapterOutcome, log: Logger) {
         guard let sealer else { return }
         let chains = Set(outcome.transactions.compactMap { $0.originalTransactionId ?? $0.transactionId })
         for chain in chains.sorted() {
             let binding = Array("\(app.bundleId)\0\(chain)".utf8)
-            if let sealed = try? sealer.seal(Array(receipt.utf8), associatedData: binding) {
-                try? ledger.storeLatestReceipt(bundleId: app.bundleId, originalTransactionId: chain,
-                                               sealedReceipt: Data(sealed))
+            do {
+                let sealed = try sealer.seal(Array(receipt.utf8), associatedData: binding)
+                try ledger.storeLatestReceipt(bundleId: app.bundleId, originalTransactionId: chain, sealedReceipt: Data(sealed))
+            } catch {
+                // The grant stands (Apple said yes); only later re-verification of this chain is lost.
+                metrics.recordRefusal(code: "LATEST_RECEIPT_NOT_KEPT")
+                log.error("latest_receipt_not_kept", ["bundleId": app.bundleId, "code": error.code.rawValue])
             }
+        }
+    }
+
+    /// An audit row that cannot be written is logged and counted: loud, but not a reason to take
+    /// back an answer Apple already gave.
+    private func recordAudit(_ record: AuditRecord, _ log: Logger) {
+        do {
+            try ledger.recordAudit(record)
+        } catch {
+            metrics.recordRefusal(code: "AUDIT_NOT_WRITTEN")
+            log.error("audit_not_written", ["bundleId": record.bundleId, "code": error.code.rawValue])
         }
     }
 

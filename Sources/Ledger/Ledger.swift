@@ -77,9 +77,13 @@ public struct PurchaseClaim: Sendable {
     public var entitlements: [Entitlement]
     /// Milliseconds since 1970.
     public var now: Int64
+    /// When Apple stated each chain's facts (by originalTransactionId): the newest `signedDate` of
+    /// the evidence, or `now` for a live answer. A notification signed later wins over the claim.
+    public var factTimes: [String: Int64]
 
     public init(bundleId: String, account: String, transactions: [CanonicalTransaction],
-                entitlements: [Entitlement], now: Int64) {
+                entitlements: [Entitlement], now: Int64, factTimes: [String: Int64] = [:]) {
+        self.factTimes = factTimes
         self.bundleId = bundleId
         self.account = account
         self.transactions = transactions

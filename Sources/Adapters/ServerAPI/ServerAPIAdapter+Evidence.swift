@@ -9,6 +9,7 @@ extension ServerAPIAdapter {
     func verifyTransactionId(_ transactionId: String, account: String, _ context: AppContext,
                              into collected: inout Collected) async throws(VerificationError) {
         let app = context.policy
+        collected.presentedTransactionId = transactionId
         let client = try context.client.get()
         let info = try await client.getTransactionInfo(transactionId: transactionId, order: try Self.order(app, account: account))
         let transaction = try verifiedTransaction(info.signedTransactionInfo, answeredBy: info.environment, account: account,
@@ -24,6 +25,7 @@ extension ServerAPIAdapter {
                                  into collected: inout Collected) async throws(VerificationError) {
         let app = context.policy
         let local = try context.verifier.verifyAndDecodeTransaction(jws)
+        collected.presentedTransactionId = local.transactionId
         try Self.checkEnvironment(local.environment, app: app, account: account)
         // Xcode and LocalTesting purchases exist on no Apple server: there is nothing to confirm.
         if app.localOnlyJWS || local.environment?.isLocalTest == true {

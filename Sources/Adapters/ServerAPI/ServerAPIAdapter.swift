@@ -91,7 +91,8 @@ public final class ServerAPIAdapter: VerificationAdapter {
             throw VerificationError(.noTransactions, "the evidence carries no purchase")
         }
         return AdapterOutcome(adapter: id, environment: environment, transactions: collected.sortedTransactions,
-                              renewals: collected.sortedRenewals, mappingVersion: mappingVersion)
+                              renewals: collected.sortedRenewals, mappingVersion: mappingVersion,
+                              presentedTransactionId: collected.presentedTransactionId)
     }
 
     // MARK: Per-app context
@@ -177,6 +178,8 @@ public final class ServerAPIAdapter: VerificationAdapter {
 /// What the verified payloads add up to, deduplicated; every payload must share one environment.
 struct Collected {
     var environment: AppStoreEnvironment?
+    /// The transaction the evidence named (transaction ID or signed transaction).
+    var presentedTransactionId: String?
     var transactions: [String: CanonicalTransaction] = [:]
     var renewals: [String: CanonicalRenewal] = [:]
 

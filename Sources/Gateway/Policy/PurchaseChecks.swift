@@ -94,12 +94,14 @@ public struct CatalogCheck: PurchaseCheck {
             if let type = t.type, type != product.type {
                 throw VerificationError(.productTypeMismatch, "product \(t.productId) is \(type), the catalog says \(product.type)")
             }
-            // Legacy receipts carry no price; a price Apple signed must match the catalog's.
-            if let price = t.price, let expected = product.priceMilliunits, price != expected {
+            // Legacy receipts carry no price. A price Apple signed is compared where it is
+            // comparable: in the catalog's currency and at list price (an introductory, promotional,
+            // offer-code or win-back price is the offer's, not the product's). A price in another
+            // storefront's currency cannot be judged against one catalog price and is not refused.
+            if let price = t.price, let expected = product.priceMilliunits, let currency = t.currency,
+               let expectedCurrency = product.currency, currency == expectedCurrency, t.offerType == nil,
+               price != expected {
                 throw VerificationError(.priceMismatch, "product \(t.productId) was sold at \(price) milliunits, the catalog says \(expected)")
-            }
-            if let currency = t.currency, let expected = product.currency, currency != expected {
-                throw VerificationError(.priceMismatch, "product \(t.productId) was sold in \(currency), the catalog says \(expected)")
             }
         }
     }
@@ -130,13 +132,16 @@ public struct AppAccountTokenCheck: PurchaseCheck {
     }
 }
 
-/// A single revoked or refunded transaction presented on its own grants nothing and says so.
-/// (A receipt with many purchases keeps its refunded ones: they become refunded entitlements.)
+/// The transaction a client presents on its own (a transaction ID, a signed transaction) grants
+/// nothing once revoked or refunded, and says so — even when the rest of its chain came with it.
+/// (A receipt with many purchases keeps its refunded ones: they are answered as `revoked`, never granted.)
 public struct RevocationCheck: PurchaseCheck {
     public init() {}
     public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
-        guard context.evidenceKind != .receipt, outcome.transactions.count == 1,
-              let t = outcome.transactions.first, let date = t.revocationDate else { return }
+        guard context.evidenceKind != .receipt else { return }
+        let presented = outcome.presentedTransactionId.flatMap { id in outcome.transactions.first { $0.transactionId == id } }
+            ?? (outcome.transactions.count == 1 ? outcome.transactions.first : nil)
+        guard let t = presented, let date = t.revocationDate else { return }
         throw VerificationError(.transactionRevoked, "transaction \(t.transactionId) was revoked at \(date)")
     }
 }

@@ -130,7 +130,7 @@ extension SQLiteLedger: NotificationLedger {
     /// Moves the owner's entitlement to the chain's state, unless the row holds a newer fact (a claim
     /// made after this notification was signed). `updated_at` is the fact's time: `lastSignedDate`
     /// here, the claim's `now` on the claim path. An unclaimed chain has no owner and no row yet.
-    private static func storeOwnerEntitlement(_ state: SubscriptionState, _ connection: SQLiteConnection)
+    static func storeOwnerEntitlement(_ state: SubscriptionState, _ connection: SQLiteConnection)
         throws(VerificationError) {
         let owners = try connection.query("""
             SELECT account FROM ownership WHERE bundle_id = ? AND ownership_key = ?
@@ -181,7 +181,7 @@ extension SQLiteLedger: NotificationLedger {
         }
     }
 
-    private static func storedState(bundleId: String, originalTransactionId: String, _ connection: SQLiteConnection)
+    static func storedState(bundleId: String, originalTransactionId: String, _ connection: SQLiteConnection)
         throws(VerificationError) -> SubscriptionState? {
         let json = try connection.query("""
             SELECT state_json FROM subscription_states WHERE bundle_id = ? AND original_transaction_id = ?

@@ -160,6 +160,15 @@ public final class SQLiteLedger: Ledger {
         case nil: throw VerificationError(.storageUnavailable, "storage: entitlement for a purchase not bound")
         case _?: throw Self.boundElsewhere
         }
+        // Facts are ordered by when Apple stated them, on both paths: a notification signed after
+        // this evidence (a refund the device-signed transaction cannot know of) decides the chain,
+        // and an older fact never overwrites a newer row.
+        let factTime = claim.factTimes[entitlement.originalTransactionId] ?? claim.now
+        if let state = try Self.storedState(bundleId: claim.bundleId, originalTransactionId: entitlement.originalTransactionId,
+                                            connection), state.lastSignedDate > factTime {
+            try Self.storeOwnerEntitlement(state, connection)
+            return
+        }
         try connection.run("""
             INSERT INTO entitlements (bundle_id, account, original_transaction_id, product_id, state,
                                       expires_date, source, updated_at)
@@ -167,9 +176,10 @@ public final class SQLiteLedger: Ledger {
             ON CONFLICT (bundle_id, account, original_transaction_id) DO UPDATE SET
                 product_id = excluded.product_id, state = excluded.state, expires_date = excluded.expires_date,
                 source = excluded.source, updated_at = excluded.updated_at
+            WHERE entitlements.updated_at <= excluded.updated_at
             """, .text(claim.bundleId), .text(claim.account), .text(entitlement.originalTransactionId),
             .text(entitlement.productId), .text(entitlement.state.rawValue), .integer(entitlement.expiresDate),
-            .text(entitlement.source), .integer(claim.now))
+            .text(entitlement.source), .integer(factTime))
     }
 
     private func ownerOf(_ key: String, bundleId: String, _ connection: SQLiteConnection)
