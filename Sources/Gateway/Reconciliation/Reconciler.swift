@@ -120,7 +120,8 @@ public final class Reconciler: Sendable {
         }
         for environment in Self.environments(app) {
             let key = "\(app.bundleId)\u{0}\(environment.rawValue)"
-            let end = now()
+            // Apple's endDate is exclusive: a notification signed this millisecond is included.
+            let end = now() + 1
             // Apple keeps 180 days of history.
             let oldest = end - 180 * 86_400_000
             let mark = highWater.withLock { $0[key] }.map { $0 - options.historyOverlapMillis }

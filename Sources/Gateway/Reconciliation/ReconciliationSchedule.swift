@@ -42,9 +42,9 @@ public struct ReconciliationSchedule: Sendable {
     }
 
     public func run() async {
-        var lastPurge: Int64 = .min
+        var lastPurge: Int64?
         while !Task.isCancelled {
-            if now() - lastPurge >= 86_400_000 {
+            if lastPurge.map({ now() - $0 >= 86_400_000 }) ?? true {
                 do {
                     let purged = try Self.purge(ledger, days: retentionDays, now: now())
                     logger.info("notification_bodies_purged", ["count": String(purged), "retentionDays": String(retentionDays)])
