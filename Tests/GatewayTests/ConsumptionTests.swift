@@ -58,4 +58,28 @@ final class ConsumptionTests: XCTestCase {
             "lifetimeDollarsPurchased": .int(0), "userStatus": .int(0), "refundPreference": .int(2),
         ]))
     }
+
+    func testAppFileEnablesConsumptionAnswersOnlyWithTheCustomersConsentStated() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let appFile = gw.harness.directory.appendingPathComponent("apps/\(gw.bundleId).xml")
+        let original = try String(contentsOf: appFile, encoding: .utf8)
+        func load(_ setting: String) throws -> AppPolicy? {
+            try original.replacingOccurrences(of: "</app>", with: setting + "\n</app>")
+                .write(to: appFile, atomically: true, encoding: .utf8)
+            return try ConfigLoader.loadAll(configDirectory: gw.harness.directory).apps[gw.bundleId]
+        }
+
+        let consented = try load("""
+            <consumptionResponse><customerConsented type="bool">true</customerConsented>
+            <refundPreference type="integer">2</refundPreference></consumptionResponse>
+            """)
+        let absent = try load("")
+
+        XCTAssertEqual(consented?.consumptionResponse?.refundPreference, 2)
+        XCTAssertEqual(consented?.consumptionResponse?.platform, 1)
+        XCTAssertNil(absent?.consumptionResponse)
+        XCTAssertThrowsError(try load("""
+            <consumptionResponse><customerConsented type="bool">false</customerConsented></consumptionResponse>
+            """)) { XCTAssertEqual(($0 as? VerificationError)?.code, .invalidConfiguration) }
+    }
 }
