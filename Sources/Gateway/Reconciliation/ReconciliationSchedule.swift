@@ -3,7 +3,8 @@ import IAPCore
 import Ledger
 
 /// The periodic work of `serve` beside the inbox worker: a reconciliation pass every
-/// `IAPGW_RECONCILE_INTERVAL_SECONDS` (default 900; 0 turns it off), and once a day the raw
+/// `IAPGW_RECONCILE_INTERVAL_SECONDS` (default 900, first pass one interval after start; 0 turns it
+/// off), and once a day the raw
 /// notification bodies older than `IAPGW_NOTIFICATION_RETENTION_DAYS` (default 30) are purged.
 public struct ReconciliationSchedule: Sendable {
     public static let defaultIntervalSeconds: Int64 = 900
@@ -53,12 +54,10 @@ public struct ReconciliationSchedule: Sendable {
                     logger.error("notification_purge_failed", ["code": error.code.rawValue])
                 }
             }
-            if intervalSeconds > 0 {
-                _ = await reconciler.reconcile()
-                try? await Task.sleep(for: .seconds(intervalSeconds))
-            } else {
-                try? await Task.sleep(for: .seconds(3_600))
-            }
+            // The first pass waits one interval: a restarted gateway is not a reason to call Apple
+            // at once (`iapgw reconcile` is the immediate pass), and the window read covers the gap.
+            try? await Task.sleep(for: .seconds(intervalSeconds > 0 ? intervalSeconds : 3_600))
+            if intervalSeconds > 0, !Task.isCancelled { _ = await reconciler.reconcile() }
         }
     }
 }
