@@ -77,10 +77,12 @@ public struct GatewayAssembly {
         }
         let dispatcher = WebhookDispatcher(apps: service.apps, ledger: service.ledger, client: client,
                                            environment: environment, logger: logger, now: service.now)
+        let maintenance = try ReconciliationSchedule(service: service, environment: environment, logger: logger)
         return Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await processor.run() }
                 group.addTask { await dispatcher.run() }
+                group.addTask { await maintenance.run() }
             }
         }
     }

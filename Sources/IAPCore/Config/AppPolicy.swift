@@ -31,6 +31,8 @@ public struct AppPolicy: Sendable, Equatable {
     public var apiKey: APIKeyReference
     /// Where entitlement changes from notifications are posted (HMAC-SHA256 signed); nil: none.
     public var webhook: Webhook?
+    /// Answer CONSUMPTION_REQUEST with these declared values; nil: never answer.
+    public var consumptionResponse: ConsumptionResponse? = nil
 
     public init(bundleId: String, appAppleId: Int64? = nil, allowedEnvironments: Set<AppStoreEnvironment>,
                 sandboxAccounts: Set<String> = [], allowLocalTestEnvironments: Bool = false,

@@ -56,6 +56,9 @@ struct AppPolicyDecoder {
         let localOnlyJWS = try o.required("localOnlyJWS").bool()
         let apiKey = try decodeAPIKey(o.required("apiKey"))
         let webhook = try o.optional("webhook").map { f throws(VerificationError) in try decodeWebhook(f) }
+        let consumption = try o.optional("consumptionResponse").map { f throws(VerificationError) in
+            try AppPolicy.ConsumptionResponse.decode(f)
+        }
         try o.finish()
 
         let needsServerAPI = routing.receipt.usesServerAPI || routing.transactionId.usesServerAPI
@@ -65,12 +68,14 @@ struct AppPolicyDecoder {
                               "required: routing uses the App Store Server API")
         }
 
-        return AppPolicy(
+        var policy = AppPolicy(
             bundleId: bundleId, appAppleId: appAppleId, allowedEnvironments: environments,
             sandboxAccounts: sandboxAccounts, allowLocalTestEnvironments: allowLocal, trustRoots: trustRoots,
             sharedSecret: sharedSecret, serverAPI: serverAPI, productCatalog: catalog, routing: routing,
             noncePolicy: noncePolicy, familySharingPolicy: family, gracePeriodPolicy: grace,
             onlineChecks: onlineChecks, localOnlyJWS: localOnlyJWS, apiKey: apiKey, webhook: webhook)
+        policy.consumptionResponse = consumption
+        return policy
     }
 
     /// `{url, secret}`: where entitlement changes are posted, and the HMAC key that signs them.

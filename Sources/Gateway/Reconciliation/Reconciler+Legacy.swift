@@ -1,0 +1,65 @@
+import Adapters
+import Foundation
+import IAPCore
+import Ledger
+
+/// Apps without Server API credentials: the sealed latest receipt of each chain is opened and
+/// sent to verifyReceipt again, and what Apple says now about each chain it holds becomes a
+/// reconciled event. verifyReceipt signs nothing, so the event's date is the newest date its facts
+/// state (purchase, revocation, or an expiry already past): the same facts give the same id.
+extension Reconciler {
+    func reverifyReceipts(_ app: AppPolicy, into report: inout ReconciliationReport) async {
+        guard let legacy, let sealer else { return }
+        let chains: [String]
+        do { chains = try ledger.chainsWithLatestReceipt(bundleId: app.bundleId, limit: options.maxChainsPerApp) } catch {
+            return report.fail(app.bundleId, "receipts", error)
+        }
+        // A receipt holds every chain of its customer: each distinct receipt is sent once.
+        var sent = Set<String>()
+        for chain in chains {
+            do throws(VerificationError) {
+                guard let sealed = try ledger.latestReceipt(bundleId: app.bundleId, originalTransactionId: chain) else { continue }
+                let binding = Array("\(app.bundleId)\0\(chain)".utf8)
+                let receipt = String(decoding: try sealer.open(Array(sealed), associatedData: binding), as: UTF8.self)
+                guard sent.insert(LedgerDigest.sha256Hex(receipt)).inserted else { continue }
+                // The owner decides whether Sandbox answers are acceptable (App Review accounts).
+                let account = try ledger.owner(bundleId: app.bundleId, originalTransactionId: chain) ?? ""
+                let outcome = try await legacy.verify(.appReceipt(base64: receipt, nonce: nil), account: account, for: app)
+                report.receiptsReverified += 1
+                report.receiptEventsEnqueued += try enqueueReceiptFacts(outcome, app: app)
+                if let latest = outcome.latestReceipt, latest != receipt {
+                    try ledger.storeLatestReceipt(bundleId: app.bundleId, originalTransactionId: chain,
+                                                  sealedReceipt: Data(try sealer.seal(Array(latest.utf8), associatedData: binding)))
+                }
+            } catch {
+                report.fail(app.bundleId, "receipts", error)
+            }
+        }
+    }
+
+    private func enqueueReceiptFacts(_ outcome: AdapterOutcome, app: AppPolicy) throws(VerificationError) -> Int {
+        let now = now()
+        var latestByChain: [String: CanonicalTransaction] = [:]
+        for t in outcome.transactions {
+            let chain = t.originalTransactionId ?? t.transactionId
+            if let held = latestByChain[chain], (held.purchaseDate ?? 0, held.transactionId) >= (t.purchaseDate ?? 0, t.transactionId) {
+                continue
+            }
+            latestByChain[chain] = t
+        }
+        var enqueued = 0
+        for (chain, transaction) in latestByChain.sorted(by: { $0.key < $1.key }) {
+            var transaction = transaction
+            if transaction.environment == nil { transaction.environment = outcome.environment }
+            let expired = transaction.expiresDate.flatMap { $0 <= now ? $0 : nil }
+            let signedDate = [transaction.purchaseDate, transaction.revocationDate, expired].compactMap { $0 }.max() ?? 0
+            let raw = JSONValue.object(["source": .string("verifyReceipt"), "originalTransactionId": .string(chain)])
+            if try enqueueReconciled(app: app, chain: chain, signedDate: signedDate, transaction: transaction,
+                                     renewal: outcome.renewals.first { $0.originalTransactionId == chain },
+                                     version: "1", rawBody: Data(raw.jsonText.utf8)) {
+                enqueued += 1
+            }
+        }
+        return enqueued
+    }
+}

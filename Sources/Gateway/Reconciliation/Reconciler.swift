@@ -1,0 +1,238 @@
+import Adapters
+import AppleTrust
+import Foundation
+import IAPCore
+import Ledger
+import Synchronization
+
+/// Brings the inbox back in line with Apple when notifications were lost or never sent. Per app:
+/// - with Server API credentials: Get Notification History (paged) from the last pass's end (or a
+///   window) re-delivers every notification through the same decoder into the inbox, where the
+///   ones already held are no-ops; then Get All Subscription Statuses re-reads chains near expiry,
+///   past it, or in billing retry, as GATEWAY_RECONCILED_STATUS events;
+/// - legacy only (no credentials): each stored latest receipt is re-verified through verifyReceipt
+///   and its chains' facts enqueued as GATEWAY_RECONCILED_STATUS events.
+/// Nothing is applied here: the inbox worker runs everything through the one state machine, which
+/// ignores what is older than the state. Consumption requests due an answer are answered last.
+/// One pass at a time per process (a second caller gets nil); several instances would need a
+/// lease in the ledger.
+public final class Reconciler: Sendable {
+    public struct Options: Sendable {
+        /// How far back the first pass (with no high-water mark) reads notification history.
+        public var historyWindowMillis: Int64 = 24 * 3_600_000
+        /// Re-read from this long before the last pass's end: Apple's history may lag a little.
+        public var historyOverlapMillis: Int64 = 10 * 60_000
+        /// Chains whose stored end date is before now + this are re-read.
+        public var expiryHorizonMillis: Int64 = 3_600_000
+        public var maxChainsPerApp = 500
+        public var maxHistoryPages = 50
+        public init() {}
+    }
+
+    public let apps: [String: AppPolicy]
+    let ledger: any NotificationLedger & ReconciliationLedger & Ledger
+    let decoder: NotificationDecoder
+    let serverAPI: ServerAPIAdapter?
+    let legacy: (any VerificationAdapter)?
+    let sealer: AESGCMSealer?
+    let consumption: ConsumptionResponder
+    let options: Options
+    let logger: Logger
+    let now: @Sendable () -> Int64
+    private let running = Mutex(false)
+    /// Per app and environment: the end of the last history window read completely.
+    private let highWater = Mutex<[String: Int64]>([:])
+
+    public init(apps: [String: AppPolicy], ledger: any NotificationLedger & ReconciliationLedger & Ledger,
+                decoder: NotificationDecoder, serverAPI: ServerAPIAdapter?, legacy: (any VerificationAdapter)?,
+                sealer: AESGCMSealer?, options: Options = Options(), logger: Logger = .disabled,
+                now: @escaping @Sendable () -> Int64) {
+        self.apps = apps
+        self.ledger = ledger
+        self.decoder = decoder
+        self.serverAPI = serverAPI
+        self.legacy = legacy
+        self.sealer = sealer
+        self.options = options
+        self.logger = logger
+        self.now = now
+        self.consumption = ConsumptionResponder(apps: apps, ledger: ledger, serverAPI: serverAPI, logger: logger, now: now)
+    }
+
+    /// The reconciler of a running gateway; `apps` overrides the service's policies (tests, a
+    /// single-app CLI run).
+    public convenience init(service: GatewayService, apps: [String: AppPolicy]? = nil, options: Options = Options(),
+                            logger: Logger? = nil) throws(VerificationError) {
+        guard let ledger = service.ledger as? any NotificationLedger & ReconciliationLedger & Ledger else {
+            throw VerificationError(.invalidConfiguration, "this ledger cannot choose chains to reconcile")
+        }
+        guard let decoder = service.notifications else {
+            throw VerificationError(.invalidConfiguration, "notifications are not enabled")
+        }
+        self.init(apps: apps ?? service.apps, ledger: ledger, decoder: decoder,
+                  serverAPI: service.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
+                  legacy: service.adapters.adapter(.verifyReceipt), sealer: service.sealer, options: options,
+                  logger: logger ?? service.logger, now: service.now)
+    }
+
+    /// One pass over every app. `since` overrides where history reading starts. Nil when a pass
+    /// is already running in this process.
+    public func reconcile(since: Int64? = nil) async -> ReconciliationReport? {
+        guard running.withLock({ (busy: inout Bool) -> Bool in
+            if busy { return false }
+            busy = true
+            return true
+        }) else { return nil }
+        defer { running.withLock { $0 = false } }
+
+        var report = ReconciliationReport()
+        for app in apps.values.sorted(by: { $0.bundleId < $1.bundleId }) {
+            if app.serverAPI != nil, let serverAPI {
+                await readHistory(app, serverAPI: serverAPI, since: since, into: &report)
+                await readStatuses(app, serverAPI: serverAPI, into: &report)
+            } else if app.sharedSecret != nil, legacy != nil, sealer != nil {
+                await reverifyReceipts(app, into: &report)
+            }
+        }
+        report.consumptionAnswered = await consumption.answerPending(failures: &report.failures)
+        logger.info("reconciliation_pass", ["historyEnqueued": String(report.historyEnqueued),
+                                            "statusEventsEnqueued": String(report.statusEventsEnqueued),
+                                            "receiptEventsEnqueued": String(report.receiptEventsEnqueued),
+                                            "consumptionAnswered": String(report.consumptionAnswered),
+                                            "failures": String(report.failures.count)])
+        return report
+    }
+
+    // MARK: Get Notification History
+
+    static func environments(_ app: AppPolicy) -> [ServerAPIEnvironment] {
+        var found: [ServerAPIEnvironment] = []
+        if app.allows(.production) { found.append(.production) }
+        if app.allows(.sandbox) || !app.sandboxAccounts.isEmpty { found.append(.sandbox) }
+        return found
+    }
+
+    private func readHistory(_ app: AppPolicy, serverAPI: ServerAPIAdapter, since: Int64?,
+                             into report: inout ReconciliationReport) async {
+        let client: AppStoreServerAPIClient
+        do { client = try serverAPI.client(for: app) } catch {
+            return report.fail(app.bundleId, "history", error)
+        }
+        for environment in Self.environments(app) {
+            let key = "\(app.bundleId)\u{0}\(environment.rawValue)"
+            // Apple's endDate is exclusive: a notification signed this millisecond is included.
+            let end = now() + 1
+            // Apple keeps 180 days of history.
+            let oldest = end - 180 * 86_400_000
+            let mark = highWater.withLock { $0[key] }.map { $0 - options.historyOverlapMillis }
+            let start = max(since ?? mark ?? (end - options.historyWindowMillis), oldest)
+            guard start < end else { continue }
+            var token: String?
+            var complete = false
+            do throws(VerificationError) {
+                for _ in 0..<options.maxHistoryPages {
+                    let page = try await client.getNotificationHistory(startDate: start, endDate: end, paginationToken: token,
+                                                                       environment: environment)
+                    for item in page.notificationHistory { enqueueHistory(item.signedPayload, app: app, into: &report) }
+                    guard page.hasMore else { complete = true; break }
+                    guard let next = page.paginationToken, next != token else {
+                        throw VerificationError(.upstreamUnavailable, "notification history: hasMore without a new paginationToken")
+                    }
+                    token = next
+                }
+            } catch {
+                report.fail(app.bundleId, "history", error)
+            }
+            // Only a window read to its end moves the mark; otherwise the next pass reads it again.
+            if complete { highWater.withLock { $0[key] = end } }
+        }
+    }
+
+    private func enqueueHistory(_ signedPayload: String, app: AppPolicy, into report: inout ReconciliationReport) {
+        report.historyRead += 1
+        let body = Array(JSONValue.object(["signedPayload": .string(signedPayload)]).jsonText.utf8)
+        do throws(VerificationError) {
+            let decoded = try decoder.decode(body: body, app: app)
+            let fresh = try ledger.enqueue(InboxEntry(
+                id: decoded.id, bundleId: app.bundleId, version: decoded.version,
+                notificationType: decoded.notificationType.rawValue, subtype: decoded.subtype?.rawValue,
+                signedDate: decoded.signedDate, environment: decoded.environment.rawValue, receivedAt: now(),
+                rawBody: Data(body), event: decoded.event))
+            if fresh { report.historyEnqueued += 1 }
+        } catch {
+            // A payload that does not verify is refused exactly as on the notification route.
+            report.historyRefused += 1
+            logger.warning("reconciliation_history_refused", ["bundleId": app.bundleId, "code": error.code.rawValue])
+        }
+    }
+
+    // MARK: Get All Subscription Statuses
+
+    private func readStatuses(_ app: AppPolicy, serverAPI: ServerAPIAdapter, into report: inout ReconciliationReport) async {
+        let chains: [String]
+        let client: AppStoreServerAPIClient
+        do throws(VerificationError) {
+            client = try serverAPI.client(for: app)
+            chains = try ledger.chainsToReconcile(bundleId: app.bundleId, expiringBefore: now() + options.expiryHorizonMillis,
+                                                  limit: options.maxChainsPerApp)
+        } catch {
+            return report.fail(app.bundleId, "statuses", error)
+        }
+        // One answer covers every subscription of the customer: a chain already seen needs no call.
+        var seen = Set<String>()
+        for chain in chains where !seen.contains(chain) {
+            do throws(VerificationError) {
+                let order = try statusOrder(app, chain: chain)
+                let answer = try await client.getAllSubscriptionStatuses(transactionId: chain, order: order)
+                report.statusChainsRead += 1
+                for item in answer.data.flatMap(\.lastTransactions) where seen.insert(item.originalTransactionId).inserted {
+                    let (transaction, renewal) = try serverAPI.verifiedStatus(item, app: app)
+                    let signedDate = max(transaction.signedDate ?? 0, renewal?.signedDate ?? 0)
+                    let raw = JSONValue.object([
+                        "originalTransactionId": .string(item.originalTransactionId),
+                        "signedTransactionInfo": .string(item.signedTransactionInfo),
+                        "signedRenewalInfo": item.signedRenewalInfo.map(JSONValue.string) ?? .null,
+                    ])
+                    if try enqueueReconciled(app: app, chain: item.originalTransactionId, signedDate: signedDate,
+                                             transaction: transaction, renewal: renewal, version: "2",
+                                             rawBody: Data(raw.jsonText.utf8)) {
+                        report.statusEventsEnqueued += 1
+                    }
+                }
+            } catch {
+                report.fail(app.bundleId, "statuses", error)
+            }
+        }
+    }
+
+    /// Where the chain was seen (its stored environment), else every host the app may use.
+    private func statusOrder(_ app: AppPolicy, chain: String) throws(VerificationError) -> ServerAPIEnvironmentOrder {
+        if let environment = try ledger.subscriptionState(bundleId: app.bundleId, originalTransactionId: chain)?.environment {
+            if environment == .production { return .productionOnly }
+            if environment == .sandbox { return .sandboxOnly }
+        }
+        let environments = Self.environments(app)
+        switch (environments.contains(.production), environments.contains(.sandbox)) {
+        case (true, true): return .productionThenSandbox
+        case (false, true): return .sandboxOnly
+        default: return .productionOnly
+        }
+    }
+
+    /// One reconciled fact as a GATEWAY_RECONCILED_STATUS inbox entry. The id is a function of the
+    /// chain and the fact's date, so reading the same answer twice enqueues it once.
+    func enqueueReconciled(app: AppPolicy, chain: String, signedDate: Int64, transaction: CanonicalTransaction,
+                           renewal: CanonicalRenewal?, version: String, rawBody: Data) throws(VerificationError) -> Bool {
+        guard let environment = transaction.environment else {
+            throw VerificationError(.missingField, "a reconciled transaction names no environment")
+        }
+        let event = LifecycleEvent(id: "reconcile:\(chain):\(signedDate)", bundleId: app.bundleId,
+                                   notificationType: SubscriptionLifecycle.reconciledStatus, subtype: nil,
+                                   signedDate: signedDate, environment: environment, transaction: transaction,
+                                   renewal: renewal)
+        return try ledger.enqueue(InboxEntry(
+            id: event.id, bundleId: app.bundleId, version: version, notificationType: event.notificationType.rawValue,
+            subtype: nil, signedDate: signedDate, environment: environment.rawValue, receivedAt: now(),
+            rawBody: rawBody, event: event))
+    }
+}

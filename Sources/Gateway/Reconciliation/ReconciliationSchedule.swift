@@ -1,0 +1,63 @@
+import Foundation
+import IAPCore
+import Ledger
+
+/// The periodic work of `serve` beside the inbox worker: a reconciliation pass every
+/// `IAPGW_RECONCILE_INTERVAL_SECONDS` (default 900, first pass one interval after start; 0 turns it
+/// off), and once a day the raw
+/// notification bodies older than `IAPGW_NOTIFICATION_RETENTION_DAYS` (default 30) are purged.
+public struct ReconciliationSchedule: Sendable {
+    public static let defaultIntervalSeconds: Int64 = 900
+    public static let defaultRetentionDays: Int64 = 30
+
+    let reconciler: Reconciler
+    let ledger: any NotificationLedger
+    let intervalSeconds: Int64
+    let retentionDays: Int64
+    let logger: Logger
+    let now: @Sendable () -> Int64
+
+    public init(service: GatewayService, environment: [String: String], logger: Logger) throws(VerificationError) {
+        reconciler = try Reconciler(service: service, logger: logger)
+        ledger = service.ledger
+        intervalSeconds = try Self.setting("IAPGW_RECONCILE_INTERVAL_SECONDS", environment, default: Self.defaultIntervalSeconds,
+                                           range: 0...86_400)
+        retentionDays = try Self.setting("IAPGW_NOTIFICATION_RETENTION_DAYS", environment, default: Self.defaultRetentionDays,
+                                         range: 1...3_650)
+        self.logger = logger
+        now = service.now
+    }
+
+    static func setting(_ name: String, _ environment: [String: String], default value: Int64,
+                        range: ClosedRange<Int64>) throws(VerificationError) -> Int64 {
+        guard let text = environment[name] else { return value }
+        guard let parsed = Int64(text), range.contains(parsed) else {
+            throw VerificationError(.invalidConfiguration, "\(name) must be an integer in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return parsed
+    }
+
+    /// Drops raw bodies received more than `days` days before now; returns how many.
+    public static func purge(_ ledger: any NotificationLedger, days: Int64, now: Int64) throws(VerificationError) -> Int {
+        try ledger.purgeRawBodies(olderThan: now - days * 86_400_000)
+    }
+
+    public func run() async {
+        var lastPurge: Int64?
+        while !Task.isCancelled {
+            if lastPurge.map({ now() - $0 >= 86_400_000 }) ?? true {
+                do {
+                    let purged = try Self.purge(ledger, days: retentionDays, now: now())
+                    logger.info("notification_bodies_purged", ["count": String(purged), "retentionDays": String(retentionDays)])
+                    lastPurge = now()
+                } catch {
+                    logger.error("notification_purge_failed", ["code": error.code.rawValue])
+                }
+            }
+            // The first pass waits one interval: a restarted gateway is not a reason to call Apple
+            // at once (`iapgw reconcile` is the immediate pass), and the window read covers the gap.
+            try? await Task.sleep(for: .seconds(intervalSeconds > 0 ? intervalSeconds : 3_600))
+            if intervalSeconds > 0, !Task.isCancelled { _ = await reconciler.reconcile() }
+        }
+    }
+}
