@@ -67,7 +67,11 @@ public final class HTTPServer: Sendable {
 
     private func startDaemon() throws -> OpaquePointer {
         let c = configuration
-        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_AUTO.rawValue
+        // poll(), not epoll: libmicrohttpd 0.9.75's MHD_quiesce_daemon removes the listening socket
+        // from each worker's epoll set from the caller's thread, racing the workers, and aborts the
+        // process when that fails ("Failed to remove listen FD from epoll set", seen in tests).
+        // With poll() the workers are told through their inter-thread channel instead.
+        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue | MHD_USE_ITC.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         let cls = Unmanaged.passUnretained(core).toOpaque()
