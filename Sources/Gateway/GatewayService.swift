@@ -86,7 +86,7 @@ public final class GatewayService: Sendable {
                 "entitlements": .array(entitlements.map { Self.json($0, policy: app) }),
             ]).jsonText)
         case .notification(let bundleId):
-            return try receiveNotification(request, bundleId: bundleId, log: log)
+            return try await receiveNotification(request, bundleId: bundleId, log: log)
         case .methodNotAllowed:
             return .error(405, code: VerificationError.Code.notFound.rawValue, message: "method not allowed on this path")
         case .notFound:
@@ -105,13 +105,23 @@ public final class GatewayService: Sendable {
     /// Public (Apple calls it): trust comes from signatures only. Answers 200 only once the
     /// notification is durably in the inbox; a duplicate delivery answers 200 and changes nothing.
     /// Processing happens later, off the request (`NotificationProcessor`).
-    private func receiveNotification(_ request: HTTPRequest, bundleId: String, log: Logger) throws(VerificationError)
+    private func receiveNotification(_ request: HTTPRequest, bundleId: String, log: Logger) async throws(VerificationError)
         -> HTTPResponse {
         guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
         guard let notifications else { throw VerificationError(.notFound, "notifications are not enabled") }
-        let decoded: DecodedNotification
-        do {
+        var decoded: DecodedNotification
+        do throws(VerificationError) {
             decoded = try notifications.decode(body: request.body, app: app)
+            if let receipt = decoded.v1LatestReceipt {
+                // A V1 body is a trigger only: Apple's answer about its receipt is what gets applied.
+                guard let legacy = adapters.adapter(.verifyReceipt) else {
+                    throw VerificationError(.invalidConfiguration, "V1 notifications need the verifyReceipt adapter")
+                }
+                let outcome = try await legacy.verify(.appReceipt(base64: receipt, nonce: nil), account: "", for: app)
+                decoded.event = NotificationDecoder.v1Event(decoded, bundleId: app.bundleId, transactions: outcome.transactions,
+                                                            renewals: outcome.renewals)
+                decoded.signedDate = decoded.event?.signedDate ?? now()
+            }
         } catch {
             metrics.recordRefusal(code: error.code.rawValue)
             log.warning("notification_refused", ["bundleId": app.bundleId, "code": error.code.rawValue])
@@ -121,7 +131,7 @@ public final class GatewayService: Sendable {
             id: decoded.id, bundleId: app.bundleId, version: decoded.version,
             notificationType: decoded.notificationType.rawValue, subtype: decoded.subtype?.rawValue,
             signedDate: decoded.signedDate, environment: decoded.environment.rawValue, receivedAt: now(),
-            rawBody: Data(request.body), event: decoded.event))
+            rawBody: Data(decoded.storedBody), event: decoded.event))
         log.info("notification_accepted", ["bundleId": app.bundleId, "type": decoded.notificationType.rawValue,
                                            "duplicate": String(!fresh)])
         return .json(200, JSONValue.object(["status": .string(fresh ? "accepted" : "duplicate"),

@@ -64,3 +64,51 @@ final class ReviewRegressionTests: XCTestCase {
         XCTAssertEqual(answer.status, 200, answer.text)
     }
 }
+
+final class V1NotificationTrustTests: XCTestCase {
+    /// A V1 body is signed by nothing: whoever knows the shared secret could write any dates into
+    /// it. The gateway applies Apple's answer about the body's receipt, never the body's own facts,
+    /// and keeps neither the password nor the receipt in the inbox.
+    func testAForgedV1BodyCannotExtendASubscription() async throws {
+        let gw = try await GatewayE2E.start(self) { $0.nonceRequired = false }
+        let purchase = try gw.buy(owner: "device-erin")
+        let claimed = try await gw.verifyReceipt(purchase.receiptBase64, account: "erin")
+        XCTAssertEqual(claimed.status, 200, claimed.text)
+        let expiresBefore = try await gw.entitlements("erin").first?["expiresDate"]
+
+        let forgedExpiry = "4102444800000"  // 2100-01-01
+        let body: JSONValue = .object([
+            "notification_type": "DID_RENEW", "password": .string(gw.harness.sharedSecret), "bid": .string(gw.bundleId),
+            "environment": "PROD",
+            "unified_receipt": .object([
+                "status": 0, "environment": "Production", "latest_receipt": .string(purchase.receiptBase64),
+                "latest_receipt_info": .array([.object([
+                    "transaction_id": "999999", "original_transaction_id": .string(purchase.originalTransactionId),
+                    "product_id": .string(GatewayE2E.monthly), "purchase_date_ms": "4100000000000",
+                    "expires_date_ms": .string(forgedExpiry), "quantity": "1"])]),
+            ]),
+        ])
+        let answer = try await gw.send("POST", gw.harness.notificationURL, body: Array(body.jsonText.utf8), apiKey: .some(nil))
+        XCTAssertEqual(answer.status, 200, answer.text)
+
+        let ledger = try SQLiteLedger(storage: gw.sqlitePath)
+        for _ in 0..<100 where try ledger.inboxDepth().pending > 0 { try await Task.sleep(for: .milliseconds(50)) }
+        let after = try await gw.entitlements("erin").first
+        XCTAssertEqual(after?["expiresDate"], expiresBefore)
+        XCTAssertNotEqual(after?["expiresDate"], .int(Int64(forgedExpiry)!))
+        let stored = try ledger.inboxEntries(bundleId: gw.bundleId, since: 0, limit: 10)
+        XCTAssertEqual(stored.count, 1)
+        let kept = String(decoding: stored[0].rawBody, as: UTF8.self)
+        XCTAssertFalse(kept.contains(gw.harness.sharedSecret))
+        XCTAssertFalse(kept.contains(purchase.receiptBase64.prefix(40)))
+    }
+
+    func testAV1NotificationWithoutItsBundleIsRefused() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let body: JSONValue = .object(["notification_type": "DID_RENEW", "password": .string(gw.harness.sharedSecret),
+                                       "environment": "PROD", "unified_receipt": .object(["latest_receipt": "x"])])
+        let answer = try await gw.send("POST", gw.harness.notificationURL, body: Array(body.jsonText.utf8), apiKey: .some(nil))
+        XCTAssertEqual(answer.status, 400, answer.text)
+        XCTAssertEqual(answer.errorCode, "MISSING_FIELD")
+    }
+}

@@ -12,8 +12,14 @@ public struct DecodedNotification: Sendable, Equatable {
     public var subtype: NotificationSubtype?
     public var signedDate: Int64
     public var environment: AppStoreEnvironment
-    /// nil for notifications that name no purchase chain (TEST, RENEWAL_EXTENSION SUMMARY, …).
+    /// nil for notifications that name no purchase chain (TEST, RENEWAL_EXTENSION SUMMARY, …),
+    /// and for V1 until Apple has confirmed its receipt (`v1LatestReceipt`).
     public var event: LifecycleEvent?
+    /// V1 only: the receipt to re-verify through verifyReceipt. A V1 body is signed by nothing, so
+    /// it is only a trigger: the facts applied are Apple's answer about this receipt.
+    public var v1LatestReceipt: String?
+    /// The body as kept in the inbox: V2 as received; V1 without its password and receipt.
+    public var storedBody: [UInt8]
 }
 
 /// Turns a `POST /v1/notifications/{bundleId}` body into a `DecodedNotification`, trusting only
@@ -81,7 +87,7 @@ public final class NotificationDecoder: Sendable {
             : nil
         return DecodedNotification(id: uuid, version: "2", notificationType: payload.notificationType,
                                    subtype: payload.subtype, signedDate: payload.signedDate,
-                                   environment: environment, event: event)
+                                   environment: environment, event: event, storedBody: Array("{\"signedPayload\":\"\(jws)\"}".utf8))
     }
 
     // MARK: V1 (apps not yet switched to V2)
@@ -100,36 +106,51 @@ public final class NotificationDecoder: Sendable {
     private func decodeV1(_ fields: JSONFields, body: [UInt8], app: AppPolicy) throws(VerificationError) -> DecodedNotification {
         let password = try fields.requiredString("password")
         try checkSharedSecret(password, app: app)
-        if let bid = try fields.string("bid"), bid != app.bundleId {
+        let bid = try fields.requiredString("bid")
+        guard bid == app.bundleId else {
             throw VerificationError(.bundleIdMismatch, "V1 notification for bundle \(bid), not \(app.bundleId)")
         }
         let v1Type = try fields.requiredString("notification_type")
         let (type, subtype) = Self.v1Types[v1Type] ?? (v1Type, nil)
-        guard let unified = try fields.fields("unified_receipt") else {
-            throw VerificationError(.missingField, "notification.unified_receipt is required")
-        }
-        let normalized = try legacyNormalizer.normalize(verifyReceiptResponse: .object(unified.object))
-        let environmentText = try fields.string("environment") ?? normalized.environment?.rawValue ?? ""
         // V1 names the sandbox "Sandbox" and production "PROD".
+        let environmentText = try fields.requiredString("environment")
         let environment: AppStoreEnvironment = environmentText == "PROD" ? .production : AppStoreEnvironment(rawValue: environmentText)
         guard environment == .production || environment == .sandbox else {
-            throw VerificationError(.missingField, "V1 notification with no usable environment")
+            throw VerificationError(.invalidFieldType, "V1 notification environment \(environmentText.prefix(32)) is neither PROD nor Sandbox")
         }
-        // The transaction the notification is about: the newest in latest_receipt_info (V1 names none).
-        let latest = normalized.transactions.max { ($0.purchaseDate ?? 0, $0.transactionId) < ($1.purchaseDate ?? 0, $1.transactionId) }
-        let chain = latest.map { $0.originalTransactionId ?? $0.transactionId }
-        let renewal = normalized.renewals.first { $0.originalTransactionId == chain }
-        // V1 carries no signing date: the newest date it states orders it among its peers.
-        let signedDate = [latest?.purchaseDate, latest?.revocationDate].compactMap { $0 }.max() ?? 0
+        guard app.allowedEnvironments.contains(environment) || (environment == .sandbox && !app.sandboxAccounts.isEmpty) else {
+            throw VerificationError(.environmentNotAllowed, "\(environment) notifications are not accepted for \(app.bundleId)")
+        }
+        guard let unified = try fields.fields("unified_receipt"), let latest = try unified.string("latest_receipt"),
+              !latest.isEmpty else {
+            throw VerificationError(.missingField, "notification.unified_receipt.latest_receipt is required")
+        }
+        // Kept for audit and replay without the secret or the receipt.
+        var redacted = fields.object
+        redacted["password"] = nil
+        var unifiedRedacted = unified.object
+        unifiedRedacted["latest_receipt"] = nil
+        redacted["unified_receipt"] = .object(unifiedRedacted)
         let id = "v1:" + SHA256Digest.hex(body).lowercased()
-        let event = latest.map {
-            LifecycleEvent(id: id, bundleId: app.bundleId, notificationType: NotificationType(rawValue: type),
-                           subtype: subtype.map(NotificationSubtype.init(rawValue:)), signedDate: signedDate,
-                           environment: environment, transaction: $0, renewal: renewal)
-        }
         return DecodedNotification(id: id, version: "1", notificationType: NotificationType(rawValue: type),
-                                   subtype: subtype.map(NotificationSubtype.init(rawValue:)), signedDate: signedDate,
-                                   environment: environment, event: event)
+                                   subtype: subtype.map(NotificationSubtype.init(rawValue:)), signedDate: 0,
+                                   environment: environment, event: nil, v1LatestReceipt: latest,
+                                   storedBody: Array(JSONValue.object(redacted).jsonText.utf8))
+    }
+
+    /// The lifecycle event for a V1 notification, from Apple's answer about its receipt (never from
+    /// the unsigned body): the newest transaction it holds, with that chain's renewal info.
+    public static func v1Event(_ decoded: DecodedNotification, bundleId: String, transactions: [CanonicalTransaction],
+                               renewals: [CanonicalRenewal]) -> LifecycleEvent? {
+        guard let latest = transactions.max(by: { ($0.purchaseDate ?? 0, $0.transactionId) < ($1.purchaseDate ?? 0, $1.transactionId) }) else {
+            return nil
+        }
+        let chain = latest.originalTransactionId ?? latest.transactionId
+        // verifyReceipt signs nothing: the newest date Apple states orders the event among its peers.
+        let signedDate = [latest.purchaseDate, latest.revocationDate].compactMap { $0 }.max() ?? 0
+        return LifecycleEvent(id: decoded.id, bundleId: bundleId, notificationType: decoded.notificationType,
+                              subtype: decoded.subtype, signedDate: signedDate, environment: decoded.environment,
+                              transaction: latest, renewal: renewals.first { $0.originalTransactionId == chain })
     }
 
     /// The V1 body's `password` must be the app's shared secret (current or previous), compared as
