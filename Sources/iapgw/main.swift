@@ -3,7 +3,7 @@
 import Foundation
 
 let subcommands: [any Subcommand] = [
-    ServeCommand(), DemoCommand(), SimCommand(), JWSCommand(), ReceiptCommand(), MappingsCommand(), ConfigCommand(), BenchCommand(),
+    ServeCommand(), DemoCommand(), SimCommand(), JWSCommand(), ReceiptCommand(), MappingsCommand(), ConfigCommand(), BenchCommand(), BenchNotificationsCommand(),
 ]
 
 @MainActor func printUsage() {
