@@ -84,9 +84,25 @@ public final class AppStoreSimulator: Sendable {
         try result(for: try store.renew(originalTransactionId: originalTransactionId, productId: productId, upgrade: true))
     }
 
-    /// Expires the subscription now (intent 1 customer cancelled, 2 billing error, ...).
-    public func expire(originalTransactionId: String, intent: Int64 = 1, billingRetry: Bool = false) throws -> SimulatedPurchase {
-        try result(for: try store.expire(originalTransactionId: originalTransactionId, intent: intent, billingRetry: billingRetry))
+    /// Expires the subscription now (intent 1 customer cancelled, 2 billing error, ...). With
+    /// `billingRetry`, `gracePeriodSeconds` opens Apple's Billing Grace Period from now.
+    public func expire(originalTransactionId: String, intent: Int64 = 1, billingRetry: Bool = false,
+                       gracePeriodSeconds: Int64? = nil) throws -> SimulatedPurchase {
+        try result(for: try store.expire(originalTransactionId: originalTransactionId, intent: intent,
+                                         billingRetry: billingRetry, gracePeriodSeconds: gracePeriodSeconds))
+    }
+
+    /// REFUND_REVERSED: the revocation fields leave the transaction.
+    public func reverseRefund(transactionId: String) throws -> SimulatedPurchase {
+        try result(for: try store.reverseRefund(transactionId: transactionId))
+    }
+
+    /// Turns auto-renew on or off, or picks the product of the next period (downgrade). Returns
+    /// the chain's latest transaction.
+    public func changeRenewalPreference(originalTransactionId: String, autoRenew: Bool? = nil,
+                                        productId: String? = nil) throws -> SimulatedPurchase {
+        try result(for: try store.changeRenewalPreference(originalTransactionId: originalTransactionId,
+                                                          autoRenew: autoRenew, productId: productId))
     }
 
     /// A refund: `revocationDate` now and `revocationReason` (0 other, 1 app issue).

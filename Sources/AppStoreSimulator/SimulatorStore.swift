@@ -116,7 +116,8 @@ final class SimulatorStore: Sendable {
             let start: Int64
             if upgrade {
                 // An upgrade takes effect at once; the replaced period is cancelled and marked upgraded.
-                start = at
+                // Never before the replaced period's start (renewals are compressed into the present).
+                start = max(at, latest.purchaseDate)
                 latest.isUpgraded = true
                 latest.revocationDate = at
                 latest.modifiedSequence = s.nextSequence()
@@ -155,18 +156,23 @@ final class SimulatorStore: Sendable {
     }
 
     /// Ends the subscription now: the latest period's expiry moves into the past, auto-renew turns off.
-    func expire(originalTransactionId: String, intent: Int64, billingRetry: Bool) throws(SimulatorError) -> TransactionRecord {
+    func expire(originalTransactionId: String, intent: Int64, billingRetry: Bool,
+                gracePeriodSeconds: Int64? = nil) throws(SimulatorError) -> TransactionRecord {
         let at = nowMs
         let result: Result<TransactionRecord, SimulatorError> = state.withLock { s in
             guard var chain = s.chains[originalTransactionId], var latest = s.transactions[chain.latestTransactionId] else {
                 return .failure(SimulatorError("no auto-renewable subscription \(originalTransactionId)"))
             }
-            if let e = latest.expiresDate, e >= at { latest.expiresDate = at - 1000 }
+            // A renewal period that starts later (renewals are compressed into the present) keeps
+            // its dates: it lapses at its own end. Pulling its expiry before its start would let a
+            // later recovery start before the failed period, which no real chain does.
+            if let e = latest.expiresDate, e >= at, latest.purchaseDate <= at { latest.expiresDate = at - 1000 }
             latest.modifiedSequence = s.nextSequence()
             s.transactions[latest.transactionId] = latest
             chain.autoRenewStatus = billingRetry ? 1 : 0
             chain.expirationIntent = intent
             chain.isInBillingRetryPeriod = billingRetry
+            chain.gracePeriodExpiresDate = billingRetry ? gracePeriodSeconds.map { at + $0 * 1000 } : nil
             s.chains[originalTransactionId] = chain
             return .success(latest)
         }
@@ -187,6 +193,37 @@ final class SimulatorStore: Sendable {
                 s.chains[t.originalTransactionId] = chain
             }
             return .success(t)
+        }
+        return try result.get()
+    }
+
+    /// Apple reverses a refund by removing the revocation fields from the transaction.
+    func reverseRefund(transactionId: String) throws(SimulatorError) -> TransactionRecord {
+        let result: Result<TransactionRecord, SimulatorError> = state.withLock { s in
+            guard var t = s.transactions[transactionId], t.revocationDate != nil else {
+                return .failure(SimulatorError("no refunded transaction \(transactionId)"))
+            }
+            t.revocationDate = nil
+            t.revocationReason = nil
+            t.modifiedSequence = s.nextSequence()
+            s.transactions[transactionId] = t
+            return .success(t)
+        }
+        return try result.get()
+    }
+
+    /// The customer's renewal preference: auto-renew on/off, or the product of the next period
+    /// (a downgrade or crossgrade, which Apple applies at the next renewal).
+    func changeRenewalPreference(originalTransactionId: String, autoRenew: Bool?, productId: String?)
+        throws(SimulatorError) -> TransactionRecord {
+        let result: Result<TransactionRecord, SimulatorError> = state.withLock { s in
+            guard var chain = s.chains[originalTransactionId], let latest = s.transactions[chain.latestTransactionId] else {
+                return .failure(SimulatorError("no auto-renewable subscription \(originalTransactionId)"))
+            }
+            if let autoRenew { chain.autoRenewStatus = autoRenew ? 1 : 0 }
+            if let productId { chain.autoRenewProductId = productId }
+            s.chains[originalTransactionId] = chain
+            return .success(latest)
         }
         return try result.get()
     }

@@ -23,6 +23,9 @@ public final class DemoHarness: Sendable {
         public var webhookURL: String?
         public var gatewayPort = 0
         public var simulatorPort = 0
+        /// The simulator's clock (its purchase, expiry and signedDate times); tests pass a strictly
+        /// increasing one so that events made one after another never share a millisecond.
+        public var simulatorClock: @Sendable () -> Date = { Date() }
         /// productId → (type, price in milliunits, currency)
         public var catalog: [(String, TransactionType, Int64, String)] = [
             ("com.example.demo.pro.monthly", .autoRenewable, 4_990, "USD"),
@@ -50,7 +53,7 @@ public final class DemoHarness: Sendable {
     public var bundleId: String { options.bundleId }
 
     public static func start(directory: URL, options: Options = Options(), logger: Logger = .disabled) async throws -> DemoHarness {
-        let simulator = try AppStoreSimulator()
+        let simulator = try AppStoreSimulator(now: options.simulatorClock)
         try await simulator.start(port: options.simulatorPort)
         let sharedSecret = Self.randomHex(16)
         let apiKey = "demo-" + Self.randomHex(16)

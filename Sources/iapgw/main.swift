@@ -3,12 +3,13 @@
 import Foundation
 
 let subcommands: [any Subcommand] = [
-    ServeCommand(), DemoCommand(), SimCommand(), JWSCommand(), ReceiptCommand(), MappingsCommand(), ConfigCommand(), BenchCommand(), ReconcileCommand(), NotificationsCommand(),
+    ServeCommand(), DemoCommand(), SimCommand(), ReconcileCommand(), NotificationsCommand(),
+    JWSCommand(), ReceiptCommand(), MappingsCommand(), ConfigCommand(), BenchCommand(), BenchNotificationsCommand(),
 ]
 
 @MainActor func printUsage() {
     var text = "usage: iapgw <command> [options]\n\ncommands:\n"
-    for c in subcommands { text += "  \(c.name.padding(toLength: 10, withPad: " ", startingAt: 0)) \(c.summary)\n" }
+    for c in subcommands { text += "  \(c.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(c.summary)\n" }
     FileHandle.standardError.write(Data(text.utf8))
 }
 

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Notifications under load (release build): V2 notifications signed in advance by the simulator,
+# POSTed over loopback HTTP by C concurrent connections to a gateway with no background worker
+# (each: outer + transaction + renewal JWS verified, durable SQLite insert, then 200), then the
+# inbox drained by one NotificationProcessor (state machine + entitlement + outbox, one SQLite
+# transaction per entry). Printed beside `openssl speed ecdsap256` verify/s measured in the same run.
+#   Benchmarks/notifications-load.sh [COUNT] [CONNECTIONS]      (defaults 5000, 16)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+count="${1:-5000}"
+connections="${2:-16}"
+swift build -c release --product iapgw >/dev/null
+.build/release/iapgw bench-notifications --count "$count" --connections "$connections" --seconds 3

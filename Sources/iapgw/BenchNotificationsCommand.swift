@@ -1,0 +1,130 @@
+import AppStoreSimulator
+import Demo
+import Foundation
+import Gateway
+import IAPCore
+import Ledger
+import Synchronization
+import UpstreamHTTP
+
+/// `iapgw bench-notifications`: App Store Server Notifications V2 accepted per second over
+/// loopback HTTP (outer + inner JWS verified, durable SQLite insert, then 200), and the inbox drain
+/// rate (state machine + entitlement + outbox, one transaction per entry), beside the single-core
+/// `openssl speed ecdsap256` verify rate measured in the same run.
+struct BenchNotificationsCommand: Subcommand {
+    let name = "bench-notifications"
+    let summary = "benchmark: notifications accepted/s and inbox drain/s (with openssl speed ecdsap256)"
+    let usage = """
+        usage: iapgw bench-notifications [--count N] [--connections C] [--seconds S]
+          --count        notifications, signed in advance by the simulator (default 5000)
+          --connections  concurrent HTTP connections posting them (default 16)
+          --seconds      for openssl speed (default 3)
+        """
+
+    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+        func positive(_ name: String, _ fallback: Int) throws -> Int {
+            guard let text = try args.value(name) else { return fallback }
+            guard let v = Int(text), v > 0, v <= 1_000_000 else { throw UsageError(message: "\(name) must be a positive integer") }
+            return v
+        }
+        let count = try positive("--count", 5000)
+        let connections = try positive("--connections", 16)
+        let seconds = try positive("--seconds", 3)
+        try args.finish()
+        let mappings = URL(fileURLWithPath: "Mappings", isDirectory: true)
+        // Measured first, outside the async runner: the subprocess is waited for on this thread.
+        let openssl = try BenchCommand.opensslSpeedVerify(seconds: Double(seconds))
+        return try runAsync {
+            try await Self.bench(count: count, connections: connections, openssl: openssl, mappings: mappings)
+        }
+    }
+
+    static func bench(count: Int, connections: Int, openssl: Double, mappings: URL) async throws -> Int32 {
+        let fm = FileManager.default
+        let directory = fm.temporaryDirectory.appendingPathComponent("iapgw-bench-notif-\(UUID().uuidString)", isDirectory: true)
+        defer { try? fm.removeItem(at: directory) }
+        // The harness gives the simulator and the config files; the gateway measured is a second
+        // one on its own database, with no background worker, so acceptance and drain are apart.
+        let harness = try await DemoHarness.start(directory: directory)
+        let database = directory.appendingPathComponent("bench.sqlite").path
+        let gatewayXML = directory.appendingPathComponent("gateway.xml")
+        let xml = try String(contentsOf: gatewayXML, encoding: .utf8)
+            .replacingOccurrences(of: directory.appendingPathComponent("iapgw.sqlite").path, with: database)
+        try xml.write(to: gatewayXML, atomically: true, encoding: .utf8)
+        let configuration = try ConfigLoader.loadAll(configDirectory: directory)
+        let assembly = GatewayAssembly(configuration: configuration, mappingsDirectory: mappings, logger: .disabled)
+        let service = try assembly.makeService()
+        let server = try assembly.makeServer(service: service)
+        try server.start()
+
+        let chains = max(1, min(200, count / 25))
+        print("signing \(count) DID_RENEW notifications over \(chains) subscriptions (outer + transaction + renewal JWS each)...")
+        var purchases: [SimulatedPurchase] = []
+        for i in 0..<chains {
+            purchases.append(try harness.simulator.purchase(PurchaseRequest(
+                bundleId: harness.bundleId, productId: "com.example.demo.pro.monthly", type: .autoRenewable,
+                owner: "bench-\(i)", subscriptionGroupIdentifier: "demo.pro", price: 4_990)))
+        }
+        var bodies: [[UInt8]] = []
+        bodies.reserveCapacity(count)
+        for i in 0..<count {
+            let jws = try await harness.simulator.sendNotification(type: "DID_RENEW", purchase: purchases[i % chains], to: nil)
+            bodies.append(Array(JSONValue.object(["signedPayload": .string(jws)]).jsonText.utf8))
+        }
+
+        let url = "http://127.0.0.1:\(server.port)/v1/notifications/\(harness.bundleId)"
+        let client = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(
+            connectTimeout: .seconds(5), requestTimeout: .seconds(30), maxConnectionsPerHost: connections))
+        let next = TicketCounter()
+        let requests = bodies
+        let start = DispatchTime.now().uptimeNanoseconds
+        let accepted = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<connections {
+                group.addTask {
+                    var ok = 0
+                    while true {
+                        let i = next.take()
+                        guard i < requests.count else { return ok }
+                        let response = try await client.send(UpstreamRequest(
+                            method: "POST", url: url, headers: [("Content-Type", "application/json")], body: requests[i]))
+                        if response.status == 200 { ok += 1 }
+                    }
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        let acceptSeconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+
+        let ledger = try SQLiteLedger(storage: "sqlite:" + database)
+        let processor = NotificationProcessor(apps: configuration.apps, ledger: ledger, logger: .disabled,
+                                              now: { Int64(Date().timeIntervalSince1970 * 1000) })
+        let drainStart = DispatchTime.now().uptimeNanoseconds
+        var drained = 0
+        while true {
+            let report = try processor.drain(limit: 500)
+            drained += report.processed
+            if report.processed == 0 { break }
+        }
+        let drainSeconds = Double(DispatchTime.now().uptimeNanoseconds - drainStart) / 1e9
+        let depth = try ledger.inboxDepth()
+
+        await server.shutdown(gracePeriod: .seconds(2))
+        await harness.stop()
+
+        print("")
+        print("accepted over HTTP (\(connections) connections): \(accepted)/\(count) with 200 in \(String(format: "%.2f", acceptSeconds)) s")
+        print("  notifications accepted/s (3 JWS verified + durable SQLite insert): \(BenchCommand.format(Double(accepted) / acceptSeconds))")
+        print("  inbox drain/s (state machine + entitlement + outbox, 1 transaction each): \(BenchCommand.format(Double(drained) / drainSeconds))"
+              + "  [\(drained) processed, \(depth.pending) left, \(depth.parked) parked]")
+        print("  openssl speed ecdsap256 verify (one core, same run): \(BenchCommand.format(openssl))")
+        print("  accepted/s as a share of one core's raw verify rate: \(String(format: "%.1f%%", 100 * Double(accepted) / acceptSeconds / openssl))"
+              + " (each notification costs at least 3 verifies)")
+        return accepted == count && drained == count ? 0 : 1
+    }
+}
+
+/// Hands out 0, 1, 2, … to the posting tasks.
+private final class TicketCounter: Sendable {
+    private let value = Atomic<Int>(0)
+    func take() -> Int { value.add(1, ordering: .relaxed).oldValue }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import Synchronization
+import XCTest
+
+/// `iapgw serve` as a separate process (the built binary), so a test can SIGKILL it like a
+/// crashed host and start it again on the same database.
+final class GatewayProcess: @unchecked Sendable {
+    let process = Process()
+    private let stderrPipe = Pipe()
+    private let output = Mutex<String>("")
+
+    /// The debug binary next to the test bundle (`swift build` builds it with the tests).
+    static var binary: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/debug/iapgw")
+    }
+
+    static var mappings: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Mappings")
+    }
+
+    init(config: URL) throws {
+        process.executableURL = Self.binary
+        process.arguments = ["serve", "--config", config.path, "--mappings", Self.mappings.path]
+        process.standardError = stderrPipe
+        process.standardOutput = FileHandle.nullDevice
+        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let chunk = String(decoding: handle.availableData, as: UTF8.self)
+            self?.output.withLock { $0 += chunk }
+        }
+        try process.run()
+    }
+
+    var log: String { output.withLock { $0 } }
+
+    /// The port from the "listening" log line, once the server is up.
+    func port(within seconds: Double = 10) async throws -> Int {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            for line in log.split(separator: "\n") where line.contains("\"listening\"") {
+                if let range = line.range(of: #""port":"?(\d+)"#, options: .regularExpression) {
+                    let digits = line[range].filter(\.isNumber)
+                    if let port = Int(digits) { return port }
+                }
+            }
+            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw GatewayProcessError(message: "iapgw serve did not start: \(log.suffix(2000))")
+    }
+
+    func kill9() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        stderrPipe.fileHandleForReading.readabilityHandler = nil
+    }
+}
+
+struct GatewayProcessError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
+
+/// Runs `sqlite3` (the CLI) on a database for what the ledger's API does not list.
+func sqliteScalar(_ database: String, _ sql: String) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+    process.arguments = ["-readonly", database, sql]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}
