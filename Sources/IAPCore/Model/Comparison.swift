@@ -1,0 +1,72 @@
+/// The side-by-side verdict on one purchase evidence verified by both generations: what the legacy
+/// path (verifyReceipt) and the new path (App Store Server API) said, matched by `transactionId`.
+public struct PurchaseComparison: Codable, Hashable, Sendable {
+    public var id: String
+    public var bundleId: String
+    /// When the comparison was made (ms).
+    public var comparedAt: Int64
+    /// "receipt", "transactionId", "signedTransaction".
+    public var evidenceKind: String
+    /// SHA-256 of the evidence (never the evidence).
+    public var evidenceSHA256: String
+    public var legacyMappingVersion: String?
+    public var serverAPIMappingVersion: String?
+    /// Transactions compared (present in at least one path).
+    public var transactionCount: Int
+    public var differences: [ComparisonDifference]
+    /// A path that failed outright (its error code), so nothing of it could be compared.
+    public var legacyError: String?
+    public var serverAPIError: String?
+
+    public init(id: String, bundleId: String, comparedAt: Int64, evidenceKind: String, evidenceSHA256: String,
+                legacyMappingVersion: String?, serverAPIMappingVersion: String?, transactionCount: Int,
+                differences: [ComparisonDifference], legacyError: String? = nil, serverAPIError: String? = nil) {
+        self.id = id
+        self.bundleId = bundleId
+        self.comparedAt = comparedAt
+        self.evidenceKind = evidenceKind
+        self.evidenceSHA256 = evidenceSHA256
+        self.legacyMappingVersion = legacyMappingVersion
+        self.serverAPIMappingVersion = serverAPIMappingVersion
+        self.transactionCount = transactionCount
+        self.differences = differences
+        self.legacyError = legacyError
+        self.serverAPIError = serverAPIError
+    }
+
+    /// Both paths answered and nothing unexplained differs.
+    public var agreed: Bool { differences.isEmpty && legacyError == nil && serverAPIError == nil }
+}
+
+/// One unexplained disagreement. Known, declared differences (a field one generation does not
+/// carry, marked `knownDifference` in the mapping files) never become one of these.
+public struct ComparisonDifference: Codable, Hashable, Sendable {
+    public enum Kind: String, Codable, Sendable, CaseIterable {
+        /// The transaction is in one path's answer only.
+        case onlyInLegacy, onlyInServerAPI
+        /// A canonical field differs (field, both values).
+        case fieldMismatch
+        /// The derived entitlement state differs (e.g. refunded in one path, active in the other).
+        case entitlementMismatch
+        /// `expiresDate` differs.
+        case expiryMismatch
+    }
+    public var kind: Kind
+    public var transactionId: String
+    public var productId: String?
+    /// The canonical field, for field, entitlement and expiry mismatches.
+    public var field: String?
+    /// Both values as canonical JSON text (nil: absent in that path).
+    public var legacyValue: String?
+    public var serverAPIValue: String?
+
+    public init(kind: Kind, transactionId: String, productId: String?, field: String?,
+                legacyValue: String?, serverAPIValue: String?) {
+        self.kind = kind
+        self.transactionId = transactionId
+        self.productId = productId
+        self.field = field
+        self.legacyValue = legacyValue
+        self.serverAPIValue = serverAPIValue
+    }
+}
