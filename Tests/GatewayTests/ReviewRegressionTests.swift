@@ -1,4 +1,6 @@
 import AppStoreSimulator
+import AppleTrust
+@testable import Gateway
 import Foundation
 import IAPCore
 import Ledger
@@ -110,5 +112,21 @@ final class V1NotificationTrustTests: XCTestCase {
         let answer = try await gw.send("POST", gw.harness.notificationURL, body: Array(body.jsonText.utf8), apiKey: .some(nil))
         XCTAssertEqual(answer.status, 400, answer.text)
         XCTAssertEqual(answer.errorCode, "MISSING_FIELD")
+    }
+}
+
+final class WebhookBodyTests: XCTestCase {
+    func testAWebhookNamesTheAccountThatOwnsTheChainAndIsSignedOverTimestampAndBody() throws {
+        let event = WebhookEvent(kind: .entitlementChanged, idempotencyKey: "k1", bundleId: "com.example.demo",
+                                 originalTransactionId: "100", transactionId: "101", productId: "p", state: .refunded,
+                                 expiresDate: nil, notificationType: "REFUND", subtype: nil, occurredAt: 5)
+        let body = WebhookDispatcher.body(event, account: "alice")
+        let json = try StrictJSON().parse(body)
+        XCTAssertEqual(json["account"], "alice")
+        XCTAssertEqual(json["state"], "refunded")
+        XCTAssertEqual(json["idempotencyKey"], "k1")
+        XCTAssertNil(try StrictJSON().parse(WebhookDispatcher.body(event, account: nil))["account"])
+        XCTAssertEqual(WebhookDispatcher.signature(secret: "s", timestamp: "10", body: body),
+                       "sha256=" + HMACSHA256.hex(key: Array("s".utf8), message: Array("10.\(body)".utf8)))
     }
 }

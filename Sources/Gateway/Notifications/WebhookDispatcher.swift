@@ -9,13 +9,13 @@ import UpstreamHTTP
 /// with `X-IAPGW-Timestamp`, retried with exponential backoff while the receiver is down.
 public final class WebhookDispatcher: Sendable {
     let apps: [String: AppPolicy]
-    let ledger: any NotificationLedger
+    let ledger: any NotificationLedger & Ledger
     let client: UpstreamHTTPClient
     let environment: [String: String]
     let logger: Logger
     let now: @Sendable () -> Int64
 
-    public init(apps: [String: AppPolicy], ledger: any NotificationLedger, client: UpstreamHTTPClient,
+    public init(apps: [String: AppPolicy], ledger: any NotificationLedger & Ledger, client: UpstreamHTTPClient,
                 environment: [String: String], logger: Logger, now: @escaping @Sendable () -> Int64) {
         self.apps = apps
         self.ledger = ledger
@@ -30,7 +30,9 @@ public final class WebhookDispatcher: Sendable {
         min(Int64(1000) << Int64(min(max(attempts, 0), 12)), 3_600_000)
     }
 
-    static func body(_ event: WebhookEvent) -> String {
+    /// The event as JSON, with the account that owns the chain when one does (so the backend
+    /// needs no mapping of its own from Apple's ids to its users).
+    static func body(_ event: WebhookEvent, account: String?) -> String {
         var o: [String: JSONValue] = [
             "kind": .string(event.kind.rawValue), "idempotencyKey": .string(event.idempotencyKey),
             "bundleId": .string(event.bundleId), "notificationType": .string(event.notificationType),
@@ -42,6 +44,7 @@ public final class WebhookDispatcher: Sendable {
         if let v = event.state { o["state"] = .string(v.rawValue) }
         if let v = event.expiresDate { o["expiresDate"] = .int(v) }
         if let v = event.subtype { o["subtype"] = .string(v) }
+        if let account { o["account"] = .string(account) }
         return JSONValue.object(o).jsonText
     }
 
@@ -59,11 +62,22 @@ public final class WebhookDispatcher: Sendable {
                 try ledger.markDelivered(entry.seq, at: now())
                 continue
             }
-            let body = Self.body(entry.event)
+            let account = try entry.event.originalTransactionId.flatMap { (chain) throws(VerificationError) in
+                try ledger.owner(bundleId: entry.event.bundleId, originalTransactionId: chain)
+            }
+            let body = Self.body(entry.event, account: account)
             let timestamp = String(now() / 1000)
+            let secret: String
+            do {
+                secret = try webhook.secret.resolve(environment: environment)
+            } catch {
+                // A configuration problem, not the receiver's: say which, and try again later.
+                logger.error("webhook_secret_unavailable", ["bundleId": entry.event.bundleId, "code": error.code.rawValue])
+                try ledger.markFailed(entry.seq, nextAttemptAt: now() + Self.backoffMs(afterAttempts: entry.attempts))
+                continue
+            }
             let ok: Bool
             do {
-                let secret = try webhook.secret.resolve(environment: environment)
                 let response = try await client.send(UpstreamRequest(method: "POST", url: webhook.url, headers: [
                     ("Content-Type", "application/json"), ("Idempotency-Key", entry.event.idempotencyKey),
                     ("X-IAPGW-Timestamp", timestamp),
