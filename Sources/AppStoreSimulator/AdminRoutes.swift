@@ -12,6 +12,8 @@ import IAPCore
 ///   POST /admin/transactions/{transactionId}/refund                 {reason?}
 ///   POST /admin/transactions/{transactionId}/revoke
 ///   POST /admin/transactions/{transactionId}/notify                 {notificationType, subtype?, url?}
+///   POST /admin/transactions/{transactionId}/plant   {kind, side?, offsetSeconds?, productId?} (PlantedDiscrepancy.json)
+///   DELETE /admin/transactions/{transactionId}/plant   GET /admin/plants   DELETE /admin/plants
 ///   GET  /admin/receipts/{Production|Sandbox}/{bundleId}/{owner}
 ///   PUT  /admin/faults/{all|production|sandbox}   DELETE /admin/faults
 ///   GET  /admin/trust-root                                    {"rootCertificateDER": base64}
@@ -48,6 +50,13 @@ extension AppStoreSimulator {
                     let payload = try await sendNotification(type: try f.requiredString("notificationType"),
                                                              subtype: try f.string("subtype"), purchase: p, to: try f.string("url"))
                     return .json(200, JSONValue.object(["signedPayload": .string(payload)]).jsonText)
+                case "plant":
+                    do {
+                        try plant(try PlantedDiscrepancy(json: .object(f.object)), transactionId: id)
+                    } catch let e as SimulatorError {
+                        return adminError(store.transaction(id) == nil ? 404 : 400, e.message)
+                    }
+                    return plantsJSON()
                 default: return adminError(404, "unknown transaction operation")
                 }
             case ("GET", "receipts", 4):
@@ -58,6 +67,14 @@ extension AppStoreSimulator {
                 guard let scope = FaultScope(rawValue: path[1]) else { return adminError(400, "scope is all, production or sandbox") }
                 faults.set(try faultSettings(f), for: scope)
                 return .json(200, "{}")
+            case ("DELETE", "transactions", 3) where path[2] == "plant":
+                guard removePlant(transactionId: path[1]) else { return adminError(404, "nothing planted on \(path[1])") }
+                return plantsJSON()
+            case ("GET", "plants", 1):
+                return plantsJSON()
+            case ("DELETE", "plants", 1):
+                removeAllPlants()
+                return plantsJSON()
             case ("DELETE", "faults", 1):
                 faults.reset()
                 return .json(200, "{}")
@@ -145,6 +162,14 @@ extension AppStoreSimulator {
         if let v = try f.int64("hangNext") { s.hangNext = Int(v) }
         if let v = try f.int64("hangMilliseconds") { s.hangMilliseconds = Int(v) }
         return s
+    }
+
+    /// `{"plants": [{"transactionId", "bundleId", "productId", "discrepancy": {...}}]}` in planting order.
+    private func plantsJSON() -> HTTPResponse {
+        .json(200, JSONValue.object(["plants": .array(plantedDiscrepancies.map { p in
+            .object(["transactionId": .string(p.transactionId), "bundleId": .string(p.bundleId),
+                     "productId": .string(p.productId), "discrepancy": p.discrepancy.json])
+        })]).jsonText)
     }
 
     private func purchaseJSON(_ p: SimulatedPurchase) -> HTTPResponse {

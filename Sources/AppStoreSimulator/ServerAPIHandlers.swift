@@ -18,7 +18,8 @@ extension AppStoreSimulator {
             switch route {
             case ("GET", "v1", "transactions", 4):
                 let t = try findTransaction(path[3], app: app, environment: environment)
-                return .json(200, JSONValue.object(["signedTransactionInfo": .string(try sign(t))]).jsonText)
+                guard let served = store.served(t, as: .serverAPI) else { throw ServerAPIError.transactionIdNotFound }
+                return .json(200, JSONValue.object(["signedTransactionInfo": .string(try sign(served))]).jsonText)
             case ("GET", "v2", "history", 4):
                 let t = try findTransaction(path[3], app: app, environment: environment)
                 return try history(of: t, app: app, query: request.query)
@@ -29,7 +30,8 @@ extension AppStoreSimulator {
                 return try orderLookup(path[3], app: app, environment: environment)
             case ("GET", "v2", "refund", 5) where path[3] == "lookup":
                 let t = try findTransaction(path[4], app: app, environment: environment)
-                let refunded = store.transactions(owner: t.owner, bundleId: app.bundleId, environment: environment)
+                let refunded = store.served(store.transactions(owner: t.owner, bundleId: app.bundleId, environment: environment),
+                                            as: .serverAPI)
                     .filter { $0.revocationDate != nil && !$0.isUpgraded }
                 return .json(200, JSONValue.object([
                     "signedTransactions": .array(try refunded.map { .string(try sign($0)) }),
@@ -79,7 +81,10 @@ extension AppStoreSimulator {
     /// offset reached (descending); opaque to clients either way.
     func history(of t: TransactionRecord, app: SimulatedApp, query: [String: String]) throws -> HTTPResponse {
         let descending = query["sort"] == "DESCENDING"
-        var all = store.transactions(owner: t.owner, bundleId: app.bundleId, environment: t.environment)
+        // A transaction planted as legacy-only is left out of the list, yet its id still finds its
+        // owner's history: the migration path asks with ids read from the receipt.
+        var all = store.served(store.transactions(owner: t.owner, bundleId: app.bundleId, environment: t.environment),
+                               as: .serverAPI)
         if let p = query["productId"] { all = all.filter { $0.productId == p } }
         if let g = query["subscriptionGroupIdentifier"] { all = all.filter { $0.subscriptionGroupIdentifier == g } }
         if let o = query["inAppOwnershipType"] { all = all.filter { $0.ownership.rawValue == o } }
@@ -112,12 +117,14 @@ extension AppStoreSimulator {
         let chains = store.chains(owner: t.owner, bundleId: app.bundleId, environment: t.environment)
         var groups: [String: [JSONValue]] = [:]
         for c in chains {
-            guard let latest = store.transaction(c.latestTransactionId) else { continue }
+            guard let latest = latestServed(of: c) else { continue }
             groups[c.subscriptionGroupIdentifier, default: []].append(.object([
                 "status": .int(SignedPayloads.status(c, latest: latest, now: now)),
                 "originalTransactionId": .string(c.originalTransactionId),
                 "signedTransactionInfo": .string(try sign(latest)),
-                "signedRenewalInfo": .string(try pki.signJWS(SignedPayloads.renewalInfo(c, latest: latest, signedDate: now))),
+                // Renewal info stays the store's truth: plants change transactions, not renewal state.
+                "signedRenewalInfo": .string(try pki.signJWS(SignedPayloads.renewalInfo(
+                    c, latest: store.transaction(c.latestTransactionId) ?? latest, signedDate: now))),
             ]))
         }
         let data: [JSONValue] = groups.keys.sorted().map { g in
@@ -129,10 +136,21 @@ extension AppStoreSimulator {
         ]).jsonText)
     }
 
-    func orderLookup(_ orderId: String, app: SimulatedApp, environment: AppStoreEnvironment) throws -> HTTPResponse {
-        let matches = store.state.withLock { s in
-            s.transactions.values.filter { $0.orderId == orderId && $0.bundleId == app.bundleId && $0.environment == environment }
+    /// The chain's newest transaction the Server API shows (a planted legacy-only latest steps back
+    /// to the one before it); nil when it shows none of the chain.
+    func latestServed(of c: SubscriptionChain) -> TransactionRecord? {
+        if let latest = store.transaction(c.latestTransactionId), let served = store.served(latest, as: .serverAPI) {
+            return served
         }
+        let chain = store.transactions(owner: c.owner, bundleId: c.bundleId, environment: c.environment)
+            .filter { $0.originalTransactionId == c.originalTransactionId }
+        return store.served(chain, as: .serverAPI).last
+    }
+
+    func orderLookup(_ orderId: String, app: SimulatedApp, environment: AppStoreEnvironment) throws -> HTTPResponse {
+        let matches = store.served(store.state.withLock { s in
+            s.transactions.values.filter { $0.orderId == orderId && $0.bundleId == app.bundleId && $0.environment == environment }
+        }, as: .serverAPI)
         guard !matches.isEmpty else { return .json(200, "{\"status\":1}") }
         return .json(200, JSONValue.object([
             "status": .int(0), "signedTransactions": .array(try matches.map { .string(try sign($0)) }),

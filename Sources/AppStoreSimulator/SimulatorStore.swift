@@ -17,6 +17,9 @@ final class SimulatorStore: Sendable {
         var nextOrderNumber: Int64 = 1
         var sequence: Int64 = 0
         var appTransactionIds: [String: String] = [:]
+        /// Planted discrepancies by transactionId (see PlantedDiscrepancies.swift).
+        var plants: [String: PlantRecord] = [:]
+        var plantOrder: Int64 = 0
 
         mutating func newTransactionId(_ environment: AppStoreEnvironment) -> String {
             if environment == .sandbox {

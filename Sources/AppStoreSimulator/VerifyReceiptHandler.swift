@@ -38,6 +38,8 @@ struct VerifyReceiptHandler {
 
         let receiptTransactions = receipt.inAppPurchases.compactMap { $0.transactionId.flatMap(store.transaction) }
             .filter { $0.bundleId == bundleId && $0.environment == environment }
+        // Planted discrepancies change this JSON only; the receipt itself keeps listing every transaction.
+        let servedReceiptTransactions = store.served(receiptTransactions, as: .legacy)
         let owner = receiptTransactions.first?.owner
         let ownerTransactions = owner.map { store.transactions(owner: $0, bundleId: bundleId, environment: environment) } ?? []
         let hasSubscriptions = ownerTransactions.contains { $0.type == .autoRenewable }
@@ -50,11 +52,11 @@ struct VerifyReceiptHandler {
         response["receipt"] = VerifyReceiptJSON.receipt(
             bundleId: bundleId, appItemId: receipt.appItemId ?? 0, receiptType: receipt.receiptType ?? "Production",
             appVersion: receipt.appVersion ?? app.bundleVersion, creationDate: receipt.creationDate ?? now, requestDate: now,
-            originalPurchaseDate: receipt.originalPurchaseDate ?? now, inApp: receiptTransactions)
+            originalPurchaseDate: receipt.originalPurchaseDate ?? now, inApp: servedReceiptTransactions)
         if hasSubscriptions, let owner {
             let excludeOld = body["exclude-old-transactions"] == .bool(true)
             let chains = store.chains(owner: owner, bundleId: bundleId, environment: environment)
-            var latest = ownerTransactions
+            var latest = store.served(ownerTransactions, as: .legacy)
             if excludeOld {
                 let latestIds = Set(chains.map(\.latestTransactionId))
                 latest = latest.filter { $0.type != .autoRenewable || latestIds.contains($0.transactionId) }
