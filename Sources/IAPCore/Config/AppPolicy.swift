@@ -137,7 +137,11 @@ public struct AppPolicy: Sendable, Equatable {
         public var receipt: RoutingMode
         public var transactionId: RoutingMode
         public var signedTransaction: RoutingMode
-        public init(receipt: RoutingMode, transactionId: RoutingMode, signedTransaction: RoutingMode) {
+        /// In `cutover`, the share (0...1) of requests also verified through verifyReceipt as a spot check.
+        public var cutoverSampleRate: Double
+        public init(receipt: RoutingMode, transactionId: RoutingMode, signedTransaction: RoutingMode,
+                    cutoverSampleRate: Double = 0) {
+            self.cutoverSampleRate = cutoverSampleRate
             self.receipt = receipt
             self.transactionId = transactionId
             self.signedTransaction = signedTransaction
