@@ -122,9 +122,9 @@ public struct AppPolicy: Sendable, Equatable {
         case serverAPI
         /// Legacy answers; the Server API runs beside it and the difference is recorded.
         case shadow
-        /// Both run and must agree; a disagreement is refused and recorded.
+        /// Both run concurrently; the Server API answers and the answer says whether they agreed.
         case compare
-        /// The Server API answers; legacy runs beside it for the record.
+        /// The Server API answers; legacy runs beside it for a sample (`cutoverSampleRate`) of requests.
         case cutover
 
         /// Whether this mode calls the App Store Server API (so needs `serverAPI` credentials).
