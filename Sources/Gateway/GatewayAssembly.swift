@@ -55,11 +55,14 @@ public struct GatewayAssembly {
                              options: .init(secretEnvironment: environment), logger: logger),
         ])
         let ledger = try SQLiteLedger(storage: gateway.storageURL)
+        let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
+                                        store: ledger, legacyMappingVersion: legacyMapping.id,
+                                        serverAPIMappingVersion: serverMapping.id, logger: logger)
         return GatewayService(apps: configuration.apps, adapters: registry, ledger: ledger,
                               notifications: try NotificationDecoder(mappings: mappings, environment: environment),
                               receiptSealer: try ReceiptSealKey.load(environment: environment,
                                                                      storageURL: gateway.storageURL, logger: logger),
-                              environment: environment, logger: logger)
+                              environment: environment, logger: logger, migration: migration, comparisons: ledger)
     }
 
     /// The background work of a running gateway: the inbox drained through the state machine, and

@@ -17,13 +17,20 @@ public final class GatewayService: Sendable {
     let sealer: AESGCMSealer?
     let logger: Logger
     let now: @Sendable () -> Int64
+    /// Shadow, compare and cutover routing of receipts; nil: receipts take the primary path only.
+    let migration: MigrationRouter?
+    /// Where the comparisons route reads from; nil: the route answers 404.
+    let comparisons: (any ComparisonLedger)?
     public let metrics = GatewayMetrics()
 
     public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger,
                 notifications: NotificationDecoder? = nil,
                 checks: [any PurchaseCheck] = .standard, receiptSealer: AESGCMSealer?,
                 environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = .disabled,
-                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+                migration: MigrationRouter? = nil, comparisons: (any ComparisonLedger)? = nil) {
+        self.migration = migration
+        self.comparisons = comparisons
         self.apps = apps
         self.adapters = adapters
         self.ledger = ledger
@@ -85,6 +92,10 @@ public final class GatewayService: Sendable {
                 "account": .string(account),
                 "entitlements": .array(entitlements.map { Self.json($0, policy: app) }),
             ]).jsonText)
+        case .comparisons(let bundleId):
+            let app = try authorizedApp(bundleId, request)
+            guard let comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
+            return try ComparisonsEndpoint.answer(request, app: app, ledger: comparisons)
         case .notification(let bundleId):
             return try await receiveNotification(request, bundleId: bundleId, log: log)
         case .methodNotAllowed:
@@ -176,9 +187,19 @@ public final class GatewayService: Sendable {
                 throw VerificationError(.nonceRequired, "\(app.bundleId) requires a nonce with every receipt")
             }
         }
-        let adapter = try adapters.primary(for: evidence, app: app)
-        audit.adapter = adapter.id.rawValue
-        let outcome = try await adapter.verify(evidence, account: account, for: app)
+        let outcome: AdapterOutcome
+        var comparison: PurchaseComparison?
+        if let migration, MigrationRouter.applies(to: evidence, app: app) {
+            let answer = try await migration.run(evidence, account: account, app: app, adapters: adapters,
+                                                 evidenceSHA256: audit.evidenceSHA256)
+            audit.adapter = answer.answeringAdapter.rawValue
+            comparison = answer.comparison
+            outcome = try answer.outcome.get()
+        } else {
+            let adapter = try adapters.primary(for: evidence, app: app)
+            audit.adapter = adapter.id.rawValue
+            outcome = try await adapter.verify(evidence, account: account, for: app)
+        }
         audit.environment = outcome.environment.rawValue
         audit.transactionIds = outcome.transactions.map(\.transactionId)
         audit.productIds = Array(Set(outcome.transactions.map(\.productId))).sorted()
@@ -203,7 +224,7 @@ public final class GatewayService: Sendable {
         // The ledger's view, not the evidence's: a newer notification (a refund) may already know better.
         let chains = Set(entitlements.map(\.originalTransactionId))
         let stored = try ledger.entitlements(bundleId: app.bundleId, account: account).filter { chains.contains($0.originalTransactionId) }
-        return .object([
+        var answer: [String: JSONValue] = [
             "account": .string(account),
             "verdict": .string("granted"),
             "adapter": .string(outcome.adapter.rawValue),
@@ -214,7 +235,9 @@ public final class GatewayService: Sendable {
             "alreadyGranted": .array(claim.alreadyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
             "revoked": .array(outcome.transactions.map(\.transactionId).filter { revoked.contains($0) }.map(JSONValue.string)),
             "entitlements": .array(stored.map { Self.json($0, policy: app) }),
-        ])
+        ]
+        if let comparison { answer["comparison"] = MigrationRouter.json(comparison) }
+        return .object(answer)
     }
 
     /// A presented transaction whose chain a notification signed later than the evidence refunded

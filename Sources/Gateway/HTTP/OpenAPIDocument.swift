@@ -31,6 +31,13 @@ enum OpenAPIDocument {
             parameters.append(.object(["name": .string(name), "in": "path", "required": .bool(true),
                                        "schema": .object(["type": "string"])]))
         }
+        if path == "/v1/apps/{bundleId}/comparisons" {
+            for (name, type) in [("from", "integer"), ("to", "integer"), ("class", "string"), ("field", "string"),
+                                 ("productId", "string"), ("limit", "integer")] {
+                parameters.append(.object(["name": .string(name), "in": "query", "required": .bool(false),
+                                           "schema": .object(["type": .string(type)])]))
+            }
+        }
         if !parameters.isEmpty { op["parameters"] = .array(parameters) }
         let authenticated = path.hasPrefix("/v1/apps/")
         if authenticated { op["security"] = .array([.object(["apiKey": .array([])])]) }
@@ -56,6 +63,9 @@ enum OpenAPIDocument {
         case "/v1/apps/{bundleId}/accounts/{account}/entitlements":
             op["summary"] = "Current entitlements of an account"
             responses["200"] = ok("Entitlements")
+        case "/v1/apps/{bundleId}/comparisons":
+            op["summary"] = "Stored migration comparisons (legacy vs Server API), filtered by time (ms), class, field and product; with agreement counts"
+            responses["200"] = ok("Comparisons")
         case "/v1/notifications/{bundleId}":
             op["summary"] = "App Store Server Notifications (V2 signedPayload, or V1 with the shared secret); 200 once stored durably"
             op["requestBody"] = body("Notification")
@@ -122,6 +132,22 @@ enum OpenAPIDocument {
             "Notification": .object(["type": "object", "description": "V2: {\"signedPayload\": JWS}; V1: Apple's legacy JSON with password and unified_receipt",
                                      "properties": .object(["signedPayload": string])]),
             "NotificationAccepted": object(["status": string, "notificationId": string]),
+            "Comparisons": object([
+                "counts": object(["total": integer, "agreed": integer]),
+                "comparisons": array(ref("Comparison")),
+            ]),
+            "Comparison": object([
+                "id": string, "comparedAt": integer, "evidenceKind": string, "evidenceSHA256": string,
+                "agreed": .object(["type": "boolean"]), "transactionCount": integer, "productIds": array(string),
+                "legacyMappingVersion": string, "serverAPIMappingVersion": string, "legacyError": string,
+                "serverAPIError": string, "differences": array(ref("ComparisonDifference")),
+            ]),
+            "ComparisonDifference": object([
+                "kind": .object(["type": "string", "enum": .array(ComparisonDifference.Kind.allCases.map { .string($0.rawValue) })]),
+                "transactionId": string, "productId": string, "field": string,
+                "legacyValue": .object(["type": "string", "description": "canonical JSON text; absent when the path lacks it"]),
+                "serverAPIValue": .object(["type": "string", "description": "canonical JSON text; absent when the path lacks it"]),
+            ]),
         ]
     }
 }

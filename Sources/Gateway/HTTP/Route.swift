@@ -6,6 +6,7 @@ enum Route: Equatable {
     case verify(bundleId: String)
     case entitlements(bundleId: String, account: String)
     case notification(bundleId: String)
+    case comparisons(bundleId: String)
     case methodNotAllowed
     case notFound
 
@@ -20,6 +21,7 @@ enum Route: Equatable {
         case .verify: "verify"
         case .entitlements: "entitlements"
         case .notification: "notifications"
+        case .comparisons: "comparisons"
         case .methodNotAllowed: "method_not_allowed"
         case .notFound: "not_found"
         }
@@ -30,7 +32,7 @@ enum Route: Equatable {
         ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/openapi.json"), ("GET", "/metrics"),
         ("POST", "/v1/apps/{bundleId}/nonces"), ("POST", "/v1/apps/{bundleId}/verify"),
         ("GET", "/v1/apps/{bundleId}/accounts/{account}/entitlements"),
-        ("POST", "/v1/notifications/{bundleId}"),
+        ("POST", "/v1/notifications/{bundleId}"), ("GET", "/v1/apps/{bundleId}/comparisons"),
     ]
 
     static func match(method: String, segments: [String]?) -> Route {
@@ -44,6 +46,7 @@ enum Route: Equatable {
         case 1 where s[0] == "metrics": (route, expected) = (.metrics, "GET")
         case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "nonces": (route, expected) = (.issueNonce(bundleId: s[2]), "POST")
         case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "verify": (route, expected) = (.verify(bundleId: s[2]), "POST")
+        case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "comparisons": (route, expected) = (.comparisons(bundleId: s[2]), "GET")
         case 3 where s[0] == "v1" && s[1] == "notifications": (route, expected) = (.notification(bundleId: s[2]), "POST")
         case 6 where s[0] == "v1" && s[1] == "apps" && s[3] == "accounts" && s[5] == "entitlements":
             (route, expected) = (.entitlements(bundleId: s[2], account: s[4]), "GET")

@@ -122,9 +122,9 @@ public struct AppPolicy: Sendable, Equatable {
         case serverAPI
         /// Legacy answers; the Server API runs beside it and the difference is recorded.
         case shadow
-        /// Both run and must agree; a disagreement is refused and recorded.
+        /// Both run concurrently; the Server API answers and the answer says whether they agreed.
         case compare
-        /// The Server API answers; legacy runs beside it for the record.
+        /// The Server API answers; legacy runs beside it for a sample (`cutoverSampleRate`) of requests.
         case cutover
 
         /// Whether this mode calls the App Store Server API (so needs `serverAPI` credentials).
@@ -137,7 +137,11 @@ public struct AppPolicy: Sendable, Equatable {
         public var receipt: RoutingMode
         public var transactionId: RoutingMode
         public var signedTransaction: RoutingMode
-        public init(receipt: RoutingMode, transactionId: RoutingMode, signedTransaction: RoutingMode) {
+        /// In `cutover`, the share (0...1) of requests also verified through verifyReceipt as a spot check.
+        public var cutoverSampleRate: Double
+        public init(receipt: RoutingMode, transactionId: RoutingMode, signedTransaction: RoutingMode,
+                    cutoverSampleRate: Double = 0) {
+            self.cutoverSampleRate = cutoverSampleRate
             self.receipt = receipt
             self.transactionId = transactionId
             self.signedTransaction = signedTransaction

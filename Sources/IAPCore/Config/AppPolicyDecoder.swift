@@ -185,11 +185,21 @@ struct AppPolicyDecoder {
         let transactionIdField = try o.required("transactionId")
         let transactionId = try transactionIdField.oneOf(modes)
         let signedTransaction = try o.required("signedTransaction").oneOf(modes)
+        var sampleRate = 0.0
+        if let rateField = o.optional("cutoverSampleRate") {
+            // The config formats carry no floats: the rate is a decimal string, "0" to "1".
+            let text = try rateField.string()
+            guard let rate = Double(text), rate.isFinite, (0...1).contains(rate) else {
+                throw rateField.fail("must be a decimal from 0 to 1 (the share of cutover requests also sent to verifyReceipt)")
+            }
+            sampleRate = rate
+        }
         try o.finish()
         if transactionId != .serverAPI {
             throw transactionIdField.fail("a transaction id can only be verified through the Server API (serverAPI)")
         }
-        return AppPolicy.Routing(receipt: receipt, transactionId: transactionId, signedTransaction: signedTransaction)
+        return AppPolicy.Routing(receipt: receipt, transactionId: transactionId, signedTransaction: signedTransaction,
+                                  cutoverSampleRate: sampleRate)
     }
 
     private func decodeNoncePolicy(_ field: ConfigField) throws(VerificationError) -> AppPolicy.NoncePolicy {

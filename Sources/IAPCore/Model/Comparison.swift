@@ -17,10 +17,14 @@ public struct PurchaseComparison: Codable, Hashable, Sendable {
     /// A path that failed outright (its error code), so nothing of it could be compared.
     public var legacyError: String?
     public var serverAPIError: String?
+    /// Every product either path named (sorted), so comparisons can be filtered by product even
+    /// when they agreed.
+    public var productIds: [String]
 
     public init(id: String, bundleId: String, comparedAt: Int64, evidenceKind: String, evidenceSHA256: String,
                 legacyMappingVersion: String?, serverAPIMappingVersion: String?, transactionCount: Int,
-                differences: [ComparisonDifference], legacyError: String? = nil, serverAPIError: String? = nil) {
+                differences: [ComparisonDifference], legacyError: String? = nil, serverAPIError: String? = nil, productIds: [String] = []) {
+        self.productIds = productIds
         self.id = id
         self.bundleId = bundleId
         self.comparedAt = comparedAt

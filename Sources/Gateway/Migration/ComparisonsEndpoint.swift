@@ -1,0 +1,61 @@
+import HTTPServer
+import IAPCore
+import Ledger
+
+/// GET /v1/apps/{bundleId}/comparisons?from=&to=&class=&field=&productId=&limit=
+enum ComparisonsEndpoint {
+    static let defaultLimit = 100
+    static let allowedParameters: Set<String> = ["from", "to", "class", "field", "productId", "limit"]
+
+    static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger) throws(VerificationError)
+        -> HTTPResponse {
+        let query = try parse(request.query, bundleId: app.bundleId)
+        let found = try ledger.comparisons(query)
+        let counts = try ledger.comparisonCounts(bundleId: app.bundleId, from: query.from, to: query.to)
+        return .json(200, JSONValue.object([
+            "bundleId": .string(app.bundleId),
+            "counts": .object(["total": .int(Int64(counts.total)), "agreed": .int(Int64(counts.agreed))]),
+            "comparisons": .array(found.map(json)),
+        ]).jsonText)
+    }
+
+    static func parse(_ parameters: [String: String], bundleId: String) throws(VerificationError) -> ComparisonQuery {
+        if let unknown = parameters.keys.sorted().first(where: { !allowedParameters.contains($0) }) {
+            throw VerificationError(.malformedRequest, "unknown query parameter \(unknown.prefix(64))")
+        }
+        func integer(_ name: String, _ range: ClosedRange<Int64>) throws(VerificationError) -> Int64? {
+            guard let text = parameters[name] else { return nil }
+            guard let value = Int64(text), range.contains(value) else {
+                throw VerificationError(.malformedRequest, "\(name) must be an integer in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return value
+        }
+        func text(_ name: String) throws(VerificationError) -> String? {
+            guard let value = parameters[name] else { return nil }
+            guard !value.isEmpty, value.utf8.count <= 256 else {
+                throw VerificationError(.malformedRequest, "\(name) must be 1 to 256 bytes")
+            }
+            return value
+        }
+        var kind: ComparisonDifference.Kind?
+        if let raw = parameters["class"] {
+            guard let k = ComparisonDifference.Kind(rawValue: raw) else {
+                throw VerificationError(.malformedRequest, "class must be one of "
+                                        + ComparisonDifference.Kind.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            kind = k
+        }
+        return ComparisonQuery(bundleId: bundleId, from: try integer("from", 0...Int64.max), to: try integer("to", 0...Int64.max),
+                               kind: kind, field: try text("field"), productId: try text("productId"),
+                               limit: Int(try integer("limit", 1...Int64(SQLiteLedger.maxComparisonLimit)) ?? Int64(defaultLimit)))
+    }
+
+    static func json(_ c: PurchaseComparison) -> JSONValue {
+        var o = MigrationRouter.json(c).objectValue ?? [:]
+        o["comparedAt"] = .int(c.comparedAt)
+        o["evidenceKind"] = .string(c.evidenceKind)
+        o["evidenceSHA256"] = .string(c.evidenceSHA256)
+        o["productIds"] = .array(c.productIds.map(JSONValue.string))
+        return .object(o)
+    }
+}

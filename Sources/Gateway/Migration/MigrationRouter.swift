@@ -1,0 +1,136 @@
+import Adapters
+import Foundation
+import IAPCore
+import Ledger
+
+/// Runs receipt evidence through both generations under the app's routing mode (shadow, compare,
+/// cutover) and keeps each side-by-side verdict in the ledger.
+///
+/// The secondary path of `shadow` and `cutover` runs in a detached task: the answer never waits for
+/// it, and its failure only becomes the comparison's `legacyError` / `serverAPIError`.
+public struct MigrationRouter: Sendable {
+    public let comparator: PurchaseComparator
+    let store: any ComparisonLedger
+    /// Mapping ids recorded even when a path fails before producing records.
+    let legacyMappingVersion: String?
+    let serverAPIMappingVersion: String?
+    let now: @Sendable () -> Int64
+    let logger: Logger
+    /// Decides a cutover spot check: `random() < rate`.
+    let random: @Sendable () -> Double
+
+    public init(comparator: PurchaseComparator, store: any ComparisonLedger, legacyMappingVersion: String?,
+                serverAPIMappingVersion: String?, logger: Logger = .disabled,
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+        self.comparator = comparator
+        self.store = store
+        self.legacyMappingVersion = legacyMappingVersion
+        self.serverAPIMappingVersion = serverAPIMappingVersion
+        self.logger = logger
+        self.now = now
+        self.random = random
+    }
+
+    /// What the request answers with, plus the comparison when the mode includes it in the answer.
+    struct Answer: Sendable {
+        var outcome: Result<AdapterOutcome, VerificationError>
+        var answeringAdapter: AdapterID
+        var comparison: PurchaseComparison?
+    }
+
+    /// Whether this evidence under this app's routing runs through both paths here.
+    static func applies(to evidence: PurchaseEvidence, app: AppPolicy) -> Bool {
+        guard case .appReceipt = evidence else { return false }
+        return [.shadow, .compare, .cutover].contains(app.routing.receipt)
+    }
+
+    func run(_ evidence: PurchaseEvidence, account: String, app: AppPolicy, adapters: AdapterRegistry,
+             evidenceSHA256: String) async throws(VerificationError) -> Answer {
+        guard let legacy = adapters.adapter(.verifyReceipt), let serverAPI = adapters.adapter(.serverAPI),
+              legacy.canVerify(evidence), serverAPI.canVerify(evidence) else {
+            throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(app.routing.receipt.rawValue) routing needs both adapters")
+        }
+        let mode = app.routing.receipt
+        switch mode {
+        case .compare:
+            async let legacyResult = Self.attempt(legacy, evidence, account, app)
+            async let serverResult = Self.attempt(serverAPI, evidence, account, app)
+            let (l, s) = await (legacyResult, serverResult)
+            let comparison = compare(legacy: l, serverAPI: s, app: app, evidence: evidence, digest: evidenceSHA256)
+            store(comparison)
+            return Answer(outcome: s, answeringAdapter: .serverAPI, comparison: comparison)
+        case .shadow, .cutover:
+            let (primary, secondary) = mode == .shadow ? (legacy, serverAPI) : (serverAPI, legacy)
+            let primaryResult = await Self.attempt(primary, evidence, account, app)
+            if mode == .shadow || random() < app.routing.cutoverSampleRate {
+                let router = self
+                Task.detached(priority: .utility) {
+                    let secondaryResult = await Self.attempt(secondary, evidence, account, app)
+                    let (l, s) = mode == .shadow ? (primaryResult, secondaryResult) : (secondaryResult, primaryResult)
+                    router.store(router.compare(legacy: l, serverAPI: s, app: app, evidence: evidence, digest: evidenceSHA256))
+                }
+            }
+            return Answer(outcome: primaryResult, answeringAdapter: primary.id, comparison: nil)
+        default:
+            throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(mode.rawValue) routing is not a migration mode")
+        }
+    }
+
+    private static func attempt(_ adapter: any VerificationAdapter, _ evidence: PurchaseEvidence, _ account: String,
+                                _ app: AppPolicy) async -> Result<AdapterOutcome, VerificationError> {
+        do {
+            return .success(try await adapter.verify(evidence, account: account, for: app))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    func compare(legacy: Result<AdapterOutcome, VerificationError>, serverAPI: Result<AdapterOutcome, VerificationError>,
+                 app: AppPolicy, evidence: PurchaseEvidence, digest: String) -> PurchaseComparison {
+        comparator.compare(legacy: path(legacy, mapping: legacyMappingVersion),
+                           serverAPI: path(serverAPI, mapping: serverAPIMappingVersion),
+                           id: UUID().uuidString.lowercased(), bundleId: app.bundleId,
+                           evidenceKind: evidence.kind.rawValue, evidenceSHA256: digest, now: now())
+    }
+
+    private func path(_ result: Result<AdapterOutcome, VerificationError>, mapping: String?) -> ComparedPath {
+        switch result {
+        case .success(let o): ComparedPath(transactions: o.transactions, renewals: o.renewals, mappingVersion: o.mappingVersion)
+        case .failure(let e): .failed(e.code.rawValue, mappingVersion: mapping)
+        }
+    }
+
+    /// A comparison that cannot be stored is logged: it must never take back an answer.
+    private func store(_ comparison: PurchaseComparison) {
+        do {
+            try store.recordComparison(comparison)
+            logger.info("comparison_recorded", ["bundleId": comparison.bundleId, "agreed": String(comparison.agreed),
+                                                "differences": String(comparison.differences.count)])
+        } catch {
+            logger.error("comparison_not_recorded", ["bundleId": comparison.bundleId, "code": error.code.rawValue])
+        }
+    }
+
+    /// The comparison as the verify answer carries it in compare mode.
+    static func json(_ c: PurchaseComparison) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "id": .string(c.id), "agreed": .bool(c.agreed), "transactionCount": .int(Int64(c.transactionCount)),
+            "differences": .array(c.differences.map(json)),
+        ]
+        if let v = c.legacyMappingVersion { o["legacyMappingVersion"] = .string(v) }
+        if let v = c.serverAPIMappingVersion { o["serverAPIMappingVersion"] = .string(v) }
+        if let v = c.legacyError { o["legacyError"] = .string(v) }
+        if let v = c.serverAPIError { o["serverAPIError"] = .string(v) }
+        return .object(o)
+    }
+
+    static func json(_ d: ComparisonDifference) -> JSONValue {
+        var o: [String: JSONValue] = ["kind": .string(d.kind.rawValue), "transactionId": .string(d.transactionId)]
+        if let v = d.productId { o["productId"] = .string(v) }
+        if let v = d.field { o["field"] = .string(v) }
+        if let v = d.legacyValue { o["legacyValue"] = .string(v) }
+        if let v = d.serverAPIValue { o["serverAPIValue"] = .string(v) }
+        return .object(o)
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import IAPCore
+
+extension SQLiteLedger: ComparisonLedger {
+    public static let maxComparisonLimit = 1000
+
+    public func recordComparison(_ c: PurchaseComparison) throws(VerificationError) {
+        let productIds = Set(c.productIds + c.differences.compactMap(\.productId)).sorted()
+        try database.transaction { (connection) throws(VerificationError) in
+            try connection.run("DELETE FROM comparison_differences WHERE comparison_id = ?", .text(c.id))
+            try connection.run("DELETE FROM comparisons WHERE id = ?", .text(c.id))
+            try connection.run("""
+                INSERT INTO comparisons (id, bundle_id, compared_at, evidence_kind, evidence_sha256,
+                    legacy_mapping_version, server_api_mapping_version, transaction_count, legacy_error,
+                    server_api_error, agreed, product_ids)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, .text(c.id), .text(c.bundleId), .integer(c.comparedAt), .text(c.evidenceKind),
+                .text(c.evidenceSHA256), .text(c.legacyMappingVersion), .text(c.serverAPIMappingVersion),
+                .integer(Int64(c.transactionCount)), .text(c.legacyError), .text(c.serverAPIError),
+                .integer(c.agreed ? 1 : 0), .text(JSONValue.array(productIds.map(JSONValue.string)).jsonText))
+            for (position, d) in c.differences.enumerated() {
+                try connection.run("""
+                    INSERT INTO comparison_differences (comparison_id, position, kind, transaction_id, product_id,
+                        field, legacy_value, server_api_value) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """, .text(c.id), .integer(Int64(position)), .text(d.kind.rawValue), .text(d.transactionId),
+                    .text(d.productId), .text(d.field), .text(d.legacyValue), .text(d.serverAPIValue))
+            }
+        }
+    }
+
+    public func comparisons(_ q: ComparisonQuery) throws(VerificationError) -> [PurchaseComparison] {
+        let limit = Int64(min(max(0, q.limit), Self.maxComparisonLimit))
+        let needsDifference = q.kind != nil || q.field != nil
+        // Fixed placeholders with "? IS NULL OR" keep the statement static whatever the filters.
+        return try database.withConnection { (connection) throws(VerificationError) in
+            var rows = try connection.query("""
+                SELECT c.id, c.compared_at, c.evidence_kind, c.evidence_sha256, c.legacy_mapping_version,
+                       c.server_api_mapping_version, c.transaction_count, c.legacy_error, c.server_api_error, c.product_ids
+                FROM comparisons c
+                WHERE c.bundle_id = ? AND (? IS NULL OR c.compared_at >= ?) AND (? IS NULL OR c.compared_at <= ?)
+                  AND (? = 0 OR EXISTS (SELECT 1 FROM comparison_differences d WHERE d.comparison_id = c.id
+                        AND (? IS NULL OR d.kind = ?) AND (? IS NULL OR d.field = ?)
+                        AND (? IS NULL OR d.product_id = ?)))
+                  AND (? IS NULL OR EXISTS (SELECT 1 FROM json_each(c.product_ids) p WHERE p.value = ?)
+                        OR EXISTS (SELECT 1 FROM comparison_differences d WHERE d.comparison_id = c.id AND d.product_id = ?))
+                ORDER BY c.compared_at DESC, c.id LIMIT ?
+                """, .text(q.bundleId), .integer(q.from), .integer(q.from), .integer(q.to), .integer(q.to),
+                .integer(needsDifference ? 1 : 0), .text(q.kind?.rawValue), .text(q.kind?.rawValue),
+                .text(q.field), .text(q.field), .text(q.productId), .text(q.productId),
+                .text(q.productId), .text(q.productId), .text(q.productId), .integer(limit)) {
+                (row) throws(VerificationError) in
+                PurchaseComparison(
+                    id: try row.requiredText(0), bundleId: q.bundleId, comparedAt: try row.requiredInteger(1),
+                    evidenceKind: try row.requiredText(2), evidenceSHA256: try row.requiredText(3),
+                    legacyMappingVersion: row.text(4), serverAPIMappingVersion: row.text(5),
+                    transactionCount: Int(try row.requiredInteger(6)), differences: [],
+                    legacyError: row.text(7), serverAPIError: row.text(8),
+                    productIds: try Self.comparisonStrings(try row.requiredText(9)))
+            }
+            for i in rows.indices {
+                rows[i].differences = try connection.query("""
+                    SELECT kind, transaction_id, product_id, field, legacy_value, server_api_value
+                    FROM comparison_differences WHERE comparison_id = ? ORDER BY position
+                    """, .text(rows[i].id)) { (row) throws(VerificationError) in
+                    guard let kind = ComparisonDifference.Kind(rawValue: try row.requiredText(0)) else { throw SQLRow.corrupt }
+                    return ComparisonDifference(kind: kind, transactionId: try row.requiredText(1), productId: row.text(2),
+                                                field: row.text(3), legacyValue: row.text(4), serverAPIValue: row.text(5))
+                }
+            }
+            return rows
+        }
+    }
+
+    private static func comparisonStrings(_ json: String) throws(VerificationError) -> [String] {
+        guard let values = try? JSONDecoder().decode([String].self, from: Data(json.utf8)) else { throw SQLRow.corrupt }
+        return values
+    }
+
+    public func comparisonCounts(bundleId: String, from: Int64?, to: Int64?) throws(VerificationError) -> ComparisonCounts {
+        try database.withConnection { (connection) throws(VerificationError) in
+            let counts = try connection.query("""
+                SELECT COUNT(*), COALESCE(SUM(agreed), 0) FROM comparisons
+                WHERE bundle_id = ? AND (? IS NULL OR compared_at >= ?) AND (? IS NULL OR compared_at <= ?)
+                """, .text(bundleId), .integer(from), .integer(from), .integer(to), .integer(to)) {
+                (row) throws(VerificationError) in
+                ComparisonCounts(total: Int(try row.requiredInteger(0)), agreed: Int(try row.requiredInteger(1)))
+            }
+            return counts.first ?? ComparisonCounts(total: 0, agreed: 0)
+        }
+    }
+}
