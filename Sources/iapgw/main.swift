@@ -4,7 +4,7 @@ import Foundation
 
 let subcommands: [any Subcommand] = [
     ServeCommand(), DemoCommand(), SimCommand(), ReconcileCommand(), NotificationsCommand(),
-    JWSCommand(), ReceiptCommand(), MappingsCommand(), ConfigCommand(), BenchCommand(), BenchNotificationsCommand(),
+    JWSCommand(), ReceiptCommand(), MappingsCommand(), ConfigCommand(), BenchCommand(), BenchNotificationsCommand(), CompareCommand(),
 ]
 
 @MainActor func printUsage() {

@@ -1,0 +1,74 @@
+import Dispatch
+import Foundation
+import Gateway
+import IAPCore
+
+/// `iapgw compare`: a backlog of stored receipts through both generations, each comparison stored
+/// in the ledger; resumable (the state file), interruptible (Ctrl-C stops launching and keeps
+/// what is done).
+struct CompareCommand: Subcommand {
+    let name = "compare"
+    let summary = "compare verifyReceipt and the Server API on a backlog of receipts (migration check)"
+    let usage = """
+        usage: iapgw compare --app BUNDLE --input receipts.jsonl [--concurrency N] [--config DIR] [--mappings DIR]
+                             [--json report.json] [--state FILE]
+          --input        one JSON object per line: {"receipt": "<base64>", "account": "..."} (account optional)
+          --concurrency  receipts in flight at once, 1 to 256 (default 4)
+          --json         write the summary (counts by class, comparison ids) as JSON
+          --state        where compared receipts are remembered for resuming (default <input>.state)
+        exit: 0 every receipt compared, 1 refused input or storage failure, 130 interrupted (run again to resume)
+        """
+
+    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+        guard let bundleId = try args.value("--app") else { throw UsageError(message: "--app is required") }
+        guard let input = try args.value("--input") else { throw UsageError(message: "--input is required") }
+        let config = URL(fileURLWithPath: try args.value("--config") ?? "Config", isDirectory: true)
+        let mappings = URL(fileURLWithPath: try args.value("--mappings") ?? "Mappings", isDirectory: true)
+        let concurrencyText = try args.value("--concurrency")
+        let jsonPath = try args.value("--json")
+        let statePath = try args.value("--state") ?? input + ".state"
+        try args.finish()
+        var options = BatchComparer.Options()
+        if let concurrencyText {
+            guard let n = Int(concurrencyText), (1...256).contains(n) else { throw UsageError(message: "--concurrency must be 1 to 256") }
+            options.concurrency = n
+        }
+        options.stateFile = URL(fileURLWithPath: statePath)
+
+        let receipts = try BatchReceipt.readJSONLines(URL(fileURLWithPath: input))
+        let assembly = GatewayAssembly(configuration: try ConfigLoader.loadAll(configDirectory: config),
+                                       mappingsDirectory: mappings, logger: Logger.standardError(minimumLevel: .warning))
+        let comparer = try BatchComparer(service: try assembly.makeService(), bundleId: bundleId, options: options)
+        let printer = BatchProgressPrinter.standardOutput()
+        let summary = try Self.runInterruptibly { try await comparer.run(receipts) { printer.update($0, final: $1) } }
+
+        print(summary.text)
+        if let jsonPath {
+            guard FileManager.default.createFile(atPath: jsonPath, contents: Data((summary.json.jsonText + "\n").utf8)) else {
+                throw VerificationError(.storageUnavailable, "cannot write \(jsonPath)")
+            }
+        }
+        return summary.interrupted ? 130 : 0
+    }
+
+    /// Runs the batch; the first SIGINT or SIGTERM cancels it (the summary still comes back).
+    private static func runInterruptibly(_ body: @escaping @Sendable () async throws -> BatchSummary) throws -> BatchSummary {
+        let semaphore = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: Result<BatchSummary, any Error>!
+        let task = Task {
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            semaphore.signal()
+        }
+        let queue = DispatchQueue(label: "iapgw.compare.signals")
+        let sources = [SIGINT, SIGTERM].map { sig in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setEventHandler { task.cancel() }
+            source.resume()
+            return source
+        }
+        semaphore.wait()
+        sources.forEach { $0.cancel() }
+        return try result.get()
+    }
+}
