@@ -93,8 +93,9 @@ final class DashboardTests: XCTestCase {
         for planted in ["2000000000000101", "2000000000000102", "2000000000000103", "2000000000000104"] {
             XCTAssertTrue(dom.stdout.contains("<td class=\"value\">\(planted)</td>"), "side-by-side row for \(planted)")
         }
-        XCTAssertFalse(dom.stderr.contains("Refused to"), "a Content-Security-Policy violation: \(dom.stderr)")
-        XCTAssertFalse(dom.stderr.contains("Uncaught"), dom.stderr)
+        // With --log-level=0 Chromium logs every console message (a CSP violation, a failed load, a
+        // script error) as an INFO:CONSOLE line; this page must produce none.
+        XCTAssertEqual(dom.stderr.split(separator: "\n").filter { $0.contains(":CONSOLE") }, [], "the page logged to the console")
 
         let shot = try Self.runChromium(chromium, ["--screenshot=\(screenshot.path)", "--window-size=1280,2000", page.absoluteString])
         XCTAssertEqual(shot.status, 0, shot.stderr)
@@ -127,7 +128,7 @@ final class DashboardTests: XCTestCase {
         // --no-sandbox: CI runs as root, where Chromium refuses its sandbox.
         process.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                              "--user-data-dir=\(scratch.appendingPathComponent("profile").path)",
-                             "--enable-logging=stderr", "--v=0"] + arguments
+                             "--enable-logging=stderr", "--log-level=0"] + arguments
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = try FileHandle(forWritingTo: err)
         var environment = ProcessInfo.processInfo.environment
