@@ -75,6 +75,11 @@ public final class GatewayService: Sendable {
         case .metrics:
             return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
                                 body: Array(metrics.prometheusText().utf8))
+        case .dashboard:
+            // The app comes from the query (the page has one URL for every app); its own key opens it.
+            let app = try authorizedApp(try DashboardEndpoint.bundleId(request), request)
+            guard let comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
+            return try DashboardEndpoint.answer(request, app: app, ledger: comparisons)
         case .issueNonce(let bundleId):
             let app = try authorizedApp(bundleId, request)
             let account = try RequestBody(request, allowed: ["account"]).account()

@@ -38,8 +38,14 @@ enum OpenAPIDocument {
                                            "schema": .object(["type": .string(type)])]))
             }
         }
+        if path == "/dashboard" {
+            for (name, type, required) in [("app", "string", true), ("from", "integer", false), ("to", "integer", false)] {
+                parameters.append(.object(["name": .string(name), "in": "query", "required": .bool(required),
+                                           "schema": .object(["type": .string(type)])]))
+            }
+        }
         if !parameters.isEmpty { op["parameters"] = .array(parameters) }
-        let authenticated = path.hasPrefix("/v1/apps/")
+        let authenticated = path.hasPrefix("/v1/apps/") || path == "/dashboard"
         if authenticated { op["security"] = .array([.object(["apiKey": .array([])])]) }
         var responses: [String: JSONValue] = [:]
         switch path {
@@ -47,6 +53,10 @@ enum OpenAPIDocument {
         case "/readyz": op["summary"] = "Readiness (storage reachable)"; responses["200"] = ok("Status"); responses["503"] = error("not ready")
         case "/openapi.json": op["summary"] = "This document"; responses["200"] = .object(["description": "OpenAPI 3 document"])
         case "/metrics": op["summary"] = "Prometheus metrics"; responses["200"] = .object(["description": "text/plain metrics"])
+        case "/dashboard":
+            op["summary"] = "Migration dashboard of one app (?app=BUNDLE, Bearer key of that app): agreement per day and field, disagreements by class and field (inline SVG), side-by-side table, readiness verdict"
+            responses["200"] = .object(["description": "self-contained HTML page (no scripts, nothing loaded from the network)",
+                                        "content": .object(["text/html": .object(["schema": string])])])
         case "/v1/apps/{bundleId}/nonces":
             op["summary"] = "Issue a single-use nonce bound to an account, to send with a receipt"
             op["requestBody"] = body("NonceRequest")

@@ -1,7 +1,7 @@
 /// The gateway's routes. One table, used by the dispatcher and by the OpenAPI document, so the
 /// document cannot describe a route that does not exist (a test walks it against the dispatcher).
 enum Route: Equatable {
-    case health, ready, openAPI, metrics
+    case health, ready, openAPI, metrics, dashboard
     case issueNonce(bundleId: String)
     case verify(bundleId: String)
     case entitlements(bundleId: String, account: String)
@@ -17,6 +17,7 @@ enum Route: Equatable {
         case .ready: "readyz"
         case .openAPI: "openapi"
         case .metrics: "metrics"
+        case .dashboard: "dashboard"
         case .issueNonce: "nonces"
         case .verify: "verify"
         case .entitlements: "entitlements"
@@ -29,7 +30,7 @@ enum Route: Equatable {
 
     /// (method, path template) of every route, for the OpenAPI document.
     static let table: [(method: String, path: String)] = [
-        ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/openapi.json"), ("GET", "/metrics"),
+        ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/openapi.json"), ("GET", "/metrics"), ("GET", "/dashboard"),
         ("POST", "/v1/apps/{bundleId}/nonces"), ("POST", "/v1/apps/{bundleId}/verify"),
         ("GET", "/v1/apps/{bundleId}/accounts/{account}/entitlements"),
         ("POST", "/v1/notifications/{bundleId}"), ("GET", "/v1/apps/{bundleId}/comparisons"),
@@ -44,6 +45,7 @@ enum Route: Equatable {
         case 1 where s[0] == "readyz": (route, expected) = (.ready, "GET")
         case 1 where s[0] == "openapi.json": (route, expected) = (.openAPI, "GET")
         case 1 where s[0] == "metrics": (route, expected) = (.metrics, "GET")
+        case 1 where s[0] == "dashboard": (route, expected) = (.dashboard, "GET")
         case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "nonces": (route, expected) = (.issueNonce(bundleId: s[2]), "POST")
         case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "verify": (route, expected) = (.verify(bundleId: s[2]), "POST")
         case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "comparisons": (route, expected) = (.comparisons(bundleId: s[2]), "GET")

@@ -1,0 +1,63 @@
+import HTTPServer
+import IAPCore
+import Ledger
+
+/// GET /dashboard?app=BUNDLE[&from=MS&to=MS] with `Authorization: Bearer <that app's API key>`:
+/// the migration report of the app's stored comparisons as one HTML page.
+///
+/// The key travels in the header only, never in the URL (a `?key=` would land in access logs,
+/// browser history and referrers). Each app's key shows that app's data only.
+enum DashboardEndpoint {
+    static let allowedParameters: Set<String> = ["app", "from", "to"]
+    /// Comparisons read into one page at most; beyond it the page says it shows the newest only.
+    static let maxComparisons = 20_000
+
+    static func bundleId(_ request: HTTPRequest) throws(VerificationError) -> String {
+        guard let app = request.query["app"], !app.isEmpty, app.utf8.count <= 256 else {
+            throw VerificationError(.malformedRequest, "the app query parameter (a bundle id) is required")
+        }
+        return app
+    }
+
+    static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger,
+                       criteria: ReadinessCriteria = .standard) throws(VerificationError) -> HTTPResponse {
+        if let unknown = request.query.keys.sorted().first(where: { !allowedParameters.contains($0) }) {
+            throw VerificationError(.malformedRequest, "unknown query parameter \(unknown.prefix(64))")
+        }
+        var window = request.query
+        window["app"] = nil
+        let range = try ComparisonsEndpoint.parse(window, bundleId: app.bundleId)
+        let (comparisons, truncated) = try load(app.bundleId, from: range.from, to: range.to, ledger: ledger)
+        let report = MigrationReport(bundleId: app.bundleId, comparisons: comparisons, criteria: criteria, truncated: truncated)
+        return HTTPResponse(status: 200, headers: [
+            ("Content-Type", "text/html; charset=utf-8"),
+            // The header repeats the page's own policy, so even a proxy that strips <meta> cannot loosen it.
+            ("Content-Security-Policy", MigrationReportHTML.contentSecurityPolicy),
+            ("Cache-Control", "no-store"),
+            ("X-Content-Type-Options", "nosniff"),
+            ("Referrer-Policy", "no-referrer"),
+        ], body: Array(MigrationReportHTML.render(report).utf8))
+    }
+
+    /// Every comparison in the window, newest first, paging backwards through `comparedAt` (the
+    /// ledger answers at most 1000 per query). The cursor is inclusive and ids are deduplicated,
+    /// so comparisons sharing a millisecond across a page boundary are neither lost nor doubled.
+    static func load(_ bundleId: String, from: Int64?, to: Int64?, ledger: any ComparisonLedger)
+        throws(VerificationError) -> (comparisons: [PurchaseComparison], truncated: Bool) {
+        let pageSize = SQLiteLedger.maxComparisonLimit
+        var seen: Set<String> = []
+        var all: [PurchaseComparison] = []
+        var cursor = to
+        while all.count < maxComparisons {
+            let page = try ledger.comparisons(ComparisonQuery(bundleId: bundleId, from: from, to: cursor, limit: pageSize))
+            let fresh = page.filter { seen.insert($0.id).inserted }
+            all += fresh
+            // A short page is the last one; a page with nothing new means a single millisecond holds
+            // more than a page, which cannot be paged by time: stop rather than loop.
+            guard page.count == pageSize, !fresh.isEmpty, let oldest = page.last?.comparedAt else { break }
+            cursor = oldest
+        }
+        let counts = try ledger.comparisonCounts(bundleId: bundleId, from: from, to: to)
+        return (Array(all.prefix(maxComparisons)), counts.total > min(all.count, maxComparisons))
+    }
+}
