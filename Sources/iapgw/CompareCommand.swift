@@ -11,10 +11,12 @@ struct CompareCommand: Subcommand {
     let summary = "compare verifyReceipt and the Server API on a backlog of receipts (migration check)"
     let usage = """
         usage: iapgw compare --app BUNDLE --input receipts.jsonl [--concurrency N] [--config DIR] [--mappings DIR]
-                             [--json report.json] [--state FILE]
+                             [--json report.json] [--report report.html] [--state FILE]
           --input        one JSON object per line: {"receipt": "<base64>", "account": "..."} (account optional)
           --concurrency  receipts in flight at once, 1 to 256 (default 4)
           --json         write the summary (counts by class, comparison ids) as JSON
+          --report       write the migration report (the dashboard's page: charts, side-by-side table,
+                         readiness verdict) for every comparison stored for the app
           --state        where compared receipts are remembered for resuming (default <input>.state)
         exit: 0 every receipt compared, 1 refused input or storage failure, 130 interrupted (run again to resume)
         """
@@ -26,6 +28,7 @@ struct CompareCommand: Subcommand {
         let mappings = URL(fileURLWithPath: try args.value("--mappings") ?? "Mappings", isDirectory: true)
         let concurrencyText = try args.value("--concurrency")
         let jsonPath = try args.value("--json")
+        let reportPath = try args.value("--report")
         let statePath = try args.value("--state") ?? input + ".state"
         try args.finish()
         var options = BatchComparer.Options()
@@ -38,7 +41,8 @@ struct CompareCommand: Subcommand {
         let receipts = try BatchReceipt.readJSONLines(URL(fileURLWithPath: input))
         let assembly = GatewayAssembly(configuration: try ConfigLoader.loadAll(configDirectory: config),
                                        mappingsDirectory: mappings, logger: Logger.standardError(minimumLevel: .warning))
-        let comparer = try BatchComparer(service: try assembly.makeService(), bundleId: bundleId, options: options)
+        let service = try assembly.makeService()
+        let comparer = try BatchComparer(service: service, bundleId: bundleId, options: options)
         let printer = BatchProgressPrinter.standardOutput()
         let summary = try Self.runInterruptibly { try await comparer.run(receipts) { printer.update($0, final: $1) } }
 
@@ -46,6 +50,12 @@ struct CompareCommand: Subcommand {
         if let jsonPath {
             guard FileManager.default.createFile(atPath: jsonPath, contents: Data((summary.json.jsonText + "\n").utf8)) else {
                 throw VerificationError(.storageUnavailable, "cannot write \(jsonPath)")
+            }
+        }
+        if let reportPath {
+            let html = try service.migrationReportHTML(bundleId: bundleId)
+            guard FileManager.default.createFile(atPath: reportPath, contents: Data(html.utf8)) else {
+                throw VerificationError(.storageUnavailable, "cannot write \(reportPath)")
             }
         }
         return summary.interrupted ? 130 : 0

@@ -61,3 +61,14 @@ enum DashboardEndpoint {
         return (Array(all.prefix(maxComparisons)), counts.total > min(all.count, maxComparisons))
     }
 }
+
+extension GatewayService {
+    /// The migration report for an app's stored comparisons, as the self-contained HTML page the
+    /// dashboard serves (`iapgw compare --report`).
+    public func migrationReportHTML(bundleId: String, criteria: ReadinessCriteria = .standard) throws(VerificationError) -> String {
+        guard let store = comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
+        let (comparisons, truncated) = try DashboardEndpoint.load(bundleId, from: nil, to: nil, ledger: store)
+        return MigrationReportHTML.render(MigrationReport(bundleId: bundleId, comparisons: comparisons, criteria: criteria,
+                                                          truncated: truncated))
+    }
+}
