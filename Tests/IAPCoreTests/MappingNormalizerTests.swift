@@ -118,3 +118,19 @@ extension MappingNormalizerTests {
         XCTAssertEqual(error?.code, .invalidFieldType)
     }
 }
+
+final class LegacyChainGroupTests: XCTestCase {
+    /// Older renewals come from `in_app` without a subscription group; the chain's group is theirs too.
+    func testAnOlderRenewalInAppTakesItsChainsSubscriptionGroup() throws {
+        let mappings = try MappingSet.load(directory: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Mappings"))
+        let normalizer = try LegacyReceiptNormalizer(mappings.latest(source: "verifyReceipt")!)
+        let response = try StrictJSON().parse(#"""
+            {"status":0,"environment":"Production",
+             "receipt":{"bundle_id":"b","in_app":[{"transaction_id":"1","original_transaction_id":"1","product_id":"p","quantity":"1","purchase_date_ms":"1000","expires_date_ms":"2000"}]},
+             "latest_receipt_info":[{"transaction_id":"2","original_transaction_id":"1","product_id":"p","quantity":"1","purchase_date_ms":"2000","expires_date_ms":"3000","subscription_group_identifier":"g1"}]}
+            """#)
+        let result = try normalizer.normalize(verifyReceiptResponse: response)
+        XCTAssertEqual(result.transactions.map(\.subscriptionGroupIdentifier), ["g1", "g1"])
+    }
+}

@@ -78,6 +78,17 @@ public struct LegacyReceiptNormalizer: Sendable {
                 if byId[t.transactionId] == nil { byId[t.transactionId] = t }
             }
         }
+        // The subscription group belongs to the chain: `in_app` entries (older renewals, when
+        // `exclude-old-transactions` keeps them out of latest_receipt_info) omit it, while the Server
+        // API states it on every transaction. Filled in from the chain, or every renewed
+        // subscription would read as a disagreement between the generations.
+        var groupByChain: [String: String] = [:]
+        for t in byId.values {
+            if let group = t.subscriptionGroupIdentifier { groupByChain[t.originalTransactionId ?? t.transactionId] = group }
+        }
+        for (id, t) in byId where t.subscriptionGroupIdentifier == nil {
+            byId[id]?.subscriptionGroupIdentifier = groupByChain[t.originalTransactionId ?? t.transactionId]
+        }
         let transactions = byId.values.sorted {
             ($0.purchaseDate ?? 0, $0.transactionId) < ($1.purchaseDate ?? 0, $1.transactionId)
         }
