@@ -74,7 +74,7 @@ public final class GatewayService: Sendable {
             return .json(200, OpenAPIDocument.json)
         case .metrics:
             return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
-                                body: Array(metrics.prometheusText().utf8))
+                                body: Array((metrics.prometheusText() + (try stateGauges())).utf8))
         case .dashboard:
             // The app comes from the query (the page has one URL for every app); its own key opens it.
             let app = try authorizedApp(try DashboardEndpoint.bundleId(request), request)
@@ -108,6 +108,27 @@ public final class GatewayService: Sendable {
         case .notFound:
             throw VerificationError(.notFound, "no such route")
         }
+    }
+
+    /// Gauges read from the ledger at scrape time: inbox and outbox depth, and per app the
+    /// migration comparisons and how many agreed (app labels are configured bundle ids: bounded).
+    private func stateGauges() throws(VerificationError) -> String {
+        let inbox = try ledger.inboxDepth()
+        var out = "# HELP iapgw_inbox_entries Notification inbox entries by state.\n# TYPE iapgw_inbox_entries gauge\n"
+        out += "iapgw_inbox_entries{state=\"pending\"} \(inbox.pending)\n"
+        out += "iapgw_inbox_entries{state=\"retrying\"} \(inbox.retrying)\n"
+        out += "iapgw_inbox_entries{state=\"parked\"} \(inbox.parked)\n"
+        out += "# HELP iapgw_outbox_depth Webhook events not yet delivered.\n# TYPE iapgw_outbox_depth gauge\n"
+        out += "iapgw_outbox_depth \(try ledger.outboxDepth())\n"
+        if let comparisons {
+            out += "# HELP iapgw_comparisons Stored migration comparisons by app and outcome.\n# TYPE iapgw_comparisons gauge\n"
+            for bundleId in apps.keys.sorted() {
+                let counts = try comparisons.comparisonCounts(bundleId: bundleId, from: nil, to: nil)
+                out += "iapgw_comparisons{app=\"\(bundleId)\",outcome=\"agreed\"} \(counts.agreed)\n"
+                out += "iapgw_comparisons{app=\"\(bundleId)\",outcome=\"disagreed\"} \(counts.total - counts.agreed)\n"
+            }
+        }
+        return out
     }
 
     private func authorizedApp(_ bundleId: String, _ request: HTTPRequest) throws(VerificationError) -> AppPolicy {

@@ -130,3 +130,15 @@ final class WebhookBodyTests: XCTestCase {
                        "sha256=" + HMACSHA256.hex(key: Array("s".utf8), message: Array("10.\(body)".utf8)))
     }
 }
+
+final class MetricsGaugeTests: XCTestCase {
+    func testMetricsExposeInboxOutboxAndComparisonGauges() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let answer = try await gw.get("/metrics")
+        XCTAssertEqual(answer.status, 200)
+        for line in ["iapgw_inbox_entries{state=\"pending\"} 0", "iapgw_inbox_entries{state=\"parked\"} 0",
+                     "iapgw_outbox_depth 0", "iapgw_comparisons{app=\"\(gw.bundleId)\",outcome=\"agreed\"} 0"] {
+            XCTAssertTrue(answer.text.contains(line), "missing \(line) in:\n\(answer.text)")
+        }
+    }
+}
