@@ -120,6 +120,17 @@ public final class GatewayService: Sendable {
         out += "iapgw_inbox_entries{state=\"parked\"} \(inbox.parked)\n"
         out += "# HELP iapgw_outbox_depth Webhook events not yet delivered.\n# TYPE iapgw_outbox_depth gauge\n"
         out += "iapgw_outbox_depth \(try ledger.outboxDepth())\n"
+        // Verified-chain cache of every JWS verifier (Server API adapter and notifications).
+        var hits = notifications?.chainCacheCounts.hits ?? 0
+        var misses = notifications?.chainCacheCounts.misses ?? 0
+        if let serverAPI = adapters.adapter(.serverAPI) as? ServerAPIAdapter {
+            hits += serverAPI.chainCacheCounts.hits
+            misses += serverAPI.chainCacheCounts.misses
+        }
+        out += "# HELP iapgw_chain_cache_lookups_total Verified certificate-chain cache lookups.\n"
+        out += "# TYPE iapgw_chain_cache_lookups_total counter\n"
+        out += "iapgw_chain_cache_lookups_total{result=\"hit\"} \(hits)\n"
+        out += "iapgw_chain_cache_lookups_total{result=\"miss\"} \(misses)\n"
         if let comparisons {
             out += "# HELP iapgw_comparisons Stored migration comparisons by app and outcome.\n# TYPE iapgw_comparisons gauge\n"
             for bundleId in apps.keys.sorted() {

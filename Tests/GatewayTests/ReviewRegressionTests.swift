@@ -134,7 +134,15 @@ final class WebhookBodyTests: XCTestCase {
 final class MetricsGaugeTests: XCTestCase {
     func testMetricsExposeInboxOutboxAndComparisonGauges() async throws {
         let gw = try await GatewayE2E.start(self)
+        // Two signed transactions with one chain: the second verification is a cache hit.
+        for owner in ["device-m1", "device-m2"] {
+            let purchase = try gw.buy(GatewayE2E.removeAds, owner: owner)
+            let verified = try await gw.verifySigned(purchase.signedTransaction, account: String(owner.dropFirst(7)))
+            XCTAssertEqual(verified.status, 200, verified.text)
+        }
         let answer = try await gw.get("/metrics")
+        XCTAssertTrue(answer.text.contains("iapgw_chain_cache_lookups_total{result=\"miss\"} 1"), answer.text)
+        XCTAssertFalse(answer.text.contains("iapgw_chain_cache_lookups_total{result=\"hit\"} 0\n"), answer.text)
         XCTAssertEqual(answer.status, 200)
         for line in ["iapgw_inbox_entries{state=\"pending\"} 0", "iapgw_inbox_entries{state=\"parked\"} 0",
                      "iapgw_outbox_depth 0", "iapgw_comparisons{app=\"\(gw.bundleId)\",outcome=\"agreed\"} 0"] {

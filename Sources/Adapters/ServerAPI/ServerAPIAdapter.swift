@@ -73,6 +73,13 @@ public final class ServerAPIAdapter: VerificationAdapter {
 
     public var mappingVersion: String { normalizer.mapping.id }
 
+    /// Chain-cache hits and misses summed over the per-app verifiers (for `/metrics`).
+    public var chainCacheCounts: (hits: Int, misses: Int) {
+        contexts.withLock { contexts in
+            contexts.values.reduce((0, 0)) { ($0.0 + $1.verifier.chainCacheHits, $0.1 + $1.verifier.chainCacheMisses) }
+        }
+    }
+
     public func canVerify(_ evidence: PurchaseEvidence) -> Bool { true }
 
     public func verify(_ evidence: PurchaseEvidence, account: String, for app: AppPolicy) async throws(VerificationError)

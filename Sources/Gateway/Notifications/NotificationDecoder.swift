@@ -40,6 +40,13 @@ public final class NotificationDecoder: Sendable {
         self.environment = environment
     }
 
+    /// Chain-cache hits and misses summed over the per-app verifiers (for `/metrics`).
+    public var chainCacheCounts: (hits: Int, misses: Int) {
+        verifiers.withLock { verifiers in
+            verifiers.values.reduce((0, 0)) { ($0.0 + $1.1.chainCacheHits, $0.1 + $1.1.chainCacheMisses) }
+        }
+    }
+
     public func decode(body: [UInt8], app: AppPolicy) throws(VerificationError) -> DecodedNotification {
         let json = try StrictJSON(maxBytes: max(body.count, 1), maxDepth: 16).parse(body)
         guard case .object(let object) = json else {
