@@ -68,7 +68,7 @@ public final class DemoHarness: Sendable {
         try Self.writeSecret(credentials.privateKeyPEM, to: directory.appendingPathComponent("secrets/AuthKey.p8"))
         let webhookSecret = "whsec-" + Self.randomHex(16)
         try Self.writeSecret(webhookSecret, to: directory.appendingPathComponent("secrets/webhook-secret"))
-        try Self.appXML(options, credentials: credentials, apiKeySHA256: SHA256Digest.hex(Array(apiKey.utf8)).lowercased())
+        try Self.appXML(options, credentials: credentials, apiKeySHA256: SHA256Digest.lowercaseHex(Array(apiKey.utf8)))
             .write(to: directory.appendingPathComponent("apps/\(options.bundleId).xml"), atomically: true, encoding: .utf8)
         try Self.gatewayXML(options, simulator: simulator, storage: directory.appendingPathComponent("iapgw.sqlite").path)
             .write(to: directory.appendingPathComponent("gateway.xml"), atomically: true, encoding: .utf8)

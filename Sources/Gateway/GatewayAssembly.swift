@@ -105,7 +105,7 @@ public enum ReceiptSealKey {
     public static func load(environment: [String: String], storageURL: String,
                             logger: Logger) throws(VerificationError) -> AESGCMSealer {
         if let hex = environment["IAPGW_RECEIPT_SEAL_KEY"] {
-            guard let key = APIKeyAuthenticator.bytes(fromHex: hex), key.count == 32 else {
+            guard let key = Hex.bytes(hex), key.count == 32 else {
                 throw VerificationError(.invalidConfiguration, "IAPGW_RECEIPT_SEAL_KEY must be 64 hex digits")
             }
             return try AESGCMSealer(key: key)

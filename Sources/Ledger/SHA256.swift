@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import IAPCore
 
 /// SHA-256 through OpenSSL, so the ledger can store nonces hashed and callers can compute an audit
 /// evidence digest in the form `AuditRecord.evidenceSHA256` takes (64 lowercase hex characters).
@@ -11,7 +12,7 @@ public enum LedgerDigest {
                 _ = SHA256(raw.bindMemory(to: UInt8.self).baseAddress, raw.count, out.baseAddress)
             }
         }
-        return digest.map { byte in byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }.joined()
+        return Hex.lowercase(digest)
     }
 
     public static func sha256Hex(_ text: String) -> String { sha256Hex(Data(text.utf8)) }

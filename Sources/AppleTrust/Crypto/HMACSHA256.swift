@@ -1,4 +1,5 @@
 import COpenSSL
+import IAPCore
 
 /// HMAC-SHA256 through OpenSSL: signs the gateway's webhooks so app backends can tell them from forgeries.
 public enum HMACSHA256 {
@@ -10,6 +11,6 @@ public enum HMACSHA256 {
     }
 
     public static func hex(key: [UInt8], message: [UInt8]) -> String {
-        mac(key: key, message: message).map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        Hex.lowercase(mac(key: key, message: message))
     }
 }

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import IAPCore
 
 /// SHA-256 through OpenSSL (one-shot; the inputs here are small).
 public enum SHA256Digest {
@@ -13,8 +14,13 @@ public enum SHA256Digest {
         return out
     }
 
+    /// Uppercase, the way certificate fingerprints are written.
     public static func hex<Bytes: ContiguousBytes>(_ bytes: Bytes) -> String {
-        hash(bytes).map { String(format: "%02X", $0) }.joined()
+        Hex.lowercase(hash(bytes)).uppercased()
+    }
+
+    public static func lowercaseHex<Bytes: ContiguousBytes>(_ bytes: Bytes) -> String {
+        Hex.lowercase(hash(bytes))
     }
 }
 

@@ -17,7 +17,7 @@ struct APIKeyAuthenticator: Sendable {
         let expectedDigest: [UInt8]
         switch app.apiKey {
         case .sha256(let hex):
-            guard let bytes = Self.bytes(fromHex: hex), bytes.count == 32 else {
+            guard let bytes = Hex.bytes(hex), bytes.count == 32 else {
                 throw VerificationError(.invalidConfiguration, "\(app.bundleId): apiKey.sha256 is not 64 hex digits")
             }
             expectedDigest = bytes
@@ -34,28 +34,5 @@ struct APIKeyAuthenticator: Sendable {
         var difference: UInt8 = 0
         for i in 0..<a.count { difference |= a[i] ^ b[i] }
         return difference == 0
-    }
-
-    static func bytes(fromHex hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(digits.count / 2)
-        var i = 0
-        while i < digits.count {
-            guard let hi = nibble(digits[i]), let lo = nibble(digits[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-            i += 2
-        }
-        return out
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

@@ -138,7 +138,7 @@ public final class NotificationDecoder: Sendable {
         var unifiedRedacted = unified.object
         unifiedRedacted["latest_receipt"] = nil
         redacted["unified_receipt"] = .object(unifiedRedacted)
-        let id = "v1:" + SHA256Digest.hex(body).lowercased()
+        let id = "v1:" + SHA256Digest.lowercaseHex(body)
         return DecodedNotification(id: id, version: "1", notificationType: NotificationType(rawValue: type),
                                    subtype: subtype.map(NotificationSubtype.init(rawValue:)), signedDate: 0,
                                    environment: environment, event: nil, v1LatestReceipt: latest,

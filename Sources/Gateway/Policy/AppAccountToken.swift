@@ -1,4 +1,5 @@
 import AppleTrust
+import IAPCore
 
 /// The appAccountToken an app passes to StoreKit for an account, derived so the gateway can check
 /// it without storing a mapping: the first 16 bytes of SHA-256("iapgw-appAccountToken\0" + bundleId
@@ -9,7 +10,7 @@ public enum AppAccountToken {
         var bytes = Array(SHA256Digest.hash(Array("iapgw-appAccountToken\0\(bundleId)\0\(account)".utf8)).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x80
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let hex = bytes.map { b in String(b, radix: 16).count == 1 ? "0" + String(b, radix: 16) : String(b, radix: 16) }.joined()
+        let hex = Hex.lowercase(bytes)
         let parts = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4),
                      hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
         return parts.joined(separator: "-")

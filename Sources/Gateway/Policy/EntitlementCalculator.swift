@@ -10,7 +10,7 @@ public enum EntitlementCalculator {
         return chains.keys.sorted().compactMap { chain in
             guard let current = currentTransaction(chains[chain]!) else { return nil }
             return Entitlement(account: account, productId: current.productId,
-                               state: state(of: current, renewal: renewalByChain[chain], now: now),
+                               state: DerivedEntitlementState.of(current, renewal: renewalByChain[chain], now: now),
                                expiresDate: current.expiresDate, originalTransactionId: chain,
                                source: current.source)
         }
@@ -23,20 +23,6 @@ public enum EntitlementCalculator {
         return (live.isEmpty ? chain : live).max { a, b in
             (a.purchaseDate ?? 0, a.expiresDate ?? 0, a.transactionId) < (b.purchaseDate ?? 0, b.expiresDate ?? 0, b.transactionId)
         }
-    }
-
-    static func state(of t: CanonicalTransaction, renewal: CanonicalRenewal?, now: Int64) -> Entitlement.State {
-        if t.revocationDate != nil {
-            // Family Sharing ending is a revocation, not a refund: nobody got money back.
-            return t.inAppOwnershipType == .familyShared ? .revoked : .refunded
-        }
-        guard let expires = t.expiresDate else { return .active }  // non-consumable, consumable
-        if expires > now { return .active }
-        if let renewal {
-            if let grace = renewal.gracePeriodExpiresDate, grace > now { return .gracePeriod }
-            if renewal.isInBillingRetryPeriod == true { return .billingRetry }
-        }
-        return .expired
     }
 
     /// Whether a state grants access under the app's policy (billing retry only if it says so).
