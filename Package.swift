@@ -8,6 +8,7 @@ var targets: [Target] = [
                    providers: [.apt(["libssl-dev"])]),
 
     .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+    .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
     .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                    providers: [.apt(["libmicrohttpd-dev"])]),
     .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
@@ -26,8 +27,8 @@ var targets: [Target] = [
     // Used by tests, the simulator and benchmarks; never trusted by a production policy.
     .target(name: "TestPKI", dependencies: ["AppleTrust", "COpenSSL"]),
 
-    // Durable state after verification: nonces, ownership, grants, entitlements, audit (SQLite).
-    .target(name: "Ledger", dependencies: ["IAPCore", "CSQLite", "COpenSSL"]),
+    // Durable state after verification: nonces, ownership, grants, entitlements, audit (SQLite or PostgreSQL).
+    .target(name: "Ledger", dependencies: ["IAPCore", "CSQLite", "CLibPQ", "COpenSSL"]),
 
     // HTTP/1.1 serving on libmicrohttpd: transport only; handlers are plain async functions.
     .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),

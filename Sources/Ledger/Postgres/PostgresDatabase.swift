@@ -1,7 +1,16 @@
+import Dispatch
 import Foundation
 import IAPCore
+import Synchronization
 
-/// PostgreSQL behind libpq: placeholder until the libpq backend lands (issue 6, in progress).
+/// PostgreSQL behind libpq, for several gateway instances sharing one database.
+///
+/// A small pool of connections, opened on first need: a request waits for a free one rather than
+/// opening more (the server's connection slots are shared by every instance). A connection found
+/// broken (server restarted, backend terminated) is dropped, and the next checkout opens a fresh
+/// one, so the gateway recovers by itself once the server is back.
+///
+/// The URL may hold a password: it is kept only to open connections, and never appears in an error.
 final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     static func handles(_ storage: String) -> Bool {
         storage.hasPrefix("postgres://") || storage.hasPrefix("postgresql://")
@@ -9,18 +18,101 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
 
     var dialect: SQLDialect { .postgres }
 
-    init(url: String, migrations: [String]) throws(VerificationError) {
-        throw VerificationError(.storageUnavailable, "storage: the PostgreSQL ledger is not in this build")
+    private let url: String
+    private let idle = Mutex<[PostgresConnection]>([])
+    /// One permit per connection the pool may have open (idle or in use).
+    private let permits: DispatchSemaphore
+    private let checkoutTimeout: DispatchTimeInterval
+
+    /// Transient conflicts between instances (a deadlock, a serialization failure) are retried
+    /// this many times in all before the error reaches the caller.
+    static let transactionAttempts = 3
+
+    /// Connects once (so a wrong URL fails at start, not at the first request) and applies
+    /// `migrations` not yet applied.
+    init(url: String, migrations: [String], maxConnections: Int = 8,
+         checkoutTimeout: DispatchTimeInterval = .seconds(30)) throws(VerificationError) {
+        self.url = url
+        self.permits = DispatchSemaphore(value: max(1, maxConnections))
+        self.checkoutTimeout = checkoutTimeout
+        let first = try PostgresConnection.open(url: url)
+        idle.withLock { $0.append(first) }
+        try SchemaMigrator.migrate(self, migrations: migrations)
     }
 
-    func withConnection<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
-        throws(VerificationError) -> R { fatalError("unreachable: init throws") }
-    func transaction<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
-        throws(VerificationError) -> R { fatalError("unreachable: init throws") }
-    func withDurableConnection<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
-        throws(VerificationError) -> R { fatalError("unreachable: init throws") }
-}
+    // MARK: Pool
 
-enum PostgresLedgerSchema {
-    static let migrations: [String] = []
+    private func checkOut() throws(VerificationError) -> PostgresConnection {
+        guard permits.wait(timeout: .now() + checkoutTimeout) == .success else {
+            throw VerificationError(.storageUnavailable, "storage: no PostgreSQL connection became free in time")
+        }
+        // The most recently used connection first: the others may idle out and be dropped.
+        while let candidate = idle.withLock({ $0.popLast() }) {
+            if candidate.isUsable { return candidate }
+        }
+        do {
+            return try PostgresConnection.open(url: url)
+        } catch {
+            permits.signal()
+            throw error
+        }
+    }
+
+    private func checkIn(_ connection: PostgresConnection) {
+        if !connection.isBroken { idle.withLock { $0.append(connection) } }
+        permits.signal()
+    }
+
+    // MARK: SQLDatabase
+
+    @discardableResult
+    func withConnection<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
+        throws(VerificationError) -> R {
+        let connection = try checkOut()
+        defer { checkIn(connection) }
+        return try body(connection)
+    }
+
+    /// BEGIN … COMMIT at READ COMMITTED (each statement sees what others committed before it;
+    /// row locks, ON CONFLICT and advisory locks do the serialising). A deadlock or serialization
+    /// failure rolls the attempt back and runs `body` again, as does a connection lost before BEGIN
+    /// reached the server.
+    @discardableResult
+    func transaction<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
+        throws(VerificationError) -> R {
+        var attempt = 1
+        while true {
+            let connection = try checkOut()
+            var began = false
+            do throws(VerificationError) {
+                defer { checkIn(connection) }
+                connection.resetFailure()
+                try connection.executeScript("BEGIN", operation: "begin")
+                began = true
+                do throws(VerificationError) {
+                    let result = try body(connection)
+                    try connection.executeScript("COMMIT", operation: "commit")
+                    return result
+                } catch {
+                    // A failed ROLLBACK (connection gone) leaves nothing better to report than the original error.
+                    if !connection.isBroken { try? connection.executeScript("ROLLBACK", operation: "rollback") }
+                    throw error
+                }
+            } catch {
+                let transient = ["40001", "40P01"].contains(connection.lastFailureState ?? "")
+                let lostBeforeBegin = !began && connection.isBroken
+                guard attempt < Self.transactionAttempts, transient || lostBeforeBegin else { throw error }
+                attempt += 1
+            }
+        }
+    }
+
+    /// synchronous_commit is on by default: COMMIT returns once the WAL is flushed to disk (and to
+    /// synchronous standbys, if configured). Nothing to change per call; a server configured with
+    /// synchronous_commit = off gives that up for every write, which is its operator's choice.
+    @discardableResult
+    func withDurableConnection<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
+        throws(VerificationError) -> R {
+        try withConnection(body)
+    }
 }

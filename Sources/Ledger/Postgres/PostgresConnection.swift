@@ -1,0 +1,276 @@
+import CLibPQ
+import Foundation
+import Glibc
+import IAPCore
+
+/// One libpq connection, used by one thread at a time (`PostgresDatabase` hands it out).
+///
+/// Error messages name the operation and the SQLSTATE with its class's generic meaning, never
+/// `PQerrorMessage`/`PQresultErrorMessage`: those may quote values, keys or the connection's password.
+final class PostgresConnection: SQLConnection, @unchecked Sendable {
+    var dialect: SQLDialect { .postgres }
+    private let handle: OpaquePointer
+    /// Server-side prepared statements of this session, by the ledger's SQL text (`?` placeholders).
+    private var statements: [String: PreparedStatement] = [:]
+    /// The SQLSTATE of the last failed statement ("" if it failed without one, e.g. a lost connection).
+    private(set) var lastFailureState: String?
+
+    private struct PreparedStatement {
+        let name: String
+        let parameterCount: Int
+    }
+
+    private init(handle: OpaquePointer) { self.handle = handle }
+
+    deinit { PQfinish(handle) }
+
+    /// Connects with `url` (a libpq URI: `postgres://user:password@host:port/db?options=...`).
+    /// Settings in the URL win over the defaults here (a shorter connect timeout, another name).
+    static func open(url: String, connectTimeoutSeconds: Int = 5) throws(VerificationError) -> PostgresConnection {
+        let keywords = ["application_name", "connect_timeout", "dbname"]
+        let values = ["iapgw", String(connectTimeoutSeconds), url]
+        let handle = withCStrings(keywords) { keywordPointers in
+            withCStrings(values) { valuePointers in
+                // expand_dbname = 1: the dbname value is read as a URI; later entries override earlier ones.
+                PQconnectdbParams(keywordPointers, valuePointers, 1)
+            }
+        }
+        guard let handle else {
+            throw VerificationError(.storageUnavailable, "storage: connect to PostgreSQL failed (out of memory)")
+        }
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let needsPassword = PQconnectionNeedsPassword(handle) == 1
+            PQfinish(handle)
+            throw VerificationError(.storageUnavailable, needsPassword
+                ? "storage: connect to PostgreSQL failed (the server requires a password the URL does not give)"
+                : "storage: connect to PostgreSQL failed (server unreachable, or it refused the connection or the URL)")
+        }
+        return PostgresConnection(handle: handle)
+    }
+
+    /// False once the session is gone (server restarted, backend terminated): the pool drops it.
+    /// An idle session never has anything to read; readable means the server said goodbye or closed it.
+    var isUsable: Bool {
+        guard PQstatus(handle) == CONNECTION_OK, PQtransactionStatus(handle) == PQTRANS_IDLE else { return false }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        guard descriptor.fd >= 0 else { return false }
+        return poll(&descriptor, 1, 0) == 0
+    }
+
+    var isBroken: Bool { PQstatus(handle) != CONNECTION_OK }
+
+    // MARK: SQLConnection
+
+    func executeScript(_ sql: String, operation: String) throws(VerificationError) {
+        let result = PQexec(handle, sql)
+        defer { PQclear(result) }
+        try check(result, operation)
+    }
+
+    func write(_ sql: String, _ arguments: [SQLValue]) throws(VerificationError) -> WriteResult {
+        let result = try execute(sql, arguments)
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        if status == PGRES_FATAL_ERROR, let state = Self.sqlState(result), state.hasPrefix("23") {
+            lastFailureState = state
+            return .constraintViolation(state)
+        }
+        try check(result, "write")
+        let changed = PQcmdTuples(result).map { String(cString: $0) } ?? ""
+        return .changed(Int(changed) ?? 0)
+    }
+
+    func queryRows<T>(_ sql: String, _ arguments: [SQLValue], decode: (SQLRow) throws(VerificationError) -> T)
+        throws(VerificationError) -> [T] {
+        let result = try execute(sql, arguments)
+        defer { PQclear(result) }
+        try check(result, "read")
+        let count = PQntuples(result)
+        var rows: [T] = []
+        rows.reserveCapacity(Int(count))
+        for index in 0..<count {
+            rows.append(try decode(SQLRow(source: PostgresRow(result: result, row: index))))
+        }
+        return rows
+    }
+
+    /// A transaction-scoped advisory lock on a 64-bit hash of `key`: released by COMMIT or ROLLBACK,
+    /// so a crashed instance never leaves one behind. A hash collision only serialises more than needed.
+    func serializeTransaction(on key: String) throws(VerificationError) {
+        _ = try queryRows("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [.text(key)]) {
+            (_) throws(VerificationError) in ()
+        }
+    }
+
+    /// Marks the start of a transaction attempt, so the database can tell a transient conflict of
+    /// this attempt from an older failure.
+    func resetFailure() { lastFailureState = nil }
+
+    // MARK: Statements
+
+    /// Runs the cached prepared statement for `sql` (preparing it on first use in this session).
+    /// Integers and text go in text format (the server converts to the inferred type), blobs in binary;
+    /// results come back in text format.
+    private func execute(_ sql: String, _ arguments: [SQLValue]) throws(VerificationError) -> OpaquePointer? {
+        let statement = try prepared(sql)
+        guard statement.parameterCount == arguments.count else {
+            throw VerificationError(.storageUnavailable, "storage: bind failed (wrong number of parameters)")
+        }
+        // One buffer holds every value; each text value ends with NUL, and the buffer is never empty,
+        // so an empty blob still has a non-null pointer (a null pointer means SQL NULL to libpq).
+        var buffer: [UInt8] = []
+        var offsets: [Int?] = []
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
+        for argument in arguments {
+            switch argument {
+            case .null:
+                offsets.append(nil); lengths.append(0); formats.append(0)
+            case .integer(let value):
+                offsets.append(buffer.count); buffer.append(contentsOf: String(value).utf8); buffer.append(0)
+                lengths.append(0); formats.append(0)
+            case .text(let value):
+                offsets.append(buffer.count); buffer.append(contentsOf: value.utf8); buffer.append(0)
+                lengths.append(0); formats.append(0)
+            case .blob(let value):
+                offsets.append(buffer.count); buffer.append(contentsOf: value)
+                lengths.append(Int32(value.count)); formats.append(1)
+            }
+        }
+        buffer.append(0)
+        let result = buffer.withUnsafeBufferPointer { bytes -> OpaquePointer? in
+            let base = UnsafeRawPointer(bytes.baseAddress!)
+            let values: [UnsafePointer<CChar>?] = offsets.map { offset in
+                offset.map { (base + $0).assumingMemoryBound(to: CChar.self) }
+            }
+            return PQexecPrepared(handle, statement.name, Int32(arguments.count), values, lengths, formats, 0)
+        }
+        return result
+    }
+
+    private func prepared(_ sql: String) throws(VerificationError) -> PreparedStatement {
+        if let cached = statements[sql] { return cached }
+        let (text, count) = Self.numberedPlaceholders(sql)
+        let statement = PreparedStatement(name: "iapgw_\(statements.count + 1)", parameterCount: count)
+        // No parameter types: the server infers each from its use (a CAST where it cannot).
+        let result = PQprepare(handle, statement.name, text, 0, nil)
+        defer { PQclear(result) }
+        try check(result, "prepare")
+        statements[sql] = statement
+        return statement
+    }
+
+    /// `?` → `$1…$n`, left to right. A `?` inside a quoted literal or identifier stays as it is (the
+    /// ledger writes none, but a literal must never turn into a parameter).
+    static func numberedPlaceholders(_ sql: String) -> (text: String, count: Int) {
+        var out = ""
+        out.reserveCapacity(sql.utf8.count + 16)
+        var count = 0
+        var quote: Character?
+        for character in sql {
+            if let open = quote {
+                if character == open { quote = nil }
+                out.append(character)
+            } else if character == "'" || character == "\"" {
+                quote = character
+                out.append(character)
+            } else if character == "?" {
+                count += 1
+                out += "$\(count)"
+            } else {
+                out.append(character)
+            }
+        }
+        return (out, count)
+    }
+
+    // MARK: Errors
+
+    private func check(_ result: OpaquePointer?, _ operation: String) throws(VerificationError) {
+        let status = PQresultStatus(result)
+        if result != nil, status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY {
+            return
+        }
+        let state = Self.sqlState(result)
+        lastFailureState = state ?? ""
+        throw Self.storageError(operation, state: state, connectionLost: isBroken)
+    }
+
+    private static func sqlState(_ result: OpaquePointer?) -> String? {
+        guard let result, let field = PQresultErrorField(result, IAPGW_PG_DIAG_SQLSTATE) else { return nil }
+        return String(cString: field)
+    }
+
+    static func storageError(_ operation: String, state: String?, connectionLost: Bool) -> VerificationError {
+        guard let state, !connectionLost || state.hasPrefix("57") || state.hasPrefix("08") else {
+            return VerificationError(.storageUnavailable,
+                                     "storage: \(operation) failed (PostgreSQL connection lost)")
+        }
+        return VerificationError(.storageUnavailable,
+                                 "storage: \(operation) failed (PostgreSQL SQLSTATE \(state): \(meaning(of: state)))")
+    }
+
+    /// The SQLSTATE class's name from the PostgreSQL manual (Appendix A): generic, never data.
+    private static func meaning(of state: String) -> String {
+        switch state {
+        case "40001": return "serialization failure"
+        case "40P01": return "deadlock detected"
+        case "57P01", "57P02", "57P03": return "server shutting down or not accepting connections"
+        case "25P02": return "transaction aborted by an earlier error"
+        default: break
+        }
+        switch state.prefix(2) {
+        case "08": return "connection exception"
+        case "22": return "data exception"
+        case "23": return "integrity constraint violation"
+        case "25": return "invalid transaction state"
+        case "28": return "invalid authorization"
+        case "3D": return "invalid catalog name"
+        case "3F": return "invalid schema name"
+        case "40": return "transaction rollback"
+        case "42": return "syntax error or access rule violation"
+        case "53": return "insufficient resources"
+        case "54": return "program limit exceeded"
+        case "55": return "object not in prerequisite state"
+        case "57": return "operator intervention"
+        case "58": return "system error"
+        case "XX": return "internal error"
+        default: return "error"
+        }
+    }
+}
+
+/// A row of a text-format result.
+struct PostgresRow: SQLRowSource {
+    let result: OpaquePointer?
+    let row: Int32
+
+    func isNull(_ column: Int32) -> Bool { PQgetisnull(result, row, column) == 1 }
+
+    func integer(_ column: Int32) -> Int64? {
+        guard let text = text(column) else { return nil }
+        return Int64(text)
+    }
+
+    func text(_ column: Int32) -> String? {
+        guard !isNull(column), let value = PQgetvalue(result, row, column) else { return nil }
+        let count = Int(PQgetlength(result, row, column))
+        return value.withMemoryRebound(to: UInt8.self, capacity: count) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+        }
+    }
+
+    /// bytea's text output is `\x` and two hex digits per byte (bytea_output = hex, the default
+    /// since PostgreSQL 9.0); anything else reads as no value, which the caller treats as corrupt.
+    func blob(_ column: Int32) -> Data? {
+        guard let text = text(column), text.hasPrefix("\\x") else { return nil }
+        return Hex.bytes(String(text.dropFirst(2))).map { Data($0) }
+    }
+}
+
+/// Keeps C copies of `strings` (and a terminating NULL) alive for the duration of `body`.
+private func withCStrings<R>(_ strings: [String], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    return body(copies.map { UnsafePointer($0) } + [nil])
+}
