@@ -79,7 +79,10 @@ public struct GatewayAssembly {
             throw VerificationError(.invalidConfiguration, "webhook HTTP client: \(error)")
         }
         let dispatcher = WebhookDispatcher(apps: service.apps, ledger: service.ledger, client: client,
-                                           environment: environment, logger: logger, now: service.now)
+                                           environment: environment, logger: logger,
+                                           attemptTimeoutMillis: (gateway.timeouts.connectSeconds
+                                                                  + gateway.timeouts.requestSeconds) * 1000,
+                                           now: service.now)
         let maintenance = try ReconciliationSchedule(service: service, environment: environment, logger: logger)
         return Task {
             await withTaskGroup(of: Void.self) { group in
