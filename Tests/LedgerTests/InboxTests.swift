@@ -16,7 +16,7 @@ final class InboxTests: InboxTestCase {
 
     func testLedgerFromBeforeNotificationsUpgradesAndKeepsItsData() throws {
         do {
-            let old = try SQLLedger(storage: databasePath, migrations: [LedgerSchema.v1])
+            let old = try openLedger(migrations: Array(releasedMigrations.prefix(1)))
             _ = try old.claim(claim("alice", [transaction("1000", original: "1000")], now: t0))
         }
         let upgraded = try openLedger()

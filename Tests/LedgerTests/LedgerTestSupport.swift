@@ -3,23 +3,69 @@ import IAPCore
 import XCTest
 @testable import Ledger
 
-/// A fresh directory per test, removed afterwards.
+/// A fresh ledger per test: an SQLite file in a fresh directory by default, or, when
+/// `IAPGW_TEST_POSTGRES_URL` names a PostgreSQL server, a fresh schema on it (dropped afterwards),
+/// so the same suite proves both backends.
 class LedgerTestCase: XCTestCase {
     var directory: URL!
+    /// The test's own PostgreSQL schema, when the suite runs against PostgreSQL.
+    private(set) var postgresSchema: String?
+
+    static let postgresServerURL: String? = {
+        let url = ProcessInfo.processInfo.environment["IAPGW_TEST_POSTGRES_URL"] ?? ""
+        return url.isEmpty ? nil : url
+    }()
+
+    var usesPostgres: Bool { Self.postgresServerURL != nil }
 
     override func setUpWithError() throws {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("ledger-tests-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        if Self.postgresServerURL != nil {
+            let schema = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            try adminExecute("CREATE SCHEMA \(schema)")
+            postgresSchema = schema
+        }
     }
 
     override func tearDownWithError() throws {
         try? FileManager.default.removeItem(at: directory)
+        if let schema = postgresSchema {
+            try adminExecute("DROP SCHEMA \(schema) CASCADE")
+        }
     }
 
     var databasePath: String { directory.appendingPathComponent("ledger.sqlite").path }
 
-    func openLedger() throws -> SQLLedger { try SQLLedger(storage: "sqlite:" + databasePath) }
+    /// The storage URL of this test's ledger: the SQLite file, or the server with the test's schema first
+    /// on the search path (every connection of the pool gets it from the URL).
+    var storage: String {
+        guard let server = Self.postgresServerURL, let schema = postgresSchema else { return "sqlite:" + databasePath }
+        return server + (server.contains("?") ? "&" : "?") + "options=-csearch_path%3D" + schema
+    }
+
+    func openLedger() throws -> SQLLedger { try SQLLedger(storage: storage) }
+
+    /// The released migrations of the backend under test.
+    var releasedMigrations: [String] { usesPostgres ? PostgresLedgerSchema.migrations : LedgerSchema.migrations }
+
+    /// A ledger over another list of migrations (to prove versioning), on the backend under test.
+    func openLedger(migrations: [String]) throws -> SQLLedger {
+        if usesPostgres { return SQLLedger(database: try PostgresDatabase(url: storage, migrations: migrations)) }
+        return try SQLLedger(storage: databasePath, migrations: migrations)
+    }
+
+    func skipOnPostgres(_ reason: String) throws {
+        try XCTSkipIf(usesPostgres, "SQLite only: \(reason)")
+    }
+
+    /// Runs `sql` on the server outside any test schema (creating and dropping schemas, terminating sessions).
+    func adminExecute(_ sql: String) throws {
+        guard let server = Self.postgresServerURL else { return }
+        let connection = try PostgresConnection.open(url: server)
+        try connection.executeScript(sql, operation: "test setup")
+    }
 
     func transaction(_ id: String, original: String? = nil, product: String = "com.example.pro",
                      signedDate: Int64? = nil, revocationDate: Int64? = nil) -> CanonicalTransaction {

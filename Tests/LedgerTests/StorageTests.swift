@@ -13,9 +13,10 @@ final class StorageTests: LedgerTestCase {
     }
 
     /// The versions of the released migrations: 1...n.
-    private var released: [Int64] { (1...Int64(LedgerSchema.migrations.count)).map { $0 } }
+    private var released: [Int64] { (1...Int64(releasedMigrations.count)).map { $0 } }
 
     func testOpeningCreatesParentDirectoriesAndAcceptsAPlainPath() throws {
+        try skipOnPostgres("files and directories")
         let path = directory.appendingPathComponent("a/b/ledger.sqlite").path
         let ledger = try SQLLedger(storage: path)
         try ledger.ping()
@@ -35,31 +36,34 @@ final class StorageTests: LedgerTestCase {
 
     func testNewMigrationIsAppliedOnceOnTopOfExistingSchema() throws {
         _ = try openLedger()
-        let upgraded = LedgerSchema.migrations + ["CREATE TABLE added_later (id INTEGER PRIMARY KEY)"]
-        let ledger = try SQLLedger(storage: databasePath, migrations: upgraded)
+        let upgraded = releasedMigrations + ["CREATE TABLE added_later (id INTEGER PRIMARY KEY)"]
+        let ledger = try openLedger(migrations: upgraded)
         XCTAssertEqual(try schemaVersions(ledger), released + [Int64(released.count) + 1])
-        XCTAssertEqual(try schemaVersions(try SQLLedger(storage: databasePath, migrations: upgraded)),
+        XCTAssertEqual(try schemaVersions(try openLedger(migrations: upgraded)),
                        released + [Int64(released.count) + 1])
     }
 
     func testDatabaseFromANewerVersionIsRefused() throws {
-        let upgraded = LedgerSchema.migrations + ["CREATE TABLE added_later (id INTEGER PRIMARY KEY)"]
-        _ = try SQLLedger(storage: databasePath, migrations: upgraded)
-        let error = errorThrown { () throws(VerificationError) in _ = try SQLLedger(storage: databasePath) }
+        let upgraded = releasedMigrations + ["CREATE TABLE added_later (id INTEGER PRIMARY KEY)"]
+        _ = try openLedger(migrations: upgraded)
+        let storage = self.storage
+        let error = errorThrown { () throws(VerificationError) in _ = try SQLLedger(storage: storage) }
         XCTAssertEqual(error?.code, .storageUnavailable)
         XCTAssertTrue(error?.message.contains("newer") ?? false)
     }
 
     func testFailedMigrationLeavesTheDatabaseAtItsPreviousVersion() throws {
         _ = try openLedger()
-        let broken = LedgerSchema.migrations + ["CREATE TABLE half_done (id INTEGER); THIS IS NOT SQL"]
-        XCTAssertEqual(errorCode { () throws(VerificationError) in
-            _ = try SQLLedger(storage: databasePath, migrations: broken)
-        }, .storageUnavailable)
+        let broken = releasedMigrations + ["CREATE TABLE half_done (id INTEGER); THIS IS NOT SQL"]
+        XCTAssertThrowsError(try openLedger(migrations: broken)) { error in
+            XCTAssertEqual((error as? VerificationError)?.code, .storageUnavailable)
+        }
         let ledger = try openLedger()
         XCTAssertEqual(try schemaVersions(ledger), released)
         let leftovers = try ledger.database.withConnection { (connection) throws(VerificationError) in
-            try connection.query("SELECT name FROM sqlite_master WHERE name = 'half_done'") {
+            try connection.query(usesPostgres
+                ? "SELECT table_name FROM information_schema.tables WHERE table_name = 'half_done' AND table_schema = current_schema()"
+                : "SELECT name FROM sqlite_master WHERE name = 'half_done'") {
                 (row) throws(VerificationError) in try row.requiredText(0)
             }
         }
@@ -67,6 +71,7 @@ final class StorageTests: LedgerTestCase {
     }
 
     func testPathBelowARegularFileIsStorageUnavailable() throws {
+        try skipOnPostgres("files and directories")
         let file = directory.appendingPathComponent("not-a-directory")
         try Data("x".utf8).write(to: file)
         XCTAssertEqual(errorCode { () throws(VerificationError) in
@@ -75,6 +80,7 @@ final class StorageTests: LedgerTestCase {
     }
 
     func testFileThatIsNotADatabaseIsStorageUnavailable() throws {
+        try skipOnPostgres("files and directories")
         try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: databasePath))
         let error = errorThrown { () throws(VerificationError) in _ = try SQLLedger(storage: databasePath) }
         XCTAssertEqual(error?.code, .storageUnavailable)
@@ -108,6 +114,7 @@ final class StorageTests: LedgerTestCase {
         let result = try ledger.database.withConnection { (connection) throws(VerificationError) in
             try connection.write(sql, [])
         }
-        XCTAssertEqual(result, .constraintViolation("1555"))  // SQLITE_CONSTRAINT_PRIMARYKEY, an extended code
+        // SQLITE_CONSTRAINT_PRIMARYKEY (an extended code), or PostgreSQL's unique_violation SQLSTATE.
+        XCTAssertEqual(result, .constraintViolation(usesPostgres ? "23505" : "1555"))
     }
 }

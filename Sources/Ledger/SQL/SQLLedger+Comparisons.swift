@@ -31,17 +31,19 @@ extension SQLLedger: ComparisonLedger {
     public func comparisons(_ q: ComparisonQuery) throws(VerificationError) -> [PurchaseComparison] {
         let limit = Int64(min(max(0, q.limit), Self.maxComparisonLimit))
         let needsDifference = q.kind != nil || q.field != nil
-        // Fixed placeholders with "? IS NULL OR" keep the statement static whatever the filters.
+        // Fixed placeholders with "CAST(? AS type) IS NULL OR" keep the statement static whatever the filters
+        // (the CAST tells PostgreSQL the type of a parameter used only there; SQLite reads it the same).
         return try database.withConnection { (connection) throws(VerificationError) in
             var rows = try connection.query("""
                 SELECT c.id, c.compared_at, c.evidence_kind, c.evidence_sha256, c.legacy_mapping_version,
                        c.server_api_mapping_version, c.transaction_count, c.legacy_error, c.server_api_error, c.product_ids
                 FROM comparisons c
-                WHERE c.bundle_id = ? AND (? IS NULL OR c.compared_at >= ?) AND (? IS NULL OR c.compared_at <= ?)
+                WHERE c.bundle_id = ? AND (CAST(? AS BIGINT) IS NULL OR c.compared_at >= ?)
+                  AND (CAST(? AS BIGINT) IS NULL OR c.compared_at <= ?)
                   AND (? = 0 OR EXISTS (SELECT 1 FROM comparison_differences d WHERE d.comparison_id = c.id
-                        AND (? IS NULL OR d.kind = ?) AND (? IS NULL OR d.field = ?)
-                        AND (? IS NULL OR d.product_id = ?)))
-                  AND (? IS NULL OR \(connection.dialect.jsonArrayContains("c.product_ids"))
+                        AND (CAST(? AS TEXT) IS NULL OR d.kind = ?) AND (CAST(? AS TEXT) IS NULL OR d.field = ?)
+                        AND (CAST(? AS TEXT) IS NULL OR d.product_id = ?)))
+                  AND (CAST(? AS TEXT) IS NULL OR \(connection.dialect.jsonArrayContains("c.product_ids"))
                         OR EXISTS (SELECT 1 FROM comparison_differences d WHERE d.comparison_id = c.id AND d.product_id = ?))
                 ORDER BY c.compared_at DESC, c.id LIMIT ?
                 """, .text(q.bundleId), .integer(q.from), .integer(q.from), .integer(q.to), .integer(q.to),
@@ -80,7 +82,8 @@ extension SQLLedger: ComparisonLedger {
         try database.withConnection { (connection) throws(VerificationError) in
             let counts = try connection.query("""
                 SELECT COUNT(*), COALESCE(SUM(agreed), 0) FROM comparisons
-                WHERE bundle_id = ? AND (? IS NULL OR compared_at >= ?) AND (? IS NULL OR compared_at <= ?)
+                WHERE bundle_id = ? AND (CAST(? AS BIGINT) IS NULL OR compared_at >= ?)
+                  AND (CAST(? AS BIGINT) IS NULL OR compared_at <= ?)
                 """, .text(bundleId), .integer(from), .integer(from), .integer(to), .integer(to)) {
                 (row) throws(VerificationError) in
                 ComparisonCounts(total: Int(try row.requiredInteger(0)), agreed: Int(try row.requiredInteger(1)))

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL cluster on loopback, for tests and benchmarks (never for production):
+#   Scripts/postgres.sh start   # initdb + start; prints the server URL
+#   Scripts/postgres.sh url     # prints the URL of the running cluster
+#   Scripts/postgres.sh stop    # stops it and deletes its files
+# The cluster lives in $IAPGW_PG_DIR (default: /tmp/iapgw-postgres-$PORT) and listens on 127.0.0.1:$IAPGW_PG_PORT
+# (default 55432) only; its unix socket stays inside its own directory. Loopback clients are trusted
+# (no password): fine for a test cluster that nothing else can reach. As root (CI), the server runs
+# as the `postgres` user, because PostgreSQL refuses to run as root.
+set -euo pipefail
+
+port="${IAPGW_PG_PORT:-55432}"
+state="${IAPGW_PG_DIR:-/tmp/iapgw-postgres-$port}"
+data="$state/data"
+bin="${IAPGW_PG_BIN:-/usr/lib/postgresql/15/bin}"
+url="postgres://postgres@127.0.0.1:$port/postgres"
+
+as_server_user() {
+    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+start() {
+    if [ ! -x "$bin/initdb" ]; then
+        echo "postgres.sh: no PostgreSQL server binaries in $bin (apt-get install postgresql)" >&2
+        exit 2
+    fi
+    if [ -f "$data/postmaster.pid" ]; then
+        echo "postgres.sh: a cluster is already running in $state (Scripts/postgres.sh stop)" >&2
+        exit 1
+    fi
+    rm -rf "$state"
+    mkdir -p "$state"
+    chmod 755 "$state"
+    if [ "$(id -u)" -eq 0 ]; then chown postgres:postgres "$state"; fi
+    as_server_user "$bin/initdb" -D "$data" -U postgres -A trust -E UTF8 --no-locale --no-sync >"$state/initdb.log" 2>&1 || {
+        echo "postgres.sh: initdb failed; its log:" >&2; cat "$state/initdb.log" >&2; exit 1
+    }
+    # Loopback TCP only; the socket directory is the cluster's own, so it never clashes with a
+    # system cluster. Enough connections for the pools of several test instances at once.
+    as_server_user "$bin/pg_ctl" -D "$data" -l "$state/server.log" -w -t 60 \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $data -c max_connections=200" start >/dev/null || {
+        echo "postgres.sh: the server did not start; its log:" >&2; cat "$state/server.log" >&2; exit 1
+    }
+    echo "$url"
+}
+
+stop() {
+    if [ -f "$data/postmaster.pid" ]; then
+        as_server_user "$bin/pg_ctl" -D "$data" -m fast -w stop >/dev/null || true
+    fi
+    rm -rf "$state"
+}
+
+case "${1:-}" in
+    start) start ;;
+    stop) stop ;;
+    url) [ -f "$data/postmaster.pid" ] || { echo "postgres.sh: no cluster running in $state" >&2; exit 1; }; echo "$url" ;;
+    *) echo "usage: $0 start|stop|url" >&2; exit 2 ;;
+esac

@@ -1,0 +1,176 @@
+import Foundation
+import IAPCore
+import Synchronization
+import XCTest
+@testable import Ledger
+
+/// What only the PostgreSQL backend has to prove: several gateway instances on one database, and
+/// sessions that die under a running gateway. The tests that need a server run when
+/// `IAPGW_TEST_POSTGRES_URL` is set (Scripts/test.sh starts one); the others always run.
+final class PostgresLedgerTests: InboxTestCase {
+    private func requireServer() throws {
+        try XCTSkipUnless(usesPostgres, "needs IAPGW_TEST_POSTGRES_URL (Scripts/postgres.sh start)")
+    }
+
+    // MARK: Without a server
+
+    func testBothEnginesHaveTheSameSchemaVersions() {
+        XCTAssertEqual(PostgresLedgerSchema.migrations.count, LedgerSchema.migrations.count)
+    }
+
+    func testPlaceholdersAreNumberedInOrderAndQuotedQuestionMarksStayText() {
+        let (sql, count) = PostgresConnection.numberedPlaceholders(
+            "SELECT a FROM t WHERE b = ? AND c = '?' AND \"d?\" IN (?, ?)")
+        XCTAssertEqual(sql, "SELECT a FROM t WHERE b = $1 AND c = '?' AND \"d?\" IN ($2, $3)")
+        XCTAssertEqual(count, 3)
+    }
+
+    func testUnreachableServerIsStorageUnavailableAndTheURLsPasswordIsNeverEchoed() {
+        // Port 1 on loopback: refused at once, no waiting for a timeout.
+        let url = "postgres://gateway:pw-s3cret-value@127.0.0.1:1/ledger?connect_timeout=2"
+        let error = errorThrown { () throws(VerificationError) in _ = try SQLLedger(storage: url) }
+        XCTAssertEqual(error?.code, .storageUnavailable)
+        XCTAssertEqual(error?.retryable, true)
+        XCTAssertFalse(error?.message.contains("pw-s3cret-value") ?? true)
+        XCTAssertFalse(error?.message.contains("gateway") ?? true)
+    }
+
+    // MARK: Many instances
+
+    func testConflictingClaimsOnTwoPurchasesFromTwoInstancesGiveBothToOneAccount() throws {
+        try requireServer()
+        let instances = [try openLedger(), try openLedger()]
+        let winners = Mutex<[String]>([])
+        let refusals = Mutex<[VerificationError.Code]>([])
+        DispatchQueue.concurrentPerform(iterations: 50) { index in
+            let account = "account-\(index)"
+            // Half name the purchases in the other order: the ledger must lock them in one order.
+            let purchases = ["7000", "8000"].map { self.transaction($0, original: $0) }
+            let claim = self.claim(account, index.isMultiple(of: 2) ? purchases : purchases.reversed(),
+                                   entitlements: ["7000", "8000"].map { self.entitlement(account, original: $0) })
+            do throws(VerificationError) {
+                let outcome = try instances[index % 2].claim(claim)
+                if outcome.newlyGranted.count == 2 { winners.withLock { $0.append(account) } }
+            } catch {
+                refusals.withLock { $0.append(error.code) }
+            }
+        }
+        let winner = winners.withLock { $0 }
+        XCTAssertEqual(winner.count, 1)
+        XCTAssertEqual(refusals.withLock { $0 }, Array(repeating: .transactionBoundToOtherAccount, count: 49))
+        for instance in instances {
+            XCTAssertEqual(try instance.owner(bundleId: app, originalTransactionId: "7000"), winner.first)
+            XCTAssertEqual(try instance.owner(bundleId: app, originalTransactionId: "8000"), winner.first)
+        }
+        XCTAssertEqual(try count(instances[0], "SELECT COUNT(*) FROM entitlements"), 2)
+    }
+
+    func testPendingEntriesProcessedConcurrentlyByTwoInstancesAreEachAppliedOnce() throws {
+        try requireServer()
+        let instances = [try openLedger(), try openLedger()]
+        let ids = (0..<30).map { "n-\($0)" }
+        for (index, id) in ids.enumerated() {
+            XCTAssertTrue(try instances[0].enqueue(entry(id, signedDate: t0 + Int64(index), chain: "c-\(index % 5)")))
+        }
+        let applications = Mutex<[String: Int]>([:])
+        let processed = Mutex(0)
+        let failures = Mutex<[VerificationError.Code]>([])
+        let now = t0 + day
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            do throws(VerificationError) {
+                let report = try instances[worker % 2].processPending(limit: 100, now: now) {
+                    (entry, stored) throws(VerificationError) in
+                    applications.withLock { $0[entry.id, default: 0] += 1 }
+                    return self.fakeOutcome(entry, stored)
+                }
+                processed.withLock { $0 += report.processed }
+            } catch {
+                failures.withLock { $0.append(error.code) }
+            }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        XCTAssertEqual(applications.withLock { $0 }, Dictionary(uniqueKeysWithValues: ids.map { ($0, 1) }))
+        XCTAssertEqual(processed.withLock { $0 }, ids.count)
+        XCTAssertEqual(try count(instances[1], "SELECT COUNT(*) FROM notification_inbox WHERE processed_at IS NOT NULL"),
+                       Int64(ids.count))
+        XCTAssertEqual(try count(instances[1], "SELECT COUNT(*) FROM webhook_outbox"), Int64(ids.count))
+        XCTAssertEqual(try drain(instances[1]), ProcessReport())
+    }
+
+    func testInstancesStartingTogetherOnAnEmptyDatabaseApplyEachMigrationOnce() throws {
+        try requireServer()
+        let storage = self.storage
+        let failures = Mutex<[VerificationError.Code]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            do throws(VerificationError) {
+                try SQLLedger(storage: storage).ping()
+            } catch {
+                failures.withLock { $0.append(error.code) }
+            }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        let ledger = try openLedger()
+        let versions = try ledger.database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("SELECT version FROM schema_migrations ORDER BY version") {
+                (row) throws(VerificationError) in try row.requiredInteger(0)
+            }
+        }
+        XCTAssertEqual(versions, (1...Int64(PostgresLedgerSchema.migrations.count)).map { $0 })
+    }
+
+    // MARK: Sessions that die
+
+    func testTerminatedSessionIsReplacedAndTheNextCallSucceeds() throws {
+        try requireServer()
+        let ledger = try openLedger()
+        _ = try ledger.claim(claim("alice", [transaction("1000", original: "1000")]))
+        let pid = try backendPid(ledger)
+        try adminExecute("SELECT pg_terminate_backend(\(pid))")
+        try waitUntilSessionIsGone(pid)
+
+        XCTAssertEqual(try ledger.owner(bundleId: app, originalTransactionId: "1000"), "alice")
+        XCTAssertNotEqual(try backendPid(ledger), pid)
+        XCTAssertEqual(errorCode { () throws(VerificationError) in
+            _ = try ledger.claim(claim("mallory", [transaction("1000", original: "1000")]))
+        }, .transactionBoundToOtherAccount)
+    }
+
+    func testSessionTerminatedInsideATransactionIsStorageUnavailableAndTheNextCallSucceeds() throws {
+        try requireServer()
+        let ledger = try openLedger()
+        let error = errorThrown { () throws(VerificationError) in
+            try ledger.database.transaction { (connection) throws(VerificationError) in
+                try connection.run("INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)",
+                                   "doomed", "secret-holder", 1)
+                // The session ends itself mid-transaction, as a server restart would end it.
+                _ = try connection.query("SELECT pg_terminate_backend(pg_backend_pid())") {
+                    (_) throws(VerificationError) in ()
+                }
+            }
+        }
+        XCTAssertEqual(error?.code, .storageUnavailable)
+        XCTAssertFalse(error?.message.contains("secret-holder") ?? true)
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM leases"), 0)
+    }
+
+    private func backendPid(_ ledger: SQLLedger) throws -> Int64 {
+        try ledger.database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("SELECT pg_backend_pid()") { (row) throws(VerificationError) in
+                try row.requiredInteger(0)
+            }.first ?? -1
+        }
+    }
+
+    /// A terminated backend tells its client before it leaves pg_stat_activity; bounded wait.
+    private func waitUntilSessionIsGone(_ pid: Int64) throws {
+        let admin = try PostgresConnection.open(url: try XCTUnwrap(Self.postgresServerURL))
+        for _ in 0..<500 {
+            let alive = try admin.queryRows("SELECT COUNT(*) FROM pg_stat_activity WHERE pid = ?", [.integer(pid)]) {
+                (row) throws(VerificationError) in try row.requiredInteger(0)
+            }
+            if alive == [0] { return }
+            usleep(10_000)
+        }
+        XCTFail("the terminated session did not end")
+    }
+}
