@@ -42,14 +42,17 @@ final class PostgresLedgerTests: InboxTestCase {
         let instances = [try openLedger(), try openLedger()]
         let winners = Mutex<[String]>([])
         let refusals = Mutex<[VerificationError.Code]>([])
-        DispatchQueue.concurrentPerform(iterations: 50) { index in
+        let purchases = ["7000", "8000"].map { transaction($0, original: $0) }
+        let claims = (0..<50).map { index in
             let account = "account-\(index)"
             // Half name the purchases in the other order: the ledger must lock them in one order.
-            let purchases = ["7000", "8000"].map { self.transaction($0, original: $0) }
-            let claim = self.claim(account, index.isMultiple(of: 2) ? purchases : purchases.reversed(),
-                                   entitlements: ["7000", "8000"].map { self.entitlement(account, original: $0) })
+            return claim(account, index.isMultiple(of: 2) ? purchases : purchases.reversed(),
+                         entitlements: ["7000", "8000"].map { entitlement(account, original: $0) })
+        }
+        DispatchQueue.concurrentPerform(iterations: claims.count) { index in
+            let account = claims[index].account
             do throws(VerificationError) {
-                let outcome = try instances[index % 2].claim(claim)
+                let outcome = try instances[index % 2].claim(claims[index])
                 if outcome.newlyGranted.count == 2 { winners.withLock { $0.append(account) } }
             } catch {
                 refusals.withLock { $0.append(error.code) }
@@ -76,12 +79,14 @@ final class PostgresLedgerTests: InboxTestCase {
         let processed = Mutex(0)
         let failures = Mutex<[VerificationError.Code]>([])
         let now = t0 + day
+        // Only read from the workers (the fake lifecycle is a pure function of its arguments).
+        nonisolated(unsafe) let lifecycle = self
         DispatchQueue.concurrentPerform(iterations: 4) { worker in
             do throws(VerificationError) {
                 let report = try instances[worker % 2].processPending(limit: 100, now: now) {
                     (entry, stored) throws(VerificationError) in
                     applications.withLock { $0[entry.id, default: 0] += 1 }
-                    return self.fakeOutcome(entry, stored)
+                    return lifecycle.fakeOutcome(entry, stored)
                 }
                 processed.withLock { $0 += report.processed }
             } catch {
