@@ -3,17 +3,28 @@
 #   Scripts/postgres.sh start   # initdb + start; prints the server URL
 #   Scripts/postgres.sh url     # prints the URL of the running cluster
 #   Scripts/postgres.sh stop    # stops it and deletes its files
-# The cluster lives in $IAPGW_PG_DIR (default: /tmp/iapgw-postgres-$PORT) and listens on 127.0.0.1:$IAPGW_PG_PORT
-# (default 55432) only; its unix socket stays inside its own directory. Loopback clients are trusted
-# (no password): fine for a test cluster that nothing else can reach. As root (CI), the server runs
-# as the `postgres` user, because PostgreSQL refuses to run as root.
+# The cluster lives in $IAPGW_PG_DIR (default: /tmp/iapgw-postgres) and listens on 127.0.0.1 only, on
+# $IAPGW_PG_PORT or else the first free port from 55432 up; its unix socket stays inside its own
+# directory. Loopback clients are trusted (no password): fine for a test cluster on loopback. As root
+# (CI), the server runs as the `postgres` user, because PostgreSQL refuses to run as root.
 set -euo pipefail
 
-port="${IAPGW_PG_PORT:-55432}"
-state="${IAPGW_PG_DIR:-/tmp/iapgw-postgres-$port}"
+state="${IAPGW_PG_DIR:-/tmp/iapgw-postgres}"
 data="$state/data"
 bin="${IAPGW_PG_BIN:-/usr/lib/postgresql/15/bin}"
-url="postgres://postgres@127.0.0.1:$port/postgres"
+
+url() { echo "postgres://postgres@127.0.0.1:$(cat "$state/port")/postgres"; }
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+free_port() {
+    local port
+    for port in $(seq 55432 55531); do
+        if ! port_in_use "$port"; then echo "$port"; return; fi
+    done
+    echo "postgres.sh: no free port in 55432-55531" >&2
+    exit 1
+}
 
 as_server_user() {
     if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
@@ -28,9 +39,11 @@ start() {
         echo "postgres.sh: a cluster is already running in $state (Scripts/postgres.sh stop)" >&2
         exit 1
     fi
+    local port="${IAPGW_PG_PORT:-$(free_port)}"
     rm -rf "$state"
     mkdir -p "$state"
     chmod 755 "$state"
+    echo "$port" >"$state/port"
     if [ "$(id -u)" -eq 0 ]; then chown postgres:postgres "$state"; fi
     as_server_user "$bin/initdb" -D "$data" -U postgres -A trust -E UTF8 --no-locale --no-sync >"$state/initdb.log" 2>&1 || {
         echo "postgres.sh: initdb failed; its log:" >&2; cat "$state/initdb.log" >&2; exit 1
@@ -41,7 +54,7 @@ start() {
         -o "-c listen_addresses=127.0.0.1 -p $port -k $data -c max_connections=200" start >/dev/null || {
         echo "postgres.sh: the server did not start; its log:" >&2; cat "$state/server.log" >&2; exit 1
     }
-    echo "$url"
+    url
 }
 
 stop() {
@@ -54,6 +67,6 @@ stop() {
 case "${1:-}" in
     start) start ;;
     stop) stop ;;
-    url) [ -f "$data/postmaster.pid" ] || { echo "postgres.sh: no cluster running in $state" >&2; exit 1; }; echo "$url" ;;
+    url) [ -f "$data/postmaster.pid" ] || { echo "postgres.sh: no cluster running in $state" >&2; exit 1; }; url ;;
     *) echo "usage: $0 start|stop|url" >&2; exit 2 ;;
 esac

@@ -1,20 +1,58 @@
 #!/usr/bin/env bash
 # Runs every test of IAPGateway (the README's test command).
 # The real Apple vectors are read from ../shared/testdata/apple-real (or $IAPGW_APPLE_REAL).
+# Then the ledger's suite runs again against a throwaway PostgreSQL cluster on loopback
+# (Scripts/postgres.sh), when the server is installed; on CI (CI=true) it must be.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 swift build --build-tests
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+pg_log="$(mktemp)"
+pg_dir="$(mktemp -u /tmp/iapgw-postgres-XXXXXX)"
+cleanup() {
+    IAPGW_PG_DIR="$pg_dir" Scripts/postgres.sh stop >/dev/null 2>&1 || true
+    rm -f "$log" "$pg_log"
+}
+trap cleanup EXIT
+
+# "Executed N tests, with M failures" of a run's whole-suite summary, as "N M"; empty if none.
+totals() {
+    local summary
+    summary=$(grep -E "^[[:space:]]*Executed [0-9]+ tests?, with [0-9]+ failures?" "$1" | tail -1)
+    [ -n "$summary" ] || return 0
+    echo "$(sed -E 's/.*Executed ([0-9]+) tests?.*/\1/' <<<"$summary") $(sed -E 's/.*with ([0-9]+) failures?.*/\1/' <<<"$summary")"
+}
+
 # The suite is XCTest only; Swift Testing would add a confusing "0 tests" summary.
 set +e
 swift test --skip-build --disable-swift-testing 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
-# One plain closing line with the totals, from XCTest's summary of the whole run.
-summary=$(grep -E "^[[:space:]]*Executed [0-9]+ tests?, with [0-9]+ failures?" "$log" | tail -1)
-total=$(sed -E 's/.*Executed ([0-9]+) tests?.*/\1/' <<<"$summary")
-failed=$(sed -E 's/.*with ([0-9]+) failures?.*/\1/' <<<"$summary")
-if [ -z "$summary" ] || [ "$total" -eq 0 ]; then echo "tests: no test ran"; exit 1; fi
+read -r total failed <<<"$(totals "$log")" || true
+if [ -z "${total:-}" ] || [ "$total" -eq 0 ]; then echo "tests: no test ran"; exit 1; fi
+
+pg_bin="${IAPGW_PG_BIN:-/usr/lib/postgresql/15/bin}"
+if [ -x "$pg_bin/initdb" ]; then
+    echo "== LedgerTests again on PostgreSQL =="
+    url=$(IAPGW_PG_DIR="$pg_dir" Scripts/postgres.sh start)
+    set +e
+    IAPGW_TEST_POSTGRES_URL="$url" swift test --skip-build --disable-swift-testing --filter LedgerTests 2>&1 | tee "$pg_log"
+    pg_status=${PIPESTATUS[0]}
+    set -e
+    IAPGW_PG_DIR="$pg_dir" Scripts/postgres.sh stop
+    read -r pg_total pg_failed <<<"$(totals "$pg_log")" || true
+    if [ -z "${pg_total:-}" ] || [ "$pg_total" -eq 0 ]; then
+        echo "tests: the PostgreSQL run ran no test"; exit 1
+    fi
+    echo "tests on PostgreSQL: $((pg_total - pg_failed)) passed, $pg_failed failed"
+    total=$((total + pg_total)); failed=$((failed + pg_failed))
+    [ "$pg_status" -eq 0 ] || status=$pg_status
+elif [ "${CI:-}" = "true" ]; then
+    echo "tests: PostgreSQL is not installed ($pg_bin/initdb missing); .ci/run installs it"; exit 1
+else
+    echo "note: PostgreSQL server not installed ($pg_bin): the ledger's PostgreSQL run is skipped"
+fi
+
+# One plain closing line with the totals of both runs.
 echo "tests: $((total - failed)) passed, $failed failed"
 exit "$status"
