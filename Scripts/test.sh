@@ -15,12 +15,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# "Executed N tests, with M failures" of a run's whole-suite summary, as "N M"; empty if none.
+# A run's whole-suite summary ("Executed N tests, with [K tests skipped and] M failures") as "N K M";
+# empty if there is none.
 totals() {
+    local pattern='Executed ([0-9]+) tests?, with (([0-9]+) tests? skipped and )?([0-9]+) failures?'
     local summary
-    summary=$(grep -E "^[[:space:]]*Executed [0-9]+ tests?, with [0-9]+ failures?" "$1" | tail -1)
+    summary=$(grep -E "^[[:space:]]*$pattern" "$1" | tail -1)
     [ -n "$summary" ] || return 0
-    echo "$(sed -E 's/.*Executed ([0-9]+) tests?.*/\1/' <<<"$summary") $(sed -E 's/.*with ([0-9]+) failures?.*/\1/' <<<"$summary")"
+    sed -E "s/.*$pattern.*/\\1 \\3 \\4/; s/  / 0 /" <<<"$summary"
 }
 
 # The suite is XCTest only; Swift Testing would add a confusing "0 tests" summary.
@@ -28,7 +30,7 @@ set +e
 swift test --skip-build --disable-swift-testing 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
-read -r total failed <<<"$(totals "$log")" || true
+read -r total skipped failed <<<"$(totals "$log")" || true
 if [ -z "${total:-}" ] || [ "$total" -eq 0 ]; then echo "tests: no test ran"; exit 1; fi
 
 pg_bin="${IAPGW_PG_BIN:-/usr/lib/postgresql/15/bin}"
@@ -36,16 +38,17 @@ if [ -x "$pg_bin/initdb" ]; then
     echo "== LedgerTests again on PostgreSQL =="
     url=$(IAPGW_PG_DIR="$pg_dir" Scripts/postgres.sh start)
     set +e
-    IAPGW_TEST_POSTGRES_URL="$url" swift test --skip-build --disable-swift-testing --filter LedgerTests 2>&1 | tee "$pg_log"
+    IAPGW_TEST_POSTGRES_URL="$url" swift test --skip-build --disable-swift-testing \
+        --filter "${IAPGW_PG_TEST_FILTER:-LedgerTests}" 2>&1 | tee "$pg_log"
     pg_status=${PIPESTATUS[0]}
     set -e
     IAPGW_PG_DIR="$pg_dir" Scripts/postgres.sh stop
-    read -r pg_total pg_failed <<<"$(totals "$pg_log")" || true
+    read -r pg_total pg_skipped pg_failed <<<"$(totals "$pg_log")" || true
     if [ -z "${pg_total:-}" ] || [ "$pg_total" -eq 0 ]; then
         echo "tests: the PostgreSQL run ran no test"; exit 1
     fi
-    echo "tests on PostgreSQL: $((pg_total - pg_failed)) passed, $pg_failed failed"
-    total=$((total + pg_total)); failed=$((failed + pg_failed))
+    echo "tests on PostgreSQL: $((pg_total - pg_skipped - pg_failed)) passed, $pg_failed failed, $pg_skipped skipped"
+    total=$((total + pg_total)); skipped=$((skipped + pg_skipped)); failed=$((failed + pg_failed))
     [ "$pg_status" -eq 0 ] || status=$pg_status
 elif [ "${CI:-}" = "true" ]; then
     echo "tests: PostgreSQL is not installed ($pg_bin/initdb missing); .ci/run installs it"; exit 1
@@ -53,6 +56,7 @@ else
     echo "note: PostgreSQL server not installed ($pg_bin): the ledger's PostgreSQL run is skipped"
 fi
 
-# One plain closing line with the totals of both runs.
-echo "tests: $((total - failed)) passed, $failed failed"
+# One plain closing line with the totals of both runs (skipped tests are neither).
+echo "skipped: $skipped (each says why: SQLite-only or PostgreSQL-only)"
+echo "tests: $((total - skipped - failed)) passed, $failed failed"
 exit "$status"
