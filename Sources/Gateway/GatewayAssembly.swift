@@ -39,11 +39,12 @@ public struct GatewayAssembly {
               let serverMapping = mappings.latest(source: "serverAPI") else {
             throw VerificationError(.invalidMapping, "\(mappingsDirectory.path) lacks verifyReceipt or serverAPI mappings")
         }
+        let metrics = GatewayMetrics()
         let upstream: UpstreamHTTPClient
         do {
             upstream = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(
                 connectTimeout: .seconds(gateway.timeouts.connectSeconds),
-                requestTimeout: .seconds(gateway.timeouts.requestSeconds)))
+                requestTimeout: .seconds(gateway.timeouts.requestSeconds)), observer: metrics)
         } catch {
             throw VerificationError(.invalidConfiguration, "upstream HTTP client: \(error)")
         }
@@ -62,7 +63,8 @@ public struct GatewayAssembly {
                               notifications: try NotificationDecoder(mappings: mappings, environment: environment),
                               receiptSealer: try ReceiptSealKey.load(environment: environment,
                                                                      storageURL: gateway.storageURL, logger: logger),
-                              environment: environment, logger: logger, migration: migration, comparisons: ledger)
+                              environment: environment, logger: logger, migration: migration, comparisons: ledger,
+                              metrics: metrics)
     }
 
     /// The background work of a running gateway: the inbox drained through the state machine, and

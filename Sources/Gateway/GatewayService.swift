@@ -21,14 +21,17 @@ public final class GatewayService: Sendable {
     let migration: MigrationRouter?
     /// Where the comparisons route reads from; nil: the route answers 404.
     let comparisons: (any ComparisonLedger)?
-    public let metrics = GatewayMetrics()
+    /// Shared with the upstream HTTP client (as its observer) when the assembly builds both.
+    public let metrics: GatewayMetrics
 
     public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger,
                 notifications: NotificationDecoder? = nil,
                 checks: [any PurchaseCheck] = .standard, receiptSealer: AESGCMSealer?,
                 environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = .disabled,
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-                migration: MigrationRouter? = nil, comparisons: (any ComparisonLedger)? = nil) {
+                migration: MigrationRouter? = nil, comparisons: (any ComparisonLedger)? = nil,
+                metrics: GatewayMetrics = GatewayMetrics()) {
+        self.metrics = metrics
         self.migration = migration
         self.comparisons = comparisons
         self.apps = apps
