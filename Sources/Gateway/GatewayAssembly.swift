@@ -55,7 +55,7 @@ public struct GatewayAssembly {
                              normalizer: try ServerAPINormalizer(serverMapping),
                              options: .init(secretEnvironment: environment), logger: logger),
         ])
-        let ledger = try SQLiteLedger(storage: gateway.storageURL)
+        let ledger = try SQLLedger(storage: gateway.storageURL)
         let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
                                         store: ledger, legacyMappingVersion: legacyMapping.id,
                                         serverAPIMappingVersion: serverMapping.id, logger: logger)

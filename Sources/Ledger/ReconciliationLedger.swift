@@ -13,7 +13,7 @@ public protocol ReconciliationLedger: Sendable {
     func chainsWithLatestReceipt(bundleId: String, limit: Int) throws(VerificationError) -> [String]
 }
 
-extension SQLiteLedger: ReconciliationLedger {
+extension SQLLedger: ReconciliationLedger {
     public func chainsToReconcile(bundleId: String, expiringBefore: Int64, limit: Int)
         throws(VerificationError) -> [String] {
         try database.withConnection { (connection) throws(VerificationError) in
@@ -22,7 +22,7 @@ extension SQLiteLedger: ReconciliationLedger {
                     SELECT original_transaction_id, expires_date, state FROM subscription_states WHERE bundle_id = ?
                     UNION ALL
                     SELECT original_transaction_id, expires_date, state FROM entitlements WHERE bundle_id = ?
-                ) WHERE state = 'billingRetry'
+                ) AS chains WHERE state = 'billingRetry'
                      OR (state IN ('active', 'gracePeriod') AND expires_date IS NOT NULL AND expires_date < ?)
                 GROUP BY original_transaction_id ORDER BY soonest, original_transaction_id LIMIT ?
                 """, .text(bundleId), .text(bundleId), .integer(expiringBefore), .integer(Int64(max(0, limit)))) {

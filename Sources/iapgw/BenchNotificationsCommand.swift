@@ -95,7 +95,7 @@ struct BenchNotificationsCommand: Subcommand {
         }
         let acceptSeconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
 
-        let ledger = try SQLiteLedger(storage: "sqlite:" + database)
+        let ledger = try SQLLedger(storage: "sqlite:" + database)
         let processor = NotificationProcessor(apps: configuration.apps, ledger: ledger, logger: .disabled,
                                               now: { Int64(Date().timeIntervalSince1970 * 1000) })
         let drainStart = DispatchTime.now().uptimeNanoseconds

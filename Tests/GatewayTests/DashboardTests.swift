@@ -13,7 +13,7 @@ final class DashboardTests: XCTestCase {
 
     /// The planted comparisons and 142 agreeing ones, stored in the deployment's own ledger file.
     private func plant(_ gw: GatewayE2E) throws -> [PurchaseComparison] {
-        let ledger = try SQLiteLedger(storage: gw.sqlitePath)
+        let ledger = try SQLLedger(storage: gw.sqlitePath)
         let all = (F.agreed(96, at: F.day1, prefix: "a") + F.agreed(46, at: F.day1 + F.dayMillis, prefix: "b") + F.planted)
             .map { c -> PurchaseComparison in var c = c; c.bundleId = gw.bundleId; return c }
         for c in all { try ledger.recordComparison(c) }
@@ -53,7 +53,7 @@ final class DashboardTests: XCTestCase {
     }
 
     func testDashboardPagesThroughMoreComparisonsThanOneLedgerQueryAnswers() throws {
-        let ledger = try SQLiteLedger(storage: FileManager.default.temporaryDirectory
+        let ledger = try SQLLedger(storage: FileManager.default.temporaryDirectory
             .appendingPathComponent("dash-\(UUID().uuidString).sqlite").path)
         // 2,500 comparisons, five per millisecond, so page boundaries fall inside a millisecond.
         for i in 0..<2_500 {

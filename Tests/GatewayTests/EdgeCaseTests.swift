@@ -20,7 +20,7 @@ final class EdgeCaseTests: XCTestCase {
         XCTAssertEqual(answer.errorCode, "TRANSACTION_BOUND_TO_OTHER_ACCOUNT")
         let bobs = try await gw.entitlements("bob")
         XCTAssertTrue(bobs.isEmpty)
-        let ledger = try SQLiteLedger(storage: "sqlite:" + gw.sqlitePath)
+        let ledger = try SQLLedger(storage: "sqlite:" + gw.sqlitePath)
         XCTAssertNil(try ledger.owner(bundleId: gw.bundleId, originalTransactionId: monthly.originalTransactionId),
                      "the refused claim wrote nothing")
     }

@@ -126,7 +126,7 @@ final class PurchaseFlowTests: XCTestCase {
         let losers = answers.filter { $0.1.status == 409 && $0.1.errorCode == "TRANSACTION_BOUND_TO_OTHER_ACCOUNT" }
         XCTAssertEqual(winners.count, 1, answers.map { "\($0.1.status) \($0.1.errorCode ?? "")" }.joined(separator: ", "))
         XCTAssertEqual(losers.count, 49)
-        let ledger = try SQLiteLedger(storage: "sqlite:" + gw.sqlitePath)
+        let ledger = try SQLLedger(storage: "sqlite:" + gw.sqlitePath)
         let owner = try ledger.owner(bundleId: gw.bundleId, originalTransactionId: purchase.originalTransactionId)
         XCTAssertEqual(owner, winners.first?.0)
     }

@@ -11,7 +11,7 @@ import XCTest
 final class ReviewRegressionTests: XCTestCase {
     /// Waits (bounded) until the gateway's inbox has processed everything it holds.
     private func drained(_ gw: GatewayE2E) async throws {
-        let ledger = try SQLiteLedger(storage: gw.sqlitePath)
+        let ledger = try SQLLedger(storage: gw.sqlitePath)
         for _ in 0..<100 {
             if try ledger.inboxDepth().pending == 0 { return }
             try await Task.sleep(for: .milliseconds(50))
@@ -93,7 +93,7 @@ final class V1NotificationTrustTests: XCTestCase {
         let answer = try await gw.send("POST", gw.harness.notificationURL, body: Array(body.jsonText.utf8), apiKey: .some(nil))
         XCTAssertEqual(answer.status, 200, answer.text)
 
-        let ledger = try SQLiteLedger(storage: gw.sqlitePath)
+        let ledger = try SQLLedger(storage: gw.sqlitePath)
         for _ in 0..<100 where try ledger.inboxDepth().pending > 0 { try await Task.sleep(for: .milliseconds(50)) }
         let after = try await gw.entitlements("erin").first
         XCTAssertEqual(after?["expiresDate"], expiresBefore)

@@ -91,7 +91,7 @@ final class SecretsAndAuditTests: XCTestCase {
         let refused = try await gw.verifyReceipt(alice.receiptBase64, account: "mallory")
         XCTAssertEqual(refused.status, 409, refused.text)
 
-        let ledger = try SQLiteLedger(storage: "sqlite:" + gw.sqlitePath)
+        let ledger = try SQLLedger(storage: "sqlite:" + gw.sqlitePath)
         let records = try ledger.auditRecords(bundleId: gw.bundleId, limit: 10)
 
         XCTAssertEqual(records.count, 2)

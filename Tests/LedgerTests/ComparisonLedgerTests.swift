@@ -18,7 +18,7 @@ final class ComparisonLedgerTests: LedgerTestCase {
                              legacyValue: #""a""#, serverAPIValue: nil)
     }
 
-    private func seeded() throws -> SQLiteLedger {
+    private func seeded() throws -> SQLLedger {
         let ledger = try openLedger()
         try ledger.recordComparison(comparison("agreed-1", at: 1_000))
         try ledger.recordComparison(comparison("refund", at: 2_000, [difference(.entitlementMismatch, field: "entitlementState")]))

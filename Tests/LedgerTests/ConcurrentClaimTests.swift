@@ -6,7 +6,7 @@ import XCTest
 
 final class ConcurrentClaimTests: LedgerTestCase {
     /// Each of `accounts` claims the same purchase at once, through the ledger chosen for it.
-    private func raceClaims(accounts: [String], ledgerFor: @Sendable (Int) -> SQLiteLedger)
+    private func raceClaims(accounts: [String], ledgerFor: @Sendable (Int) -> SQLLedger)
         -> (winners: [String], codes: [VerificationError.Code]) {
         let winners = Mutex<[String]>([])
         let codes = Mutex<[VerificationError.Code]>([])

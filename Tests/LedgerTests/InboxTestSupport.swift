@@ -49,7 +49,7 @@ class InboxTestCase: LedgerTestCase {
 
     /// Drains with the fake machine, recording the ids applied in order.
     @discardableResult
-    func drain(_ ledger: SQLiteLedger, now: Int64? = nil, limit: Int = 100, applied: inout [String])
+    func drain(_ ledger: SQLLedger, now: Int64? = nil, limit: Int = 100, applied: inout [String])
         throws -> ProcessReport {
         try ledger.processPending(limit: limit, now: now ?? t0 + day) { (entry, stored) throws(VerificationError) in
             applied.append(entry.id)
@@ -58,12 +58,12 @@ class InboxTestCase: LedgerTestCase {
     }
 
     @discardableResult
-    func drain(_ ledger: SQLiteLedger, now: Int64? = nil, limit: Int = 100) throws -> ProcessReport {
+    func drain(_ ledger: SQLLedger, now: Int64? = nil, limit: Int = 100) throws -> ProcessReport {
         var ignored: [String] = []
         return try drain(ledger, now: now, limit: limit, applied: &ignored)
     }
 
-    func count(_ ledger: SQLiteLedger, _ sql: String) throws -> Int64 {
+    func count(_ ledger: SQLLedger, _ sql: String) throws -> Int64 {
         try ledger.database.withConnection { (connection) throws(VerificationError) in
             try connection.query(sql) { (row) throws(VerificationError) in try row.requiredInteger(0) }.first ?? -1
         }

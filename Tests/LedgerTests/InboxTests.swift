@@ -16,7 +16,7 @@ final class InboxTests: InboxTestCase {
 
     func testLedgerFromBeforeNotificationsUpgradesAndKeepsItsData() throws {
         do {
-            let old = try SQLiteLedger(storage: databasePath, migrations: [LedgerSchema.v1])
+            let old = try SQLLedger(storage: databasePath, migrations: [LedgerSchema.v1])
             _ = try old.claim(claim("alice", [transaction("1000", original: "1000")], now: t0))
         }
         let upgraded = try openLedger()

@@ -19,7 +19,7 @@ class LedgerTestCase: XCTestCase {
 
     var databasePath: String { directory.appendingPathComponent("ledger.sqlite").path }
 
-    func openLedger() throws -> SQLiteLedger { try SQLiteLedger(storage: "sqlite:" + databasePath) }
+    func openLedger() throws -> SQLLedger { try SQLLedger(storage: "sqlite:" + databasePath) }
 
     func transaction(_ id: String, original: String? = nil, product: String = "com.example.pro",
                      signedDate: Int64? = nil, revocationDate: Int64? = nil) -> CanonicalTransaction {

@@ -4,7 +4,7 @@ import XCTest
 @testable import Ledger
 
 final class StorageTests: LedgerTestCase {
-    private func schemaVersions(_ ledger: SQLiteLedger) throws -> [Int64] {
+    private func schemaVersions(_ ledger: SQLLedger) throws -> [Int64] {
         try ledger.database.withConnection { (connection) throws(VerificationError) in
             try connection.query("SELECT version FROM schema_migrations ORDER BY version") {
                 (row) throws(VerificationError) in try row.requiredInteger(0)
@@ -17,7 +17,7 @@ final class StorageTests: LedgerTestCase {
 
     func testOpeningCreatesParentDirectoriesAndAcceptsAPlainPath() throws {
         let path = directory.appendingPathComponent("a/b/ledger.sqlite").path
-        let ledger = try SQLiteLedger(storage: path)
+        let ledger = try SQLLedger(storage: path)
         try ledger.ping()
         XCTAssertTrue(FileManager.default.fileExists(atPath: path))
     }
@@ -36,16 +36,16 @@ final class StorageTests: LedgerTestCase {
     func testNewMigrationIsAppliedOnceOnTopOfExistingSchema() throws {
         _ = try openLedger()
         let upgraded = LedgerSchema.migrations + ["CREATE TABLE added_later (id INTEGER PRIMARY KEY)"]
-        let ledger = try SQLiteLedger(storage: databasePath, migrations: upgraded)
+        let ledger = try SQLLedger(storage: databasePath, migrations: upgraded)
         XCTAssertEqual(try schemaVersions(ledger), released + [Int64(released.count) + 1])
-        XCTAssertEqual(try schemaVersions(try SQLiteLedger(storage: databasePath, migrations: upgraded)),
+        XCTAssertEqual(try schemaVersions(try SQLLedger(storage: databasePath, migrations: upgraded)),
                        released + [Int64(released.count) + 1])
     }
 
     func testDatabaseFromANewerVersionIsRefused() throws {
         let upgraded = LedgerSchema.migrations + ["CREATE TABLE added_later (id INTEGER PRIMARY KEY)"]
-        _ = try SQLiteLedger(storage: databasePath, migrations: upgraded)
-        let error = errorThrown { () throws(VerificationError) in _ = try SQLiteLedger(storage: databasePath) }
+        _ = try SQLLedger(storage: databasePath, migrations: upgraded)
+        let error = errorThrown { () throws(VerificationError) in _ = try SQLLedger(storage: databasePath) }
         XCTAssertEqual(error?.code, .storageUnavailable)
         XCTAssertTrue(error?.message.contains("newer") ?? false)
     }
@@ -54,7 +54,7 @@ final class StorageTests: LedgerTestCase {
         _ = try openLedger()
         let broken = LedgerSchema.migrations + ["CREATE TABLE half_done (id INTEGER); THIS IS NOT SQL"]
         XCTAssertEqual(errorCode { () throws(VerificationError) in
-            _ = try SQLiteLedger(storage: databasePath, migrations: broken)
+            _ = try SQLLedger(storage: databasePath, migrations: broken)
         }, .storageUnavailable)
         let ledger = try openLedger()
         XCTAssertEqual(try schemaVersions(ledger), released)
@@ -70,19 +70,19 @@ final class StorageTests: LedgerTestCase {
         let file = directory.appendingPathComponent("not-a-directory")
         try Data("x".utf8).write(to: file)
         XCTAssertEqual(errorCode { () throws(VerificationError) in
-            _ = try SQLiteLedger(storage: "sqlite:" + file.appendingPathComponent("ledger.sqlite").path)
+            _ = try SQLLedger(storage: "sqlite:" + file.appendingPathComponent("ledger.sqlite").path)
         }, .storageUnavailable)
     }
 
     func testFileThatIsNotADatabaseIsStorageUnavailable() throws {
         try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: databasePath))
-        let error = errorThrown { () throws(VerificationError) in _ = try SQLiteLedger(storage: databasePath) }
+        let error = errorThrown { () throws(VerificationError) in _ = try SQLLedger(storage: databasePath) }
         XCTAssertEqual(error?.code, .storageUnavailable)
         XCTAssertEqual(error?.retryable, true)
     }
 
     func testEmptyStoragePathIsStorageUnavailable() throws {
-        XCTAssertEqual(errorCode { () throws(VerificationError) in _ = try SQLiteLedger(storage: "sqlite:") },
+        XCTAssertEqual(errorCode { () throws(VerificationError) in _ = try SQLLedger(storage: "sqlite:") },
                        .storageUnavailable)
     }
 
@@ -108,6 +108,6 @@ final class StorageTests: LedgerTestCase {
         let result = try ledger.database.withConnection { (connection) throws(VerificationError) in
             try connection.write(sql, [])
         }
-        XCTAssertEqual(result, .constraintViolation(1555))  // SQLITE_CONSTRAINT_PRIMARYKEY, an extended code
+        XCTAssertEqual(result, .constraintViolation("1555"))  // SQLITE_CONSTRAINT_PRIMARYKEY, an extended code
     }
 }

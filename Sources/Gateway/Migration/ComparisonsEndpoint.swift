@@ -47,7 +47,7 @@ enum ComparisonsEndpoint {
         }
         return ComparisonQuery(bundleId: bundleId, from: try integer("from", 0...Int64.max), to: try integer("to", 0...Int64.max),
                                kind: kind, field: try text("field"), productId: try text("productId"),
-                               limit: Int(try integer("limit", 1...Int64(SQLiteLedger.maxComparisonLimit)) ?? Int64(defaultLimit)))
+                               limit: Int(try integer("limit", 1...Int64(SQLLedger.maxComparisonLimit)) ?? Int64(defaultLimit)))
     }
 
     static func json(_ c: PurchaseComparison) -> JSONValue {

@@ -44,7 +44,7 @@ enum DashboardEndpoint {
     /// so comparisons sharing a millisecond across a page boundary are neither lost nor doubled.
     static func load(_ bundleId: String, from: Int64?, to: Int64?, ledger: any ComparisonLedger)
         throws(VerificationError) -> (comparisons: [PurchaseComparison], truncated: Bool) {
-        let pageSize = SQLiteLedger.maxComparisonLimit
+        let pageSize = SQLLedger.maxComparisonLimit
         var seen: Set<String> = []
         var all: [PurchaseComparison] = []
         var cursor = to

@@ -3,33 +3,12 @@ import Foundation
 import IAPCore
 import Synchronization
 
-/// A value bound to or read from a statement parameter.
-enum SQLValue: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByNilLiteral {
-    case null
-    case integer(Int64)
-    case text(String)
-    case blob(Data)
-
-    init(stringLiteral value: String) { self = .text(value) }
-    init(integerLiteral value: Int64) { self = .integer(value) }
-    init(nilLiteral: ()) { self = .null }
-
-    static func text(_ value: String?) -> SQLValue { value.map { .text($0) } ?? .null }
-    static func integer(_ value: Int64?) -> SQLValue { value.map { .integer($0) } ?? .null }
-}
-
-/// The result of a write that may break a constraint the caller knows how to handle.
-enum WriteResult: Equatable {
-    case changed(Int)
-    /// The extended result code (e.g. 2067 for a unique violation).
-    case constraintViolation(Int32)
-}
-
 /// One SQLite connection, used by one thread at a time (under `SQLiteDatabase`'s mutex).
 ///
 /// Error messages name the operation and SQLite's generic text for the result code
 /// (`sqlite3_errstr`), never `sqlite3_errmsg`, which may quote schema details, and never values.
-final class SQLiteConnection {
+final class SQLiteConnection: SQLConnection {
+    var dialect: SQLDialect { .sqlite }
     fileprivate let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
 
@@ -60,23 +39,14 @@ final class SQLiteConnection {
         case SQLITE_DONE, SQLITE_ROW:
             return .changed(Int(sqlite3_changes(handle)))
         case _ where code & 0xFF == SQLITE_CONSTRAINT:
-            return .constraintViolation(code)
+            return .constraintViolation(String(code))
         default:
             throw Self.storageError("write", code)
         }
     }
 
-    /// A write where a constraint violation is a storage fault too; returns the number of changed rows.
-    @discardableResult
-    func run(_ sql: String, _ arguments: SQLValue...) throws(VerificationError) -> Int {
-        switch try write(sql, arguments) {
-        case .changed(let count): return count
-        case .constraintViolation(let code): throw Self.storageError("write", code)
-        }
-    }
-
     /// Reads every row the query returns through `decode`.
-    func query<T>(_ sql: String, _ arguments: SQLValue..., decode: (SQLRow) throws(VerificationError) -> T)
+    func queryRows<T>(_ sql: String, _ arguments: [SQLValue], decode: (SQLRow) throws(VerificationError) -> T)
         throws(VerificationError) -> [T] {
         let statement = try prepared(sql, arguments)
         defer { release(statement) }
@@ -85,7 +55,7 @@ final class SQLiteConnection {
             let code = sqlite3_step(statement)
             if code == SQLITE_DONE { return rows }
             guard code == SQLITE_ROW else { throw Self.storageError("read", code) }
-            rows.append(try decode(SQLRow(statement: statement)))
+            rows.append(try decode(SQLRow(source: SQLiteRow(statement: statement))))
         }
     }
 
@@ -127,15 +97,18 @@ final class SQLiteConnection {
         return statement
     }
 
+    /// SQLite has one writer at a time: a transaction (BEGIN IMMEDIATE) already excludes every other.
+    func serializeTransaction(on key: String) throws(VerificationError) {}
+
     private func release(_ statement: OpaquePointer) {
         sqlite3_reset(statement)
         sqlite3_clear_bindings(statement)
     }
 }
 
-/// The current row of a query; valid only inside the `decode` closure.
-struct SQLRow {
-    fileprivate let statement: OpaquePointer
+/// SQLite's current row of a statement.
+struct SQLiteRow: SQLRowSource {
+    let statement: OpaquePointer
 
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
 
@@ -155,25 +128,13 @@ struct SQLRow {
         guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return Data() }
         return Data(bytes: bytes, count: count)
     }
-
-    /// A column the schema declares NOT NULL; NULL means the file was tampered with or corrupted.
-    func requiredText(_ column: Int32) throws(VerificationError) -> String {
-        guard let value = text(column) else { throw Self.corrupt }
-        return value
-    }
-
-    func requiredInteger(_ column: Int32) throws(VerificationError) -> Int64 {
-        guard let value = integer(column) else { throw Self.corrupt }
-        return value
-    }
-
-    static let corrupt = VerificationError(.storageUnavailable, "storage: a stored row does not match the schema")
 }
 
 /// One SQLite database file behind one connection guarded by a mutex: simple, and correct for a
 /// gateway whose writes are short. Other processes may open the same file; `busy_timeout` makes
 /// their writers wait for each other instead of failing.
-final class SQLiteDatabase: @unchecked Sendable {
+final class SQLiteDatabase: SQLDatabase, @unchecked Sendable {
+    var dialect: SQLDialect { .sqlite }
     private let connection: SQLiteConnection
     private let lock = Mutex(())
 
@@ -197,7 +158,7 @@ final class SQLiteDatabase: @unchecked Sendable {
 
     /// Runs `body` with exclusive use of the connection (no transaction of its own).
     @discardableResult
-    func withConnection<R: Sendable>(_ body: (SQLiteConnection) throws(VerificationError) -> R)
+    func withConnection<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
         throws(VerificationError) -> R {
         let connection = self.connection
         return try lock.withLock { (_: inout ()) throws(VerificationError) -> R in try body(connection) }
@@ -206,7 +167,7 @@ final class SQLiteDatabase: @unchecked Sendable {
     /// Runs `body` in one write transaction: BEGIN IMMEDIATE takes the write lock up front, so two
     /// connections never deadlock upgrading read locks; any throw rolls everything back.
     @discardableResult
-    func transaction<R: Sendable>(_ body: (SQLiteConnection) throws(VerificationError) -> R)
+    func transaction<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
         throws(VerificationError) -> R {
         try withConnection { (connection) throws(VerificationError) -> R in
             try connection.executeScript("BEGIN IMMEDIATE", operation: "begin")
@@ -220,6 +181,18 @@ final class SQLiteDatabase: @unchecked Sendable {
                 throw error
             }
             return result
+        }
+    }
+
+    /// WAL with synchronous=NORMAL survives a process crash, not a power cut; only these writes pay
+    /// for the extra sync.
+    @discardableResult
+    func withDurableConnection<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
+        throws(VerificationError) -> R {
+        try withConnection { (connection) throws(VerificationError) -> R in
+            try connection.executeScript("PRAGMA synchronous=FULL", operation: "configure")
+            defer { try? connection.executeScript("PRAGMA synchronous=NORMAL", operation: "configure") }
+            return try body(connection)
         }
     }
 }

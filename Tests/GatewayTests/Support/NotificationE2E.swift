@@ -83,7 +83,7 @@ final class WebhookReceiver: Sendable {
 struct NotificationE2E {
     let gw: GatewayE2E
     let webhooks: WebhookReceiver
-    let ledger: SQLiteLedger
+    let ledger: SQLLedger
 
     static let premium = "com.example.demo.pro.premium"
     static let coins = "com.example.demo.coins100"
@@ -103,7 +103,7 @@ struct NotificationE2E {
             configure(&options)
         }
         webhooks.expectSecret(gw.harness.webhookSecret)
-        return NotificationE2E(gw: gw, webhooks: webhooks, ledger: try SQLiteLedger(storage: "sqlite:" + gw.sqlitePath))
+        return NotificationE2E(gw: gw, webhooks: webhooks, ledger: try SQLLedger(storage: "sqlite:" + gw.sqlitePath))
     }
 
     // MARK: Purchases

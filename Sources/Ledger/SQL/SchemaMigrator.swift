@@ -6,17 +6,19 @@ import IAPCore
 enum SchemaMigrator {
     static let bookkeeping = """
         CREATE TABLE IF NOT EXISTS schema_migrations (
-            version INTEGER PRIMARY KEY,
-            applied_at INTEGER NOT NULL
+            version BIGINT PRIMARY KEY,
+            applied_at BIGINT NOT NULL
         )
         """
 
     /// Applies the missing migrations in one transaction, so a crash leaves the old schema intact
     /// and two processes opening a new file at once apply each migration exactly once.
     /// A database written by newer code is refused: this code cannot know what its rows mean.
-    static func migrate(_ database: SQLiteDatabase, migrations: [String]) throws(VerificationError) {
+    static func migrate(_ database: any SQLDatabase, migrations: [String]) throws(VerificationError) {
         let known = Int64(migrations.count)
         try database.transaction { (connection) throws(VerificationError) in
+            // Instances starting together on one PostgreSQL database take turns (the table may not exist yet).
+            try connection.serializeTransaction(on: "schema_migrations")
             try connection.executeScript(bookkeeping, operation: "create schema_migrations")
             let current = try connection.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations") {
                 (row) throws(VerificationError) in try row.requiredInteger(0)
@@ -36,7 +38,7 @@ enum SchemaMigrator {
     }
 
     /// The applied version, for tests and operations.
-    static func currentVersion(_ database: SQLiteDatabase) throws(VerificationError) -> Int64 {
+    static func currentVersion(_ database: any SQLDatabase) throws(VerificationError) -> Int64 {
         try database.withConnection { (connection) throws(VerificationError) in
             try connection.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations") {
                 (row) throws(VerificationError) in try row.requiredInteger(0)

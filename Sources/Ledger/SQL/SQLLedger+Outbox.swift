@@ -1,7 +1,7 @@
 import Foundation
 import IAPCore
 
-extension SQLiteLedger {
+extension SQLLedger {
     // MARK: Webhook outbox
 
     @discardableResult
@@ -15,7 +15,7 @@ extension SQLiteLedger {
 
     /// True if the event was new. The key is scoped to the app: two apps' keys never shadow each other.
     @discardableResult
-    static func insertWebhook(_ event: WebhookEvent, now: Int64, _ connection: SQLiteConnection)
+    static func insertWebhook(_ event: WebhookEvent, now: Int64, _ connection: any SQLConnection)
         throws(VerificationError) -> Bool {
         guard !event.idempotencyKey.isEmpty else {
             throw VerificationError(.storageUnavailable, "storage: webhook event without an idempotency key")

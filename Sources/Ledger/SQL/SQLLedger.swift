@@ -1,19 +1,26 @@
 import Foundation
 import IAPCore
 
-/// The `Ledger` on one SQLite file: the default for a single gateway instance. Several processes
-/// may share the file (WAL, busy timeout); for many instances use the PostgreSQL ledger.
-public final class SQLiteLedger: Ledger {
-    let database: SQLiteDatabase
+/// The ledger's logic, written once over `SQLDatabase`: SQLite (`sqlite:PATH`, the default for one
+/// gateway instance) or PostgreSQL (`postgres://…`, for several instances sharing one database).
+/// Every guarantee of `Ledger`, `NotificationLedger`, `ComparisonLedger` and `ReconciliationLedger`
+/// holds on both; the same test suite runs against each.
+public final class SQLLedger: Ledger {
+    let database: any SQLDatabase
 
-    /// Opens the ledger at `storage`: `sqlite:PATH` or a plain path. Creates the parent directory
-    /// and the file if needed and migrates the schema; refuses a file from a newer schema.
+    /// Opens the ledger at `storage`: `sqlite:PATH` (or a plain path), `postgres://…` or
+    /// `postgresql://…`. Creates what is missing (an SQLite file and its directory) and applies the
+    /// schema migrations not yet applied; refuses a database from a newer schema.
     public convenience init(storage: String) throws(VerificationError) {
-        try self.init(storage: storage, migrations: LedgerSchema.migrations)
+        if PostgresDatabase.handles(storage) {
+            self.init(database: try PostgresDatabase(url: storage, migrations: PostgresLedgerSchema.migrations))
+        } else {
+            try self.init(storage: storage, migrations: LedgerSchema.migrations)
+        }
     }
 
-    /// Tests pass other migration lists to prove versioning.
-    init(storage: String, migrations: [String]) throws(VerificationError) {
+    /// An SQLite ledger; tests pass other migration lists to prove versioning.
+    convenience init(storage: String, migrations: [String]) throws(VerificationError) {
         let path = storage.hasPrefix("sqlite:") ? String(storage.dropFirst("sqlite:".count)) : storage
         guard !path.isEmpty else {
             throw VerificationError(.storageUnavailable, "storage: empty SQLite path")
@@ -24,7 +31,11 @@ public final class SQLiteLedger: Ledger {
         } catch {
             throw VerificationError(.storageUnavailable, "storage: cannot create the ledger's directory")
         }
-        database = try SQLiteDatabase(path: path, migrations: migrations)
+        self.init(database: try SQLiteDatabase(path: path, migrations: migrations))
+    }
+
+    init(database: any SQLDatabase) {
+        self.database = database
     }
 
     // MARK: Nonces
@@ -84,6 +95,13 @@ public final class SQLiteLedger: Ledger {
     public func claim(_ claim: PurchaseClaim) throws(VerificationError) -> ClaimOutcome {
         try database.transaction { (connection) throws(VerificationError) -> ClaimOutcome in
             var outcome = ClaimOutcome(newlyGranted: [], alreadyGranted: [])
+            // The same chain locks the notification worker takes, in one order (no deadlock between
+            // two claims): a notification applied meanwhile by another instance is seen, not overwritten.
+            let chains = Set(claim.transactions.map { $0.originalTransactionId ?? $0.transactionId }
+                             + claim.entitlements.map(\.originalTransactionId))
+            for chain in chains.sorted() {
+                try connection.serializeTransaction(on: "chain:\(claim.bundleId):\(chain)")
+            }
             var seen = Set<String>()
             for transaction in claim.transactions where seen.insert(transaction.transactionId).inserted {
                 let key = transaction.originalTransactionId ?? transaction.transactionId
@@ -105,7 +123,7 @@ public final class SQLiteLedger: Ledger {
                                                           "this purchase is already bound to another account")
 
     /// Binds the purchase to the claiming account unless it already belongs to someone.
-    private func bind(_ key: String, in claim: PurchaseClaim, _ connection: SQLiteConnection)
+    private func bind(_ key: String, in claim: PurchaseClaim, _ connection: any SQLConnection)
         throws(VerificationError) {
         try connection.run("""
             INSERT INTO ownership (bundle_id, ownership_key, account, bound_at) VALUES (?, ?, ?, ?)
@@ -118,7 +136,7 @@ public final class SQLiteLedger: Ledger {
     /// Records the transaction; true if this is its first grant. A known transaction keeps its
     /// first_granted_at and takes the newer facts (see `TransactionFacts.merge`).
     private func grant(_ transaction: CanonicalTransaction, key: String, in claim: PurchaseClaim,
-                       _ connection: SQLiteConnection) throws(VerificationError) -> Bool {
+                       _ connection: any SQLConnection) throws(VerificationError) -> Bool {
         let json = Self.json(transaction)
         let inserted = try connection.run("""
             INSERT INTO transactions (bundle_id, transaction_id, ownership_key, account, product_id,
@@ -148,7 +166,7 @@ public final class SQLiteLedger: Ledger {
         return false
     }
 
-    private func store(_ entitlement: Entitlement, in claim: PurchaseClaim, _ connection: SQLiteConnection)
+    private func store(_ entitlement: Entitlement, in claim: PurchaseClaim, _ connection: any SQLConnection)
         throws(VerificationError) {
         // An entitlement is only as good as the ownership behind it: never store one for a
         // purchase the claiming account does not own.
@@ -182,7 +200,7 @@ public final class SQLiteLedger: Ledger {
             .text(entitlement.source), .integer(factTime))
     }
 
-    private func ownerOf(_ key: String, bundleId: String, _ connection: SQLiteConnection)
+    private func ownerOf(_ key: String, bundleId: String, _ connection: any SQLConnection)
         throws(VerificationError) -> String? {
         try connection.query("SELECT account FROM ownership WHERE bundle_id = ? AND ownership_key = ?",
                              .text(bundleId), .text(key)) { (row) throws(VerificationError) in

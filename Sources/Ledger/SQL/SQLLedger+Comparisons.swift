@@ -1,7 +1,7 @@
 import Foundation
 import IAPCore
 
-extension SQLiteLedger: ComparisonLedger {
+extension SQLLedger: ComparisonLedger {
     public static let maxComparisonLimit = 1000
 
     public func recordComparison(_ c: PurchaseComparison) throws(VerificationError) {
@@ -41,7 +41,7 @@ extension SQLiteLedger: ComparisonLedger {
                   AND (? = 0 OR EXISTS (SELECT 1 FROM comparison_differences d WHERE d.comparison_id = c.id
                         AND (? IS NULL OR d.kind = ?) AND (? IS NULL OR d.field = ?)
                         AND (? IS NULL OR d.product_id = ?)))
-                  AND (? IS NULL OR EXISTS (SELECT 1 FROM json_each(c.product_ids) p WHERE p.value = ?)
+                  AND (? IS NULL OR \(connection.dialect.jsonArrayContains("c.product_ids"))
                         OR EXISTS (SELECT 1 FROM comparison_differences d WHERE d.comparison_id = c.id AND d.product_id = ?))
                 ORDER BY c.compared_at DESC, c.id LIMIT ?
                 """, .text(q.bundleId), .integer(q.from), .integer(q.from), .integer(q.to), .integer(q.to),

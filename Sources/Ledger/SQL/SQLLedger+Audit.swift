@@ -1,7 +1,7 @@
 import Foundation
 import IAPCore
 
-extension SQLiteLedger {
+extension SQLLedger {
     public func recordAudit(_ record: AuditRecord) throws(VerificationError) {
         // The digest's shape is checked so that no caller can slip the evidence itself into the log.
         let digest = record.evidenceSHA256

@@ -1,7 +1,7 @@
 import Foundation
 import IAPCore
 
-extension SQLiteLedger: NotificationLedger {
+extension SQLLedger: NotificationLedger {
     // MARK: Enqueue
 
     public func enqueue(_ entry: InboxEntry) throws(VerificationError) -> Bool {
@@ -12,12 +12,9 @@ extension SQLiteLedger: NotificationLedger {
             throw VerificationError(.storageUnavailable, "storage: inbox entry without an id or bundle id")
         }
         let eventJSON = try entry.event.map { (event) throws(VerificationError) in try NotificationJSON.encode(event) }
-        return try database.withConnection { (connection) throws(VerificationError) -> Bool in
-            // The route answers Apple 200 on return, and Apple will not send it again: the commit must
-            // reach the disk, not only the OS (WAL with synchronous=NORMAL survives a process crash,
-            // not a power cut). Only this write pays for the extra sync.
-            try connection.executeScript("PRAGMA synchronous=FULL", operation: "configure")
-            defer { try? connection.executeScript("PRAGMA synchronous=NORMAL", operation: "configure") }
+        // The route answers Apple 200 on return, and Apple will not send it again: the commit must
+        // reach the disk, not only the OS.
+        return try database.withDurableConnection { (connection) throws(VerificationError) -> Bool in
             let inserted = try connection.run("""
                 INSERT INTO notification_inbox (bundle_id, notification_id, version, notification_type, subtype,
                                                 signed_date, environment, received_at, raw_body, event_json)
@@ -49,9 +46,11 @@ extension SQLiteLedger: NotificationLedger {
         for seq in due {
             do throws(VerificationError) {
                 let unknown = try database.transaction { (connection) throws(VerificationError) -> Bool? in
-                    // Re-read under the write lock: another worker may have taken the entry meanwhile.
+                    // Re-read under the lock: another worker (or instance) may have taken the entry meanwhile.
                     guard let entry = try Self.dueEntry(seq, connection) else { return nil }
                     let chain = entry.event?.originalTransactionId
+                    // Two entries of one chain taken by two instances must not both read the old state.
+                    if let chain { try connection.serializeTransaction(on: "chain:\(entry.bundleId):\(chain)") }
                     let stored = try chain.flatMap { (chain) throws(VerificationError) in
                         try Self.storedState(bundleId: entry.bundleId, originalTransactionId: chain, connection)
                     }
@@ -71,17 +70,17 @@ extension SQLiteLedger: NotificationLedger {
         return report
     }
 
-    private static func dueEntry(_ seq: Int64, _ connection: SQLiteConnection) throws(VerificationError) -> InboxEntry? {
+    private static func dueEntry(_ seq: Int64, _ connection: any SQLConnection) throws(VerificationError) -> InboxEntry? {
         try connection.query("""
             SELECT \(entryColumns) FROM notification_inbox
-            WHERE seq = ? AND processed_at IS NULL AND parked_at IS NULL
+            WHERE seq = ? AND processed_at IS NULL AND parked_at IS NULL\(connection.dialect.lockRowsSkippingLocked)
             """, .integer(seq), decode: decodeEntry).first
     }
 
     /// Writes everything `outcome` says, then marks the entry processed; the caller's transaction
     /// makes it all-or-nothing. An outcome about another app or chain is a lifecycle bug: refused.
     private static func record(_ outcome: LifecycleOutcome, of entry: InboxEntry, seq: Int64, chain: String?,
-                               now: Int64, _ connection: SQLiteConnection) throws(VerificationError) {
+                               now: Int64, _ connection: any SQLConnection) throws(VerificationError) {
         if let state = outcome.newState {
             guard state.bundleId == entry.bundleId, let chain, state.originalTransactionId == chain else {
                 throw VerificationError(.storageUnavailable, "storage: lifecycle outcome for another purchase chain")
@@ -112,7 +111,7 @@ extension SQLiteLedger: NotificationLedger {
             """, .integer(now), .integer(outcome.unknownType ? 1 : 0), .integer(seq))
     }
 
-    private static func storeState(_ state: SubscriptionState, now: Int64, _ connection: SQLiteConnection)
+    private static func storeState(_ state: SubscriptionState, now: Int64, _ connection: any SQLConnection)
         throws(VerificationError) {
         try connection.run("""
             INSERT INTO subscription_states (bundle_id, original_transaction_id, product_id, state, expires_date,
@@ -130,7 +129,7 @@ extension SQLiteLedger: NotificationLedger {
     /// Moves the owner's entitlement to the chain's state, unless the row holds a newer fact (a claim
     /// made after this notification was signed). `updated_at` is the fact's time: `lastSignedDate`
     /// here, the claim's `now` on the claim path. An unclaimed chain has no owner and no row yet.
-    static func storeOwnerEntitlement(_ state: SubscriptionState, _ connection: SQLiteConnection)
+    static func storeOwnerEntitlement(_ state: SubscriptionState, _ connection: any SQLConnection)
         throws(VerificationError) {
         let owners = try connection.query("""
             SELECT account FROM ownership WHERE bundle_id = ? AND ownership_key = ?
@@ -181,7 +180,7 @@ extension SQLiteLedger: NotificationLedger {
         }
     }
 
-    static func storedState(bundleId: String, originalTransactionId: String, _ connection: SQLiteConnection)
+    static func storedState(bundleId: String, originalTransactionId: String, _ connection: any SQLConnection)
         throws(VerificationError) -> SubscriptionState? {
         let json = try connection.query("""
             SELECT state_json FROM subscription_states WHERE bundle_id = ? AND original_transaction_id = ?
@@ -194,8 +193,9 @@ extension SQLiteLedger: NotificationLedger {
     public func inboxDepth() throws(VerificationError) -> InboxDepth {
         try database.withConnection { (connection) throws(VerificationError) in
             try connection.query("""
-                SELECT COALESCE(SUM(parked_at IS NULL), 0), COALESCE(SUM(parked_at IS NULL AND attempts > 0), 0),
-                       COALESCE(SUM(parked_at IS NOT NULL), 0)
+                SELECT COALESCE(SUM(CASE WHEN parked_at IS NULL THEN 1 ELSE 0 END), 0),
+                       COALESCE(SUM(CASE WHEN parked_at IS NULL AND attempts > 0 THEN 1 ELSE 0 END), 0),
+                       COALESCE(SUM(CASE WHEN parked_at IS NOT NULL THEN 1 ELSE 0 END), 0)
                 FROM notification_inbox WHERE processed_at IS NULL
                 """) { (row) throws(VerificationError) in
                 InboxDepth(pending: Int(try row.requiredInteger(0)), retrying: Int(try row.requiredInteger(1)),
