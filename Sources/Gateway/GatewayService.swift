@@ -17,6 +17,8 @@ public final class GatewayService: Sendable {
     let sealer: AESGCMSealer?
     let logger: Logger
     let now: @Sendable () -> Int64
+    /// The process environment the policies' secret references resolve in (readiness re-checks them).
+    let environment: [String: String]
     /// Shadow, compare and cutover routing of receipts; nil: receipts take the primary path only.
     let migration: MigrationRouter?
     /// Where the comparisons route reads from; nil: the route answers 404.
@@ -37,6 +39,7 @@ public final class GatewayService: Sendable {
         self.notifications = notifications
         self.checks = checks
         self.authenticator = APIKeyAuthenticator(environment: environment)
+        self.environment = environment
         self.sealer = receiptSealer
         self.logger = logger
         self.now = now
@@ -69,6 +72,13 @@ public final class GatewayService: Sendable {
             return .json(200, #"{"status":"ok"}"#)
         case .ready:
             try ledger.ping()
+            // A trust root or secret that became unreadable since start makes every verification of
+            // its app fail: not ready. The probe is public, so the details go to the log only.
+            let problems = configurationProblems()
+            guard problems.isEmpty else {
+                for problem in problems { log.error("not_ready", problem) }
+                return .json(503, #"{"status":"not ready","reason":"configuration"}"#)
+            }
             return .json(200, #"{"status":"ready"}"#)
         case .openAPI:
             return .json(200, OpenAPIDocument.json)
@@ -107,6 +117,13 @@ public final class GatewayService: Sendable {
             return .error(405, code: VerificationError.Code.notFound.rawValue, message: "method not allowed on this path")
         case .notFound:
             throw VerificationError(.notFound, "no such route")
+        }
+    }
+
+    /// What the policies need and cannot read now: trust roots and secret references (never values).
+    func configurationProblems() -> [[String: String]] {
+        apps.values.sorted { $0.bundleId < $1.bundleId }.flatMap { app in
+            app.diagnostics(environment: environment).map { ["bundleId": app.bundleId, "problem": $0.message] }
         }
     }
 
