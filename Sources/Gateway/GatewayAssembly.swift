@@ -81,7 +81,10 @@ public struct GatewayAssembly {
             throw VerificationError(.invalidConfiguration, "webhook HTTP client: \(error)")
         }
         let dispatcher = WebhookDispatcher(apps: service.apps, ledger: service.ledger, client: client,
-                                           environment: environment, logger: logger, now: service.now)
+                                           environment: environment, logger: logger,
+                                           attemptTimeoutMillis: (gateway.timeouts.connectSeconds
+                                                                  + gateway.timeouts.requestSeconds) * 1000,
+                                           now: service.now)
         let maintenance = try ReconciliationSchedule(service: service, environment: environment, logger: logger)
         return Task {
             await withTaskGroup(of: Void.self) { group in
@@ -102,7 +105,8 @@ public struct GatewayAssembly {
 }
 
 /// The key that seals stored receipts: `IAPGW_RECEIPT_SEAL_KEY` (64 hex digits) when set, else a
-/// random key kept beside the SQLite database (mode 0600), made on first start.
+/// random key kept beside the SQLite database (mode 0600), made on first start. With PostgreSQL the
+/// variable is required: every instance must read the receipts the others sealed.
 public enum ReceiptSealKey {
     public static func load(environment: [String: String], storageURL: String,
                             logger: Logger) throws(VerificationError) -> AESGCMSealer {
@@ -111,6 +115,11 @@ public enum ReceiptSealKey {
                 throw VerificationError(.invalidConfiguration, "IAPGW_RECEIPT_SEAL_KEY must be 64 hex digits")
             }
             return try AESGCMSealer(key: key)
+        }
+        // Instances sharing a database must share the key too, and have no common directory for it.
+        guard storageURL.hasPrefix("sqlite:") || !storageURL.contains("://") else {
+            throw VerificationError(.invalidConfiguration,
+                                    "IAPGW_RECEIPT_SEAL_KEY (64 hex digits) is required with a PostgreSQL storageURL")
         }
         let path = storageURL.hasPrefix("sqlite:") ? String(storageURL.dropFirst("sqlite:".count)) : storageURL
         let keyFile = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("receipt-seal.key")

@@ -67,8 +67,14 @@ public protocol NotificationLedger: Sendable {
     @discardableResult
     func enqueueWebhooks(_ events: [WebhookEvent], now: Int64) throws(VerificationError) -> Int
 
-    /// Undelivered events with `nextAttemptAt <= now`, earliest due first.
+    /// Undelivered events with `nextAttemptAt <= now`, earliest due first (a read: operations, tests).
     func dueWebhooks(now: Int64, limit: Int) throws(VerificationError) -> [OutboxEntry]
+
+    /// Takes up to `limit` due events for delivery by this caller: they are not due again for anyone
+    /// (another instance included) until `now + leaseMillis`, unless marked failed or delivered
+    /// sooner. A deliverer that dies mid-way leaves them to be retried once the lease runs out, so
+    /// delivery stays at-least-once without two instances sending the same event at the same time.
+    func leaseDueWebhooks(now: Int64, limit: Int, leaseMillis: Int64) throws(VerificationError) -> [OutboxEntry]
 
     func markDelivered(_ seq: Int64, at now: Int64) throws(VerificationError)
 

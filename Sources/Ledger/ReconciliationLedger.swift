@@ -11,6 +11,14 @@ public protocol ReconciliationLedger: Sendable {
 
     /// Chains of one app with a sealed latest receipt (legacy re-verification), ordered by id.
     func chainsWithLatestReceipt(bundleId: String, limit: Int) throws(VerificationError) -> [String]
+
+    /// Takes or renews the lease `name` for `holder` until `now + ttlMillis`. True if `holder` now
+    /// holds it: it was free, expired, or already `holder`'s. Across instances on one database at
+    /// most one holder has an unexpired lease.
+    func acquireLease(_ name: String, holder: String, now: Int64, ttlMillis: Int64) throws(VerificationError) -> Bool
+
+    /// Gives the lease up if `holder` has it, so another instance need not wait for it to expire.
+    func releaseLease(_ name: String, holder: String) throws(VerificationError)
 }
 
 extension SQLLedger: ReconciliationLedger {
@@ -39,6 +47,27 @@ extension SQLLedger: ReconciliationLedger {
                 """, .text(bundleId), .integer(Int64(max(0, limit)))) { (row) throws(VerificationError) in
                 try row.requiredText(0)
             }
+        }
+    }
+
+    public func acquireLease(_ name: String, holder: String, now: Int64, ttlMillis: Int64)
+        throws(VerificationError) -> Bool {
+        guard ttlMillis > 0, !name.isEmpty, !holder.isEmpty else {
+            throw VerificationError(.storageUnavailable, "storage: a lease needs a name, a holder and a positive lifetime")
+        }
+        // One statement decides: the upsert changes the row only when it is free, expired or ours.
+        return try database.withConnection { (connection) throws(VerificationError) -> Bool in
+            try connection.run("""
+                INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)
+                ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+                WHERE leases.expires_at <= ? OR leases.holder = excluded.holder
+                """, .text(name), .text(holder), .integer(now + ttlMillis), .integer(now)) == 1
+        }
+    }
+
+    public func releaseLease(_ name: String, holder: String) throws(VerificationError) {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.run("DELETE FROM leases WHERE name = ? AND holder = ?", .text(name), .text(holder))
         }
     }
 }

@@ -121,6 +121,22 @@ final class ReconciliationTests: XCTestCase {
 
         XCTAssertEqual(results.compactMap { $0 }.count, 1, "exactly one pass ran")
     }
+
+    func testPassIsSkippedWhileAnotherInstanceHoldsTheLeaseAndRunsOnceItIsFree() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let service = gw.harness.service
+        let ledger = try XCTUnwrap(service.ledger as? any ReconciliationLedger)
+        let reconciler = try Reconciler(service: service)
+        XCTAssertTrue(try ledger.acquireLease("reconciliation", holder: "another-instance", now: service.now(),
+                                              ttlMillis: 60_000))
+        let skipped = await reconciler.reconcile()
+        XCTAssertNil(skipped, "another instance is reconciling")
+
+        try ledger.releaseLease("reconciliation", holder: "another-instance")
+        _ = try await runPass(reconciler)
+        XCTAssertTrue(try ledger.acquireLease("reconciliation", holder: "another-instance", now: service.now(),
+                                              ttlMillis: 60_000), "the pass gave the lease back when it ended")
+    }
 }
 
 /// One pass that must run (no other pass holds the lock).

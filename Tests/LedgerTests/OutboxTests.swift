@@ -1,5 +1,6 @@
 import Foundation
 import IAPCore
+import Synchronization
 import XCTest
 @testable import Ledger
 
@@ -89,5 +90,44 @@ final class OutboxTests: InboxTestCase {
         try ledger.markForReplay(bundleId: app, since: 0)
         XCTAssertEqual(try drain(ledger).processed, 1)
         XCTAssertEqual(try ledger.outboxDepth(), 0)
+    }
+
+    func testLeasedEventsAreNotDueForAnyoneElseUntilTheLeaseRunsOut() throws {
+        let ledger = try openLedger()
+        try ledger.enqueueWebhooks([event("k-1"), event("k-2"), event("k-3")], now: t0)
+        let first = try ledger.leaseDueWebhooks(now: t0, limit: 2, leaseMillis: 60_000)
+        XCTAssertEqual(first.map(\.event.idempotencyKey), ["k-1", "k-2"])
+        let second = try ledger.leaseDueWebhooks(now: t0 + 1, limit: 10, leaseMillis: 60_000)
+        XCTAssertEqual(second.map(\.event.idempotencyKey), ["k-3"], "a second deliverer gets only what nobody holds")
+        XCTAssertEqual(try ledger.leaseDueWebhooks(now: t0 + 2, limit: 10, leaseMillis: 60_000), [])
+
+        // The first deliverer died without marking anything: its events come back after the lease.
+        try ledger.markDelivered(second[0].seq, at: t0 + 3)
+        let retaken = try ledger.leaseDueWebhooks(now: t0 + 60_000, limit: 10, leaseMillis: 60_000)
+        XCTAssertEqual(retaken.map(\.event.idempotencyKey), ["k-1", "k-2"])
+        XCTAssertEqual(try ledger.outboxDepth(), 2)
+    }
+
+    func testLeasedEventMarkedFailedIsDueAtItsBackoffNotAtTheLeaseEnd() throws {
+        let ledger = try openLedger()
+        try ledger.enqueueWebhooks([event("k-1")], now: t0)
+        let seq = try XCTUnwrap(ledger.leaseDueWebhooks(now: t0, limit: 1, leaseMillis: 600_000).first?.seq)
+        try ledger.markFailed(seq, nextAttemptAt: t0 + 1_000)
+        XCTAssertEqual(try ledger.leaseDueWebhooks(now: t0 + 1_000, limit: 1, leaseMillis: 600_000).map(\.seq), [seq])
+    }
+
+    func testConcurrentDeliverersNeverTakeTheSameEvent() throws {
+        let ledger = try openLedger()
+        try ledger.enqueueWebhooks((0..<200).map { event("k-\($0)") }, now: t0)
+        let taken = Mutex<[String]>([])
+        let t0 = self.t0
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            while let batch = try? ledger.leaseDueWebhooks(now: t0, limit: 7, leaseMillis: 60_000), !batch.isEmpty {
+                taken.withLock { $0 += batch.map(\.event.idempotencyKey) }
+            }
+        }
+        let keys = taken.withLock { $0 }
+        XCTAssertEqual(keys.count, 200)
+        XCTAssertEqual(Set(keys).count, 200, "no event leased twice")
     }
 }

@@ -14,9 +14,13 @@ public final class WebhookDispatcher: Sendable {
     let environment: [String: String]
     let logger: Logger
     let now: @Sendable () -> Int64
+    /// The longest one delivery attempt can take (connect + request timeouts of `client`).
+    let attemptTimeoutMillis: Int64
 
     public init(apps: [String: AppPolicy], ledger: any NotificationLedger & Ledger, client: UpstreamHTTPClient,
-                environment: [String: String], logger: Logger, now: @escaping @Sendable () -> Int64) {
+                environment: [String: String], logger: Logger, attemptTimeoutMillis: Int64 = 20_000,
+                now: @escaping @Sendable () -> Int64) {
+        self.attemptTimeoutMillis = attemptTimeoutMillis
         self.apps = apps
         self.ledger = ledger
         self.client = client
@@ -52,11 +56,15 @@ public final class WebhookDispatcher: Sendable {
         "sha256=" + HMACSHA256.hex(key: Array(secret.utf8), message: Array("\(timestamp).\(body)".utf8))
     }
 
+
     /// Sends what is due; returns how many were delivered.
     @discardableResult
-    public func deliverDue(limit: Int = 100) async throws(VerificationError) -> Int {
+    public func deliverDue(limit: Int = 16) async throws(VerificationError) -> Int {
         var delivered = 0
-        for entry in try ledger.dueWebhooks(now: now(), limit: limit) {
+        // A batch taken for delivery stays ours longer than its receivers can take at the upstream
+        // timeout, so another instance never sends the same event while we still may.
+        let lease = Int64(max(1, limit)) * (attemptTimeoutMillis + 1_000)
+        for entry in try ledger.leaseDueWebhooks(now: now(), limit: limit, leaseMillis: lease) {
             guard let app = apps[entry.event.bundleId], let webhook = app.webhook else {
                 // No receiver configured: nothing will ever take it, so it is not retried forever.
                 try ledger.markDelivered(entry.seq, at: now())

@@ -14,8 +14,8 @@ import Synchronization
 ///   and its chains' facts enqueued as GATEWAY_RECONCILED_STATUS events.
 /// Nothing is applied here: the inbox worker runs everything through the one state machine, which
 /// ignores what is older than the state. Consumption requests due an answer are answered last.
-/// One pass at a time per process (a second caller gets nil); several instances would need a
-/// lease in the ledger.
+/// One pass at a time: per process, and across instances sharing a database through the ledger's
+/// `reconciliation` lease, renewed while the pass runs (a second caller gets nil).
 public final class Reconciler: Sendable {
     public struct Options: Sendable {
         /// How far back the first pass (with no high-water mark) reads notification history.
@@ -26,6 +26,8 @@ public final class Reconciler: Sendable {
         public var expiryHorizonMillis: Int64 = 3_600_000
         public var maxChainsPerApp = 500
         public var maxHistoryPages = 50
+        /// How long the cross-instance lease lasts without renewal (a crashed holder's runs out).
+        public var leaseMillis: Int64 = 5 * 60_000
         public init() {}
     }
 
@@ -40,6 +42,9 @@ public final class Reconciler: Sendable {
     let logger: Logger
     let now: @Sendable () -> Int64
     private let running = Mutex(false)
+    /// Who holds the lease: one id per reconciler, so two processes never take each other's.
+    let leaseHolder = UUID().uuidString
+    static let leaseName = "reconciliation"
     /// Per app and environment: the end of the last history window read completely.
     private let highWater = Mutex<[String: Int64]>([:])
 
@@ -84,6 +89,24 @@ public final class Reconciler: Sendable {
             return true
         }) else { return nil }
         defer { running.withLock { $0 = false } }
+        guard takeLease() else {
+            logger.info("reconciliation_skipped", ["reason": "another instance holds the lease"])
+            return nil
+        }
+        let heartbeat = Task { [self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(max(options.leaseMillis / 3, 1)))
+                if !Task.isCancelled, !takeLease() {
+                    logger.error("reconciliation_lease_lost", [:])
+                }
+            }
+        }
+        defer {
+            heartbeat.cancel()
+            do { try ledger.releaseLease(Self.leaseName, holder: leaseHolder) } catch {
+                logger.warning("reconciliation_lease_release_failed", ["code": error.code.rawValue])
+            }
+        }
 
         var report = ReconciliationReport()
         for app in apps.values.sorted(by: { $0.bundleId < $1.bundleId }) {
@@ -101,6 +124,16 @@ public final class Reconciler: Sendable {
                                             "consumptionAnswered": String(report.consumptionAnswered),
                                             "failures": String(report.failures.count)])
         return report
+    }
+
+    /// Takes or renews the cross-instance lease; a storage failure counts as not holding it.
+    private func takeLease() -> Bool {
+        do {
+            return try ledger.acquireLease(Self.leaseName, holder: leaseHolder, now: now(), ttlMillis: options.leaseMillis)
+        } catch {
+            logger.error("reconciliation_lease_failed", ["code": error.code.rawValue])
+            return false
+        }
     }
 
     // MARK: Get Notification History

@@ -30,14 +30,34 @@ extension SQLLedger {
 
     public func dueWebhooks(now: Int64, limit: Int) throws(VerificationError) -> [OutboxEntry] {
         try database.withConnection { (connection) throws(VerificationError) in
-            try connection.query("""
-                SELECT seq, event_json, attempts, next_attempt_at FROM webhook_outbox
-                WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, seq LIMIT ?
-                """, .integer(now), .integer(Int64(max(0, limit)))) { (row) throws(VerificationError) in
-                OutboxEntry(seq: try row.requiredInteger(0),
-                            event: try NotificationJSON.decode(WebhookEvent.self, try row.requiredText(1)),
-                            attempts: Int(try row.requiredInteger(2)), nextAttemptAt: try row.requiredInteger(3))
+            try Self.due(now: now, limit: limit, locking: false, connection)
+        }
+    }
+
+    public func leaseDueWebhooks(now: Int64, limit: Int, leaseMillis: Int64) throws(VerificationError) -> [OutboxEntry] {
+        guard leaseMillis > 0 else {
+            throw VerificationError(.storageUnavailable, "storage: a webhook lease must be positive")
+        }
+        return try database.transaction { (connection) throws(VerificationError) -> [OutboxEntry] in
+            let taken = try Self.due(now: now, limit: limit, locking: true, connection)
+            for entry in taken {
+                try connection.run("UPDATE webhook_outbox SET next_attempt_at = ? WHERE seq = ?",
+                                   .integer(now + leaseMillis), .integer(entry.seq))
             }
+            return taken
+        }
+    }
+
+    private static func due(now: Int64, limit: Int, locking: Bool, _ connection: any SQLConnection)
+        throws(VerificationError) -> [OutboxEntry] {
+        try connection.query("""
+            SELECT seq, event_json, attempts, next_attempt_at FROM webhook_outbox
+            WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, seq LIMIT ?\(
+            locking ? connection.dialect.lockRowsSkippingLocked : "")
+            """, .integer(now), .integer(Int64(max(0, limit)))) { (row) throws(VerificationError) in
+            OutboxEntry(seq: try row.requiredInteger(0),
+                        event: try NotificationJSON.decode(WebhookEvent.self, try row.requiredText(1)),
+                        attempts: Int(try row.requiredInteger(2)), nextAttemptAt: try row.requiredInteger(3))
         }
     }
 

@@ -102,6 +102,7 @@ public final class SQLLedger: Ledger {
             for chain in chains.sorted() {
                 try connection.serializeTransaction(on: "chain:\(claim.bundleId):\(chain)")
             }
+            try refuseIfRevokedSinceFacts(claim, connection)
             var seen = Set<String>()
             for transaction in claim.transactions where seen.insert(transaction.transactionId).inserted {
                 let key = transaction.originalTransactionId ?? transaction.transactionId
@@ -115,8 +116,23 @@ public final class SQLLedger: Ledger {
             for entitlement in claim.entitlements {
                 try store(entitlement, in: claim, connection)
             }
+            if let audit = claim.audit { try Self.insertAudit(audit, connection) }
+            outcome.entitlements = try Self.entitlements(bundleId: claim.bundleId, account: claim.account, connection)
+                .filter { chains.contains($0.originalTransactionId) }
             return outcome
         }
+    }
+
+    private func refuseIfRevokedSinceFacts(_ claim: PurchaseClaim, _ connection: any SQLConnection)
+        throws(VerificationError) {
+        guard let id = claim.presentedTransactionId,
+              let presented = claim.transactions.first(where: { $0.transactionId == id }) else { return }
+        let chain = presented.originalTransactionId ?? presented.transactionId
+        guard let state = try Self.storedState(bundleId: claim.bundleId, originalTransactionId: chain, connection),
+              state.lastSignedDate > (claim.factTimes[chain] ?? 0),
+              state.state == .refunded || state.state == .revoked else { return }
+        throw VerificationError(.transactionRevoked,
+                                "transaction \(id) was \(state.state.rawValue) after this evidence was signed")
     }
 
     private static let boundElsewhere = VerificationError(.transactionBoundToOtherAccount,
@@ -225,15 +241,20 @@ public final class SQLLedger: Ledger {
 
     public func entitlements(bundleId: String, account: String) throws(VerificationError) -> [Entitlement] {
         try database.withConnection { (connection) throws(VerificationError) in
-            try connection.query("""
-                SELECT original_transaction_id, product_id, state, expires_date, source FROM entitlements
-                WHERE bundle_id = ? AND account = ? ORDER BY original_transaction_id
-                """, .text(bundleId), .text(account)) { (row) throws(VerificationError) in
-                guard let state = Entitlement.State(rawValue: try row.requiredText(2)) else { throw SQLRow.corrupt }
-                return Entitlement(account: account, productId: try row.requiredText(1), state: state,
-                                   expiresDate: row.integer(3), originalTransactionId: try row.requiredText(0),
-                                   source: try row.requiredText(4))
-            }
+            try Self.entitlements(bundleId: bundleId, account: account, connection)
+        }
+    }
+
+    private static func entitlements(bundleId: String, account: String, _ connection: any SQLConnection)
+        throws(VerificationError) -> [Entitlement] {
+        try connection.query("""
+            SELECT original_transaction_id, product_id, state, expires_date, source FROM entitlements
+            WHERE bundle_id = ? AND account = ? ORDER BY original_transaction_id
+            """, .text(bundleId), .text(account)) { (row) throws(VerificationError) in
+            guard let state = Entitlement.State(rawValue: try row.requiredText(2)) else { throw SQLRow.corrupt }
+            return Entitlement(account: account, productId: try row.requiredText(1), state: state,
+                               expiresDate: row.integer(3), originalTransactionId: try row.requiredText(0),
+                               source: try row.requiredText(4))
         }
     }
 

@@ -1,6 +1,6 @@
 /// The SQLite ledger's migrations, in order. Append new versions; never edit a released one.
 enum LedgerSchema {
-    static let migrations: [String] = [v1, v2, v3]
+    static let migrations: [String] = [v1, v2, v3, v4]
 
     /// Times are integer milliseconds since 1970. Nonces are stored as the SHA-256 of their value,
     /// so a copy of the file cannot be used to answer an outstanding challenge.
@@ -78,5 +78,15 @@ enum LedgerSchema {
             latency_micros INTEGER NOT NULL
         );
         CREATE INDEX audit_log_by_app ON audit_log (bundle_id, id);
+        """
+
+    /// Leases: work that must run on one instance at a time (reconciliation). A holder owns a lease
+    /// until `expires_at`; it renews while working, and a crashed holder's lease simply runs out.
+    static let v4 = """
+        CREATE TABLE leases (
+            name TEXT PRIMARY KEY,
+            holder TEXT NOT NULL,
+            expires_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
         """
 }

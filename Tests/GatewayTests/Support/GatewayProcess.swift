@@ -20,9 +20,13 @@ final class GatewayProcess: @unchecked Sendable {
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Mappings")
     }
 
-    init(config: URL) throws {
+    /// `environment` is added to this process's own (a shared receipt seal key, say).
+    init(config: URL, environment: [String: String] = [:]) throws {
         process.executableURL = Self.binary
         process.arguments = ["serve", "--config", config.path, "--mappings", Self.mappings.path]
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, added in added }
+        }
         process.standardError = stderrPipe
         process.standardOutput = FileHandle.nullDevice
         stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
