@@ -64,15 +64,12 @@ final class CrashResilienceTests: XCTestCase {
         let client = e2e.gw
         let bundleId = e2e.bundleId
         let apiKey = e2e.gw.harness.apiKey
-        var resendDraws: [Bool] = (0..<chains.joined().count).map { _ in rng.next() % 4 == 0 }
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             // Notification senders: chains split over 4 senders, each chain in order, every one retried to a 200
             // (as Apple does), a quarter of them sent once more after their 200 (as Apple may).
             for worker in 0..<4 {
                 let mine = chains.enumerated().filter { $0.offset % 4 == worker }.map(\.element)
-                let resend = Array(resendDraws.prefix(mine.joined().count))
-                resendDraws.removeFirst(min(resendDraws.count, mine.joined().count))
                 group.addTask {
                     let notes = Array(mine.joined())
                     func send(_ note: (uuid: String, payload: String)) async throws {
@@ -83,10 +80,10 @@ final class CrashResilienceTests: XCTestCase {
                             return answer
                         }
                     }
-                    for (index, note) in notes.enumerated() {
-                        for _ in 0..<(resend[index] ? 2 : 1) { try await send(note) }
-                    }
                     var again = SplitMix(seed: UInt64(worker))
+                    for note in notes {
+                        for _ in 0..<(again.next() % 4 == 0 ? 2 : 1) { try await send(note) }
+                    }
                     while target.killing.withLock({ $0 }) { try await send(notes[Int(again.next() % UInt64(notes.count))]) }
                 }
             }

@@ -72,9 +72,10 @@ struct TestStorage {
 }
 
 /// A config directory for a separate `iapgw serve` beside a demo deployment: the deployment's apps,
-/// trust and secrets, and `storage` as its database (fixed port so clients survive restarts).
-func separateGatewayConfig(from harnessDirectory: URL, harnessDatabase: String, test: XCTestCase,
-                           port: Int? = nil) throws -> (config: URL, storage: TestStorage) {
+/// trust and secrets, and a fresh `TestStorage` as its database. Its port stays 0: each start gets a
+/// free one (a fixed port could still be held by the killed process's connections).
+func separateGatewayConfig(from harnessDirectory: URL, harnessDatabase: String,
+                           test: XCTestCase) throws -> (config: URL, storage: TestStorage) {
     let fm = FileManager.default
     let directory = fm.temporaryDirectory.appendingPathComponent("iapgw-proc-\(UUID().uuidString)", isDirectory: true)
     try fm.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -84,13 +85,9 @@ func separateGatewayConfig(from harnessDirectory: URL, harnessDatabase: String, 
     }
     let storage = try TestStorage.fresh(in: directory, for: test)
     let escaped = storage.storageURL.replacingOccurrences(of: "&", with: "&amp;")
-    var xml = try String(contentsOf: harnessDirectory.appendingPathComponent("gateway.xml"), encoding: .utf8)
+    let xml = try String(contentsOf: harnessDirectory.appendingPathComponent("gateway.xml"), encoding: .utf8)
         .replacingOccurrences(of: "<storageURL>sqlite:\(harnessDatabase)</storageURL>", with: "<storageURL>\(escaped)</storageURL>")
     XCTAssertTrue(xml.contains("<storageURL>\(escaped)</storageURL>"), "gateway.xml names the test's storage")
-    if let port {
-        xml = xml.replacingOccurrences(of: #"<listenPort type="integer">\d+</listenPort>"#,
-                                       with: "<listenPort type=\"integer\">\(port)</listenPort>", options: .regularExpression)
-    }
     try xml.write(to: directory.appendingPathComponent("gateway.xml"), atomically: true, encoding: .utf8)
     return (directory, storage)
 }
