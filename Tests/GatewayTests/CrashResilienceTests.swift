@@ -112,7 +112,7 @@ final class CrashResilienceTests: XCTestCase {
             // The killer: 20 incarnations, each SIGKILLed 50–450 ms after it starts listening; then one that stays.
             var pauses = (0..<20).map { _ in 50 + Int(rng.next() % 400) }
             for incarnation in 0..<20 {
-                let gateway = try GatewayProcess(config: config)
+                let gateway = try GatewayProcess(config: config, environment: storage.processEnvironment)
                 addTeardownBlock { gateway.kill9() }
                 let port = try await gateway.port()
                 target.base.withLock { $0 = ("http://127.0.0.1:\(port)", incarnation) }
@@ -120,7 +120,7 @@ final class CrashResilienceTests: XCTestCase {
                 target.base.withLock { $0 = nil }
                 gateway.kill9()
             }
-            let survivor = try GatewayProcess(config: config)
+            let survivor = try GatewayProcess(config: config, environment: storage.processEnvironment)
             addTeardownBlock { survivor.kill9() }
             let port = try await survivor.port()
             target.base.withLock { $0 = ("http://127.0.0.1:\(port)", 20) }

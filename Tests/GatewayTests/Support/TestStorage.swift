@@ -4,9 +4,10 @@ import XCTest
 /// The database of a separately run gateway, named in one place (its gateway.xml `storageURL`) and
 /// read back through one helper, so the same test runs on another backend by swapping the URL.
 ///
-/// `IAPGW_TEST_STORAGE_URL=postgres://user@host:port/db` makes each test create its own database on
-/// that server (named `iapgw_test_<uuid>`, dropped at teardown; the URL's own database is only used
-/// to connect); unset, each test gets a fresh SQLite file in its directory.
+/// `IAPGW_TEST_POSTGRES_URL=postgres://user@host:port/db` (Scripts/test.sh sets it when PostgreSQL
+/// is installed) makes each test create its own database on that server (named `iapgw_test_<uuid>`,
+/// dropped at teardown; the URL's own database is only used to connect); unset, each test gets a
+/// fresh SQLite file in its directory, and tests that need a shared server are skipped.
 struct TestStorage {
     enum Backend { case sqlite(path: String), postgres(url: String) }
 
@@ -20,14 +21,25 @@ struct TestStorage {
         }
     }
 
-    static func fresh(in directory: URL, for test: XCTestCase,
+    /// What a gateway process needs beside its config: instances on PostgreSQL share a receipt seal key.
+    var processEnvironment: [String: String] {
+        switch backend {
+        case .sqlite: [:]
+        case .postgres: ["IAPGW_RECEIPT_SEAL_KEY": String(repeating: "5e", count: 32)]
+        }
+    }
+
+    static func fresh(in directory: URL, for test: XCTestCase, requirePostgres: Bool = false,
                       environment: [String: String] = ProcessInfo.processInfo.environment) throws -> TestStorage {
-        guard let server = environment["IAPGW_TEST_STORAGE_URL"], !server.isEmpty else {
+        guard let server = environment["IAPGW_TEST_POSTGRES_URL"], !server.isEmpty else {
+            if requirePostgres {
+                throw XCTSkip("IAPGW_TEST_POSTGRES_URL is not set (Scripts/test.sh sets it when PostgreSQL is installed)")
+            }
             return TestStorage(backend: .sqlite(path: directory.appendingPathComponent("gateway.sqlite").path))
         }
         guard var components = URLComponents(string: server),
               components.scheme == "postgres" || components.scheme == "postgresql" else {
-            throw GatewayProcessError(message: "IAPGW_TEST_STORAGE_URL must be a postgres:// URL")
+            throw GatewayProcessError(message: "IAPGW_TEST_POSTGRES_URL must be a postgres:// URL")
         }
         let name = "iapgw_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         _ = try Self.psql(server, "CREATE DATABASE \(name)")
@@ -74,7 +86,7 @@ struct TestStorage {
 /// A config directory for a separate `iapgw serve` beside a demo deployment: the deployment's apps,
 /// trust and secrets, and a fresh `TestStorage` as its database. Its port stays 0: each start gets a
 /// free one (a fixed port could still be held by the killed process's connections).
-func separateGatewayConfig(from harnessDirectory: URL, harnessDatabase: String,
+func separateGatewayConfig(from harnessDirectory: URL, harnessDatabase: String, requirePostgres: Bool = false,
                            test: XCTestCase) throws -> (config: URL, storage: TestStorage) {
     let fm = FileManager.default
     let directory = fm.temporaryDirectory.appendingPathComponent("iapgw-proc-\(UUID().uuidString)", isDirectory: true)
@@ -83,7 +95,7 @@ func separateGatewayConfig(from harnessDirectory: URL, harnessDatabase: String,
     for sub in ["apps", "trust", "secrets"] {
         try fm.copyItem(at: harnessDirectory.appendingPathComponent(sub), to: directory.appendingPathComponent(sub))
     }
-    let storage = try TestStorage.fresh(in: directory, for: test)
+    let storage = try TestStorage.fresh(in: directory, for: test, requirePostgres: requirePostgres)
     let escaped = storage.storageURL.replacingOccurrences(of: "&", with: "&amp;")
     let xml = try String(contentsOf: harnessDirectory.appendingPathComponent("gateway.xml"), encoding: .utf8)
         .replacingOccurrences(of: "<storageURL>sqlite:\(harnessDatabase)</storageURL>", with: "<storageURL>\(escaped)</storageURL>")
