@@ -50,7 +50,12 @@ public final class GatewayService: Sendable {
 
     /// The one entry point: route, authenticate, run, and turn every refusal into its JSON error.
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        let log = logger.with(["requestId": request.requestId])
+        // Every log line of this request, from any component, carries its id.
+        await Logger.$requestId.withValue(request.requestId) { await handleWithinRequest(request) }
+    }
+
+    private func handleWithinRequest(_ request: HTTPRequest) async -> HTTPResponse {
+        let log = logger
         let started = DispatchTime.now().uptimeNanoseconds
         let route = Route.match(method: request.method, segments: request.pathSegments)
         var response: HTTPResponse

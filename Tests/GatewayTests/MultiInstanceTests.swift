@@ -9,23 +9,21 @@ import XCTest
 final class MultiInstanceTests: XCTestCase {
     private struct Deployment {
         let e2e: NotificationE2E
-        let database: PostgresTestDatabase
+        let storage: TestStorage
         let bases: [String]
     }
 
     private func startTwoInstances() async throws -> Deployment {
-        let database = try PostgresTestDatabase.make(self)
         let e2e = try await NotificationE2E.start(self)
-        let config = try e2e.separateProcessConfig(storageURL: database.storageURL, test: self)
-        // Every instance must read the receipts the others sealed.
-        let sealKey = String(repeating: "5e", count: 32)
+        let (config, storage) = try separateGatewayConfig(from: e2e.gw.harness.directory, harnessDatabase: e2e.gw.sqlitePath,
+                                                          requirePostgres: true, test: self)
         var bases: [String] = []
         for _ in 0..<2 {
-            let instance = try GatewayProcess(config: config, environment: ["IAPGW_RECEIPT_SEAL_KEY": sealKey])
+            let instance = try GatewayProcess(config: config, environment: storage.processEnvironment)
             addTeardownBlock { instance.kill9() }
             bases.append("http://127.0.0.1:\(try await instance.port())")
         }
-        return Deployment(e2e: e2e, database: database, bases: bases)
+        return Deployment(e2e: e2e, storage: storage, bases: bases)
     }
 
     func testConflictingClaimsSentToBothInstancesLeaveExactlyOneOwnerPerPurchase() async throws {
@@ -58,8 +56,8 @@ final class MultiInstanceTests: XCTestCase {
         XCTAssertEqual(Set(won.keys), Set(purchases.map(\.originalTransactionId)), "every purchase has an owner")
         XCTAssertTrue(won.values.allSatisfy { $0.count == 1 }, "one winner per purchase: \(won)")
         XCTAssertEqual(Set(refusals), ["409 TRANSACTION_BOUND_TO_OTHER_ACCOUNT"])
-        let owners = try d.database.query("SELECT ownership_key || '=' || account FROM ownership ORDER BY 1")
-        XCTAssertEqual(owners.split(separator: "\n").map(String.init),
+        let owners = try d.storage.rows("SELECT ownership_key || '=' || account FROM ownership ORDER BY 1").map { $0[0] }
+        XCTAssertEqual(owners,
                        won.map { "\($0.key)=\($0.value[0])" }.sorted(), "the database agrees with the answers")
     }
 
@@ -96,14 +94,14 @@ final class MultiInstanceTests: XCTestCase {
         }
 
         try await d.e2e.eventually("both instances drain the inbox and the outbox", seconds: 20) {
-            try d.database.query("""
+            try d.storage.scalar("""
                 SELECT (SELECT count(*) FROM notification_inbox WHERE processed_at IS NULL)
                      + (SELECT count(*) FROM webhook_outbox WHERE delivered_at IS NULL)
                 """) == "0"
         }
-        XCTAssertEqual(try d.database.query("SELECT count(*) FROM notification_inbox"), String(payloads.count),
+        XCTAssertEqual(try d.storage.scalar("SELECT count(*) FROM notification_inbox"), String(payloads.count),
                        "one inbox row per notification, whichever instance took it first")
-        let outboxKeys = try d.database.query("SELECT idempotency_key FROM webhook_outbox").split(separator: "\n").map(String.init)
+        let outboxKeys = try d.storage.rows("SELECT idempotency_key FROM webhook_outbox").map { $0[0] }
         XCTAssertEqual(outboxKeys.count, payloads.count, "one event per renewal")
         try await d.e2e.eventually("the receiver has every event", seconds: 10) {
             Set(d.e2e.webhooks.accepted.map(\.idempotencyKey)) == Set(outboxKeys)
@@ -120,25 +118,5 @@ final class MultiInstanceTests: XCTestCase {
                                "both instances answer the newest renewal for \(account)")
             }
         }
-    }
-}
-
-extension NotificationE2E {
-    /// A config directory for separate `iapgw serve` processes: this deployment's apps, trust and
-    /// secrets (so they talk to its simulator and webhook receiver), on `storageURL`.
-    func separateProcessConfig(storageURL: String, test: XCTestCase) throws -> URL {
-        let fm = FileManager.default
-        let directory = fm.temporaryDirectory.appendingPathComponent("iapgw-multi-\(UUID().uuidString)", isDirectory: true)
-        try fm.createDirectory(at: directory, withIntermediateDirectories: true)
-        test.addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
-        for sub in ["apps", "trust", "secrets"] {
-            try fm.copyItem(at: gw.harness.directory.appendingPathComponent(sub), to: directory.appendingPathComponent(sub))
-        }
-        let escaped = storageURL.replacingOccurrences(of: "&", with: "&amp;")
-        let xml = try String(contentsOf: gw.harness.directory.appendingPathComponent("gateway.xml"), encoding: .utf8)
-            .replacingOccurrences(of: "sqlite:" + gw.sqlitePath, with: escaped)
-        XCTAssertTrue(xml.contains(escaped))
-        try xml.write(to: directory.appendingPathComponent("gateway.xml"), atomically: true, encoding: .utf8)
-        return directory
     }
 }

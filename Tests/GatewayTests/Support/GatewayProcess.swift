@@ -65,16 +65,3 @@ struct GatewayProcessError: Error, CustomStringConvertible {
     let message: String
     var description: String { message }
 }
-
-/// Runs `sqlite3` (the CLI) on a database for what the ledger's API does not list.
-func sqliteScalar(_ database: String, _ sql: String) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-    process.arguments = ["-readonly", database, sql]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-}
