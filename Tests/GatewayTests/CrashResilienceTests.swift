@@ -140,7 +140,7 @@ final class CrashResilienceTests: XCTestCase {
                                     "the burst spans the kills: most incarnations answered before their SIGKILL \(outcome.answeredBy)")
 
         // Every notification answered 200 is in the inbox once, processed, not parked.
-        let inbox = try storage.rows("SELECT notification_id, processed_at IS NOT NULL, parked_at IS NULL FROM notification_inbox "
+        let inbox = try storage.rows("SELECT notification_id, CASE WHEN processed_at IS NULL THEN 0 ELSE 1 END, CASE WHEN parked_at IS NULL THEN 1 ELSE 0 END FROM notification_inbox "
                                      + "WHERE bundle_id = '\(bundleId)'")
         var inboxRows: [String: [[String]]] = [:]
         for row in inbox { inboxRows[row[0], default: []].append(row) }
