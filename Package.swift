@@ -75,7 +75,8 @@ if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
     for (name, deps) in [("FuzzJWS", ["AppleTrust", "IAPCore"]),
                          ("FuzzDER", ["AppReceipts"]),
                          ("FuzzConfig", ["IAPCore"]),
-                         ("FuzzJSON", ["IAPCore"])] {
+                         ("FuzzJSON", ["IAPCore"]),
+                         ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore"])] {
         targets.append(.executableTarget(
             name: name, dependencies: deps.map { .target(name: $0) }, path: "Fuzz/\(name)",
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]))

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Notifications under load (release build): V2 notifications signed in advance by the simulator,
 # POSTed over loopback HTTP by C concurrent connections to a gateway with no background worker
-# (each: outer + transaction + renewal JWS verified, durable SQLite insert, then 200), then the
-# inbox drained by one NotificationProcessor (state machine + entitlement + outbox, one SQLite
-# transaction per entry). Printed beside `openssl speed ecdsap256` verify/s measured in the same run.
-#   Benchmarks/notifications-load.sh [COUNT] [CONNECTIONS]      (defaults 5000, 16)
+# (each: outer + transaction + renewal JWS verified, durable ledger insert, then 200), then the
+# inbox drained by one NotificationProcessor (state machine + entitlement + outbox, one transaction
+# per entry). Printed beside `openssl speed ecdsap256` verify/s measured in the same run.
+#   Benchmarks/notifications-load.sh [COUNT] [CONNECTIONS] [STORAGE_URL]   (defaults 5000, 16, a fresh SQLite file)
+# STORAGE_URL must name an empty database (sqlite:PATH or postgres://…); Benchmarks/run.sh makes one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count="${1:-5000}"
 connections="${2:-16}"
-swift build -c release --product iapgw >/dev/null
-.build/release/iapgw bench-notifications --count "$count" --connections "$connections" --seconds 3
+storage=()
+if [[ -n "${3:-}" ]]; then storage=(--storage "$3"); fi
+[[ "${IAPGW_SKIP_BUILD:-0}" == 1 ]] || swift build -c release --product iapgw >/dev/null
+.build/release/iapgw bench-notifications --count "$count" --connections "$connections" --seconds 3 "${storage[@]}"

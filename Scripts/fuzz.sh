@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target for N seconds (default 30):   Scripts/fuzz.sh [SECONDS] [TARGET...]
 # Targets: FuzzJSON (strict JSON + mapping engine), FuzzJWS (JWS decoder + verifier), FuzzDER (BER/DER reader, receipt payload, old-style
-# plist), FuzzConfig (XML and plist config loaders). Crashes land in Fuzz/artifacts/.
+# plist), FuzzConfig (XML and plist config loaders), FuzzNotification (the notification body decoder, V1 and V2, and
+# request-path decoding). Crashes land in Fuzz/artifacts/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-30}"; shift || true
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(FuzzJWS FuzzDER FuzzConfig FuzzJSON)
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(FuzzJWS FuzzDER FuzzConfig FuzzJSON FuzzNotification)
 export IAPGW_FUZZ=1
 build=(swift build --build-path .build/fuzz --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld)
 mkdir -p Fuzz/artifacts

@@ -16,6 +16,7 @@ import IAPCore
 ///   DELETE /admin/transactions/{transactionId}/plant   GET /admin/plants   DELETE /admin/plants
 ///   GET  /admin/receipts/{Production|Sandbox}/{bundleId}/{owner}
 ///   PUT  /admin/faults/{all|production|sandbox}   DELETE /admin/faults
+///   GET  /admin/faults                                        {"requests", "faulted"} (counts since start)
 ///   GET  /admin/trust-root                                    {"rootCertificateDER": base64}
 extension AppStoreSimulator {
     func handleAdmin(_ request: HTTPRequest, _ path: [String]) async -> HTTPResponse {
@@ -75,6 +76,9 @@ extension AppStoreSimulator {
             case ("DELETE", "plants", 1):
                 removeAllPlants()
                 return plantsJSON()
+            case ("GET", "faults", 1):
+                let c = faults.counts
+                return .json(200, JSONValue.object(["requests": .int(Int64(c.requests)), "faulted": .int(Int64(c.faulted))]).jsonText)
             case ("DELETE", "faults", 1):
                 faults.reset()
                 return .json(200, "{}")

@@ -34,6 +34,17 @@ public struct FaultSettings: Sendable, Equatable {
     public init() {}
 }
 
+/// What the injector has seen: every request to Apple's surface and the ones it made fail
+/// (5xx, 429 or a hang), so a test can count a client's attempts.
+public struct FaultCounts: Sendable, Equatable {
+    public var requests = 0
+    public var faulted = 0
+
+    public static func - (a: FaultCounts, b: FaultCounts) -> FaultCounts {
+        var d = FaultCounts(); d.requests = a.requests - b.requests; d.faulted = a.faulted - b.faulted; return d
+    }
+}
+
 /// The decision for one request.
 enum FaultAction: Equatable {
     case none
@@ -47,6 +58,7 @@ public final class FaultInjector: Sendable {
     private struct State {
         var settings: [FaultScope: FaultSettings] = [:]
         var rng: [FaultScope: UInt64] = [:]
+        var counts = FaultCounts()
     }
     private let state = Mutex(State())
 
@@ -88,7 +100,11 @@ public final class FaultInjector: Sendable {
     public func setVerifyReceiptFailure(_ failure: VerifyReceiptFailure, scope: FaultScope = .all) {
         update(scope) { $0.verifyReceiptFailure = failure }
     }
-    public func reset() { state.withLock { $0 = State() } }
+    /// Clears every setting; the counts keep running (a test reads differences).
+    public func reset() { state.withLock { $0 = State(counts: $0.counts) } }
+
+    /// Requests on Apple's surface so far, and how many of them were given an injected fault.
+    public var counts: FaultCounts { state.withLock { $0.counts } }
 
     /// Consumes counters and returns (latency, action, verifyReceipt failure style) for a request in `scope`.
     func decide(for scope: FaultScope) -> (latency: Int, action: FaultAction, receiptFailure: VerifyReceiptFailure) {
@@ -117,6 +133,8 @@ public final class FaultInjector: Sendable {
                 }
                 s.settings[candidate] = f
             }
+            s.counts.requests += 1
+            if action != .none { s.counts.faulted += 1 }
             return (latency, action, receiptFailure)
         }
     }

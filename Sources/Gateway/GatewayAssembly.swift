@@ -39,11 +39,12 @@ public struct GatewayAssembly {
               let serverMapping = mappings.latest(source: "serverAPI") else {
             throw VerificationError(.invalidMapping, "\(mappingsDirectory.path) lacks verifyReceipt or serverAPI mappings")
         }
+        let metrics = GatewayMetrics()
         let upstream: UpstreamHTTPClient
         do {
             upstream = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(
                 connectTimeout: .seconds(gateway.timeouts.connectSeconds),
-                requestTimeout: .seconds(gateway.timeouts.requestSeconds)))
+                requestTimeout: .seconds(gateway.timeouts.requestSeconds)), observer: metrics)
         } catch {
             throw VerificationError(.invalidConfiguration, "upstream HTTP client: \(error)")
         }
@@ -62,7 +63,8 @@ public struct GatewayAssembly {
                               notifications: try NotificationDecoder(mappings: mappings, environment: environment),
                               receiptSealer: try ReceiptSealKey.load(environment: environment,
                                                                      storageURL: gateway.storageURL, logger: logger),
-                              environment: environment, logger: logger, migration: migration, comparisons: ledger)
+                              environment: environment, logger: logger, migration: migration, comparisons: ledger,
+                              metrics: metrics)
     }
 
     /// The background work of a running gateway: the inbox drained through the state machine, and
@@ -103,7 +105,8 @@ public struct GatewayAssembly {
 }
 
 /// The key that seals stored receipts: `IAPGW_RECEIPT_SEAL_KEY` (64 hex digits) when set, else a
-/// random key kept beside the SQLite database (mode 0600), made on first start.
+/// random key kept beside the SQLite database (mode 0600), made on first start. With PostgreSQL the
+/// variable is required: every instance must read the receipts the others sealed.
 public enum ReceiptSealKey {
     public static func load(environment: [String: String], storageURL: String,
                             logger: Logger) throws(VerificationError) -> AESGCMSealer {
@@ -112,6 +115,11 @@ public enum ReceiptSealKey {
                 throw VerificationError(.invalidConfiguration, "IAPGW_RECEIPT_SEAL_KEY must be 64 hex digits")
             }
             return try AESGCMSealer(key: key)
+        }
+        // Instances sharing a database must share the key too, and have no common directory for it.
+        guard storageURL.hasPrefix("sqlite:") || !storageURL.contains("://") else {
+            throw VerificationError(.invalidConfiguration,
+                                    "IAPGW_RECEIPT_SEAL_KEY (64 hex digits) is required with a PostgreSQL storageURL")
         }
         let path = storageURL.hasPrefix("sqlite:") ? String(storageURL.dropFirst("sqlite:".count)) : storageURL
         let keyFile = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("receipt-seal.key")

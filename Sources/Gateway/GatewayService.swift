@@ -17,18 +17,23 @@ public final class GatewayService: Sendable {
     let sealer: AESGCMSealer?
     let logger: Logger
     let now: @Sendable () -> Int64
+    /// The process environment the policies' secret references resolve in (readiness re-checks them).
+    let environment: [String: String]
     /// Shadow, compare and cutover routing of receipts; nil: receipts take the primary path only.
     let migration: MigrationRouter?
     /// Where the comparisons route reads from; nil: the route answers 404.
     let comparisons: (any ComparisonLedger)?
-    public let metrics = GatewayMetrics()
+    /// Shared with the upstream HTTP client (as its observer) when the assembly builds both.
+    public let metrics: GatewayMetrics
 
     public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger,
                 notifications: NotificationDecoder? = nil,
                 checks: [any PurchaseCheck] = .standard, receiptSealer: AESGCMSealer?,
                 environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = .disabled,
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-                migration: MigrationRouter? = nil, comparisons: (any ComparisonLedger)? = nil) {
+                migration: MigrationRouter? = nil, comparisons: (any ComparisonLedger)? = nil,
+                metrics: GatewayMetrics = GatewayMetrics()) {
+        self.metrics = metrics
         self.migration = migration
         self.comparisons = comparisons
         self.apps = apps
@@ -37,6 +42,7 @@ public final class GatewayService: Sendable {
         self.notifications = notifications
         self.checks = checks
         self.authenticator = APIKeyAuthenticator(environment: environment)
+        self.environment = environment
         self.sealer = receiptSealer
         self.logger = logger
         self.now = now
@@ -44,7 +50,12 @@ public final class GatewayService: Sendable {
 
     /// The one entry point: route, authenticate, run, and turn every refusal into its JSON error.
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        let log = logger.with(["requestId": request.requestId])
+        // Every log line of this request, from any component, carries its id.
+        await Logger.$requestId.withValue(request.requestId) { await handleWithinRequest(request) }
+    }
+
+    private func handleWithinRequest(_ request: HTTPRequest) async -> HTTPResponse {
+        let log = logger
         let started = DispatchTime.now().uptimeNanoseconds
         let route = Route.match(method: request.method, segments: request.pathSegments)
         var response: HTTPResponse
@@ -69,6 +80,13 @@ public final class GatewayService: Sendable {
             return .json(200, #"{"status":"ok"}"#)
         case .ready:
             try ledger.ping()
+            // A trust root or secret that became unreadable since start makes every verification of
+            // its app fail: not ready. The probe is public, so the details go to the log only.
+            let problems = configurationProblems()
+            guard problems.isEmpty else {
+                for problem in problems { log.error("not_ready", problem) }
+                return .json(503, #"{"status":"not ready","reason":"configuration"}"#)
+            }
             return .json(200, #"{"status":"ready"}"#)
         case .openAPI:
             return .json(200, OpenAPIDocument.json)
@@ -107,6 +125,13 @@ public final class GatewayService: Sendable {
             return .error(405, code: VerificationError.Code.notFound.rawValue, message: "method not allowed on this path")
         case .notFound:
             throw VerificationError(.notFound, "no such route")
+        }
+    }
+
+    /// What the policies need and cannot read now: trust roots and secret references (never values).
+    func configurationProblems() -> [[String: String]] {
+        apps.values.sorted { $0.bundleId < $1.bundleId }.flatMap { app in
+            app.diagnostics(environment: environment).map { ["bundleId": app.bundleId, "problem": $0.message] }
         }
     }
 
@@ -198,10 +223,9 @@ public final class GatewayService: Sendable {
                                 transactionIds: [], productIds: [], environment: nil, verdict: .refused,
                                 errorCode: nil, adapter: nil, latencyMicros: 0)
         do {
-            let result = try await verifyAndClaim(evidence, account: account, app: app, audit: &audit, log: log)
-            audit.verdict = .granted
-            audit.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
-            recordAudit(audit, log)
+            // The granted record is written by the claim itself, in its transaction.
+            let result = try await verifyAndClaim(evidence, account: account, app: app, audit: &audit,
+                                                  started: started, log: log)
             log.info("verified", ["bundleId": app.bundleId, "adapter": audit.adapter ?? "", "evidence": evidence.kind.rawValue,
                                   "transactions": String(audit.transactionIds.count)])
             return .json(200, result.jsonText)
@@ -215,7 +239,8 @@ public final class GatewayService: Sendable {
     }
 
     private func verifyAndClaim(_ evidence: PurchaseEvidence, account: String, app: AppPolicy,
-                                audit: inout AuditRecord, log: Logger) async throws(VerificationError) -> JSONValue {
+                                audit: inout AuditRecord, started: UInt64, log: Logger)
+        async throws(VerificationError) -> JSONValue {
         if case .appReceipt(_, let nonce) = evidence {
             // Consumed before Apple is asked: a nonce buys one attempt, so a replay race cannot win twice.
             if let nonce {
@@ -247,20 +272,25 @@ public final class GatewayService: Sendable {
         let context = ClaimContext(app: app, account: account, evidenceKind: evidence.kind, now: now())
         try checks.run(outcome, context)
 
-        let factTimes = Self.factTimes(outcome, now: context.now)
-        try refuseIfNewerFactsRevoked(outcome, app: app, factTimes: factTimes)
         let entitlements = EntitlementCalculator.entitlements(account: account, transactions: outcome.transactions,
                                                               renewals: outcome.renewals, now: context.now)
+        var granted = audit
+        granted.verdict = .granted
+        granted.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
+        // One ledger step: refuses a chain refunded after this evidence was signed, binds, grants,
+        // audits, and reads back the ledger's view (a newer notification may already know better).
         let claim = try ledger.claim(PurchaseClaim(bundleId: app.bundleId, account: account,
                                                    transactions: outcome.transactions, entitlements: entitlements,
-                                                   now: context.now, factTimes: factTimes))
+                                                   now: context.now, factTimes: Self.factTimes(outcome, now: context.now),
+                                                   presentedTransactionId: outcome.presentedTransactionId,
+                                                   audit: granted))
+        audit = granted
         if let latest = outcome.latestReceipt { keepLatestReceipt(latest, app: app, outcome: outcome, log: log) }
         // Refunded and revoked purchases are answered as such, never as granted (a backend that
         // credits per newly granted id must not pay out a refund).
         let revoked = Set(outcome.transactions.filter { $0.revocationDate != nil }.map(\.transactionId))
-        // The ledger's view, not the evidence's: a newer notification (a refund) may already know better.
         let chains = Set(entitlements.map(\.originalTransactionId))
-        let stored = try ledger.entitlements(bundleId: app.bundleId, account: account).filter { chains.contains($0.originalTransactionId) }
+        let stored = claim.entitlements.filter { chains.contains($0.originalTransactionId) }
         var answer: [String: JSONValue] = [
             "account": .string(account),
             "verdict": .string("granted"),
@@ -275,19 +305,6 @@ public final class GatewayService: Sendable {
         ]
         if let comparison { answer["comparison"] = MigrationRouter.json(comparison) }
         return .object(answer)
-    }
-
-    /// A presented transaction whose chain a notification signed later than the evidence refunded
-    /// or revoked (an old signed transaction replayed after its refund) grants nothing.
-    private func refuseIfNewerFactsRevoked(_ outcome: AdapterOutcome, app: AppPolicy,
-                                           factTimes: [String: Int64]) throws(VerificationError) {
-        guard let id = outcome.presentedTransactionId,
-              let t = outcome.transactions.first(where: { $0.transactionId == id }) else { return }
-        let chain = t.originalTransactionId ?? t.transactionId
-        guard let state = try ledger.subscriptionState(bundleId: app.bundleId, originalTransactionId: chain),
-              state.lastSignedDate > (factTimes[chain] ?? 0),
-              state.state == .refunded || state.state == .revoked else { return }
-        throw VerificationError(.transactionRevoked, "transaction \(id) was \(state.state.rawValue) after this evidence was signed")
     }
 
     /// When Apple stated each chain's facts: a live answer (verifyReceipt, Server API lookups) is

@@ -49,6 +49,17 @@ final class ServerCore: @unchecked Sendable {
             }
             state.query = query
         }
+        // Two framings (repeated Content-Length, or one beside Transfer-Encoding) are how requests are
+        // smuggled past a proxy that reads the other one; libmicrohttpd picks one silently, so refuse (RFC 9112 §6.3).
+        var headers = HTTPHeaders()
+        _ = withUnsafeMutablePointer(to: &headers) {
+            MHD_get_connection_values(connection, MHD_ValueKind.HEADER_KIND, headerCollector, UnsafeMutableRawPointer($0))
+        }
+        let lengths = headers.values(for: "Content-Length")
+        if lengths.count > 1 || (!lengths.isEmpty && headers["Transfer-Encoding"] != nil) {
+            return refuse(state, connection: connection, status: 400, code: HTTPTransportErrorCode.malformedRequest,
+                          message: "The request has more than one body length (Content-Length, Transfer-Encoding).")
+        }
         if let lengthText = MHD_lookup_connection_value(connection, MHD_ValueKind.HEADER_KIND, "Content-Length") {
             let text = String(cString: lengthText)
             guard let length = Int(text), length >= 0 else {

@@ -109,7 +109,8 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let transactionNotFound = Code(rawValue: "TRANSACTION_NOT_FOUND")
 
         // MARK: Gateway requests and ownership
-        /// The request body is not what the route accepts (malformed JSON, missing member).
+        /// The request is not what the route accepts (malformed JSON, missing member, a Content-Type other than
+        /// `application/json`, two body lengths).
         public static let malformedRequest = Code(rawValue: "MALFORMED_REQUEST")
         /// No or a wrong API key.
         public static let unauthenticated = Code(rawValue: "UNAUTHENTICATED")

@@ -20,9 +20,12 @@ public protocol Ledger: Sendable {
     /// already used: `NONCE_REUSED`.
     func consumeNonce(_ value: String, bundleId: String, account: String, now: Int64) throws(VerificationError)
 
-    /// Binds every transaction's purchase to the claiming account, records the transactions and
-    /// stores the entitlements, all in one atomic step. If any purchase belongs to another account
-    /// nothing is written and `TRANSACTION_BOUND_TO_OTHER_ACCOUNT` is thrown.
+    /// Binds every transaction's purchase to the claiming account, records the transactions, stores
+    /// the entitlements and appends the claim's audit record, all in one atomic step, and answers
+    /// with the account's stored entitlements of the claimed chains as of that step. If any purchase
+    /// belongs to another account nothing is written and `TRANSACTION_BOUND_TO_OTHER_ACCOUNT` is
+    /// thrown; if the presented transaction's chain was refunded or revoked by a fact newer than the
+    /// claim's, `TRANSACTION_REVOKED`.
     func claim(_ claim: PurchaseClaim) throws(VerificationError) -> ClaimOutcome
 
     /// The stored entitlements of one account of one app, ordered by original transaction id.
@@ -80,10 +83,19 @@ public struct PurchaseClaim: Sendable {
     /// When Apple stated each chain's facts (by originalTransactionId): the newest `signedDate` of
     /// the evidence, or `now` for a live answer. A notification signed later wins over the claim.
     public var factTimes: [String: Int64]
+    /// The transaction the client presented (nil: a receipt, which presents no single one). Its
+    /// chain refunded or revoked by a fact newer than `factTimes` refuses the whole claim: an old
+    /// signed transaction replayed after its refund grants nothing.
+    public var presentedTransactionId: String?
+    /// Appended to the audit trail inside the claim: a grant is never stored without its record.
+    public var audit: AuditRecord?
 
     public init(bundleId: String, account: String, transactions: [CanonicalTransaction],
-                entitlements: [Entitlement], now: Int64, factTimes: [String: Int64] = [:]) {
+                entitlements: [Entitlement], now: Int64, factTimes: [String: Int64] = [:],
+                presentedTransactionId: String? = nil, audit: AuditRecord? = nil) {
         self.factTimes = factTimes
+        self.presentedTransactionId = presentedTransactionId
+        self.audit = audit
         self.bundleId = bundleId
         self.account = account
         self.transactions = transactions
@@ -97,10 +109,14 @@ public struct PurchaseClaim: Sendable {
 public struct ClaimOutcome: Hashable, Sendable {
     public var newlyGranted: [String]
     public var alreadyGranted: [String]
+    /// The account's stored entitlements of the claimed chains right after the claim (a newer
+    /// notification's facts included), ordered by original transaction id.
+    public var entitlements: [Entitlement]
 
-    public init(newlyGranted: [String], alreadyGranted: [String]) {
+    public init(newlyGranted: [String], alreadyGranted: [String], entitlements: [Entitlement] = []) {
         self.newlyGranted = newlyGranted
         self.alreadyGranted = alreadyGranted
+        self.entitlements = entitlements
     }
 }
 

@@ -10,8 +10,10 @@ import Darwin
 public final class UpstreamHTTPClient: Sendable {
     public let configuration: UpstreamHTTPConfiguration
     private let engine: CurlEngine
+    private let observer: (any UpstreamCallObserver)?
 
-    public init(configuration: UpstreamHTTPConfiguration) throws(UpstreamError) {
+    public init(configuration: UpstreamHTTPConfiguration,
+                observer: (any UpstreamCallObserver)? = nil) throws(UpstreamError) {
         guard configuration.connectTimeout > .zero, configuration.requestTimeout > .zero else {
             throw .invalidConfiguration("timeouts must be positive")
         }
@@ -28,6 +30,7 @@ public final class UpstreamHTTPClient: Sendable {
             fclose(file)
         }
         self.configuration = configuration
+        self.observer = observer
         engine = try CurlEngine(maxConnectionsPerHost: configuration.maxConnectionsPerHost)
     }
 
@@ -36,6 +39,24 @@ public final class UpstreamHTTPClient: Sendable {
     var transfersStarted: Int { engine.transfersStarted.load(ordering: .relaxed) }
 
     public func send(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse {
+        guard let observer, let label = request.label else { return try await exchange(request) }
+        let started = MonotonicClock.nanoseconds()
+        let outcome: UpstreamCallOutcome
+        defer {
+            observer.upstreamCallFinished(label, outcome: outcome,
+                                          duration: .nanoseconds(Int64(MonotonicClock.nanoseconds() - started)))
+        }
+        do {
+            let response = try await exchange(request)
+            outcome = .answered(status: response.status)
+            return response
+        } catch {
+            outcome = UpstreamCallOutcome(error)
+            throw error
+        }
+    }
+
+    private func exchange(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse {
         let method = request.method.uppercased()
         try HeaderPolicy.checkMethod(method)
         let target = try URLPolicy.check(request.url)

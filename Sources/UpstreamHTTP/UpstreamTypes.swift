@@ -4,12 +4,16 @@ public struct UpstreamRequest: Sendable {
     public var url: String
     public var headers: [(String, String)]
     public var body: [UInt8]?
+    /// Names the call for the client's observer (metrics); unlabelled calls are not observed.
+    public var label: UpstreamCallLabel?
 
-    public init(method: String = "GET", url: String, headers: [(String, String)] = [], body: [UInt8]? = nil) {
+    public init(method: String = "GET", url: String, headers: [(String, String)] = [], body: [UInt8]? = nil,
+                label: UpstreamCallLabel? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
+        self.label = label
     }
 }
 

@@ -8,17 +8,20 @@ import Synchronization
 import UpstreamHTTP
 
 /// `iapgw bench-notifications`: App Store Server Notifications V2 accepted per second over
-/// loopback HTTP (outer + inner JWS verified, durable SQLite insert, then 200), and the inbox drain
+/// loopback HTTP (outer + inner JWS verified, durable ledger insert, then 200), and the inbox drain
 /// rate (state machine + entitlement + outbox, one transaction per entry), beside the single-core
 /// `openssl speed ecdsap256` verify rate measured in the same run.
 struct BenchNotificationsCommand: Subcommand {
     let name = "bench-notifications"
     let summary = "benchmark: notifications accepted/s and inbox drain/s (with openssl speed ecdsap256)"
     let usage = """
-        usage: iapgw bench-notifications [--count N] [--connections C] [--seconds S]
+        usage: iapgw bench-notifications [--count N] [--connections C] [--seconds S] [--storage URL] [--json FILE]
           --count        notifications, signed in advance by the simulator (default 5000)
           --connections  concurrent HTTP connections posting them (default 16)
           --seconds      for openssl speed (default 3)
+          --storage      the ledger measured: an empty database, sqlite:PATH or postgres://…
+                         (default: a fresh SQLite file in a temporary directory)
+          --json         also write the figures as a JSON object to FILE
         """
 
     func run(_ args: inout CommandLineArguments) throws -> Int32 {
@@ -30,26 +33,32 @@ struct BenchNotificationsCommand: Subcommand {
         let count = try positive("--count", 5000)
         let connections = try positive("--connections", 16)
         let seconds = try positive("--seconds", 3)
+        let storage = try args.value("--storage")
+        let jsonPath = try args.value("--json")
         try args.finish()
         let mappings = URL(fileURLWithPath: "Mappings", isDirectory: true)
         // Measured first, outside the async runner: the subprocess is waited for on this thread.
         let openssl = try BenchCommand.opensslSpeedVerify(seconds: Double(seconds))
         return try runAsync {
-            try await Self.bench(count: count, connections: connections, openssl: openssl, mappings: mappings)
+            try await Self.bench(count: count, connections: connections, openssl: openssl, mappings: mappings,
+                                 storage: storage, jsonPath: jsonPath)
         }
     }
 
-    static func bench(count: Int, connections: Int, openssl: Double, mappings: URL) async throws -> Int32 {
+    static func bench(count: Int, connections: Int, openssl: Double, mappings: URL, storage: String?,
+                      jsonPath: String?) async throws -> Int32 {
         let fm = FileManager.default
         let directory = fm.temporaryDirectory.appendingPathComponent("iapgw-bench-notif-\(UUID().uuidString)", isDirectory: true)
         defer { try? fm.removeItem(at: directory) }
         // The harness gives the simulator and the config files; the gateway measured is a second
         // one on its own database, with no background worker, so acceptance and drain are apart.
         let harness = try await DemoHarness.start(directory: directory)
-        let database = directory.appendingPathComponent("bench.sqlite").path
+        let storageURL = storage ?? "sqlite:" + directory.appendingPathComponent("bench.sqlite").path
+        let backend = storageURL.hasPrefix("postgres") ? "PostgreSQL" : "SQLite"
         let gatewayXML = directory.appendingPathComponent("gateway.xml")
+        let escaped = storageURL.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
         let xml = try String(contentsOf: gatewayXML, encoding: .utf8)
-            .replacingOccurrences(of: directory.appendingPathComponent("iapgw.sqlite").path, with: database)
+            .replacingOccurrences(of: "sqlite:" + directory.appendingPathComponent("iapgw.sqlite").path, with: escaped)
         try xml.write(to: gatewayXML, atomically: true, encoding: .utf8)
         let configuration = try ConfigLoader.loadAll(configDirectory: directory)
         let assembly = GatewayAssembly(configuration: configuration, mappingsDirectory: mappings, logger: .disabled)
@@ -95,7 +104,7 @@ struct BenchNotificationsCommand: Subcommand {
         }
         let acceptSeconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
 
-        let ledger = try SQLLedger(storage: "sqlite:" + database)
+        let ledger = try SQLLedger(storage: storageURL)
         let processor = NotificationProcessor(apps: configuration.apps, ledger: ledger, logger: .disabled,
                                               now: { Int64(Date().timeIntervalSince1970 * 1000) })
         let drainStart = DispatchTime.now().uptimeNanoseconds
@@ -111,14 +120,26 @@ struct BenchNotificationsCommand: Subcommand {
         await server.shutdown(gracePeriod: .seconds(2))
         await harness.stop()
 
+        let acceptedPerSecond = Double(accepted) / acceptSeconds
+        let drainedPerSecond = Double(drained) / drainSeconds
         print("")
+        print("ledger: \(backend)")
         print("accepted over HTTP (\(connections) connections): \(accepted)/\(count) with 200 in \(String(format: "%.2f", acceptSeconds)) s")
-        print("  notifications accepted/s (3 JWS verified + durable SQLite insert): \(BenchCommand.format(Double(accepted) / acceptSeconds))")
-        print("  inbox drain/s (state machine + entitlement + outbox, 1 transaction each): \(BenchCommand.format(Double(drained) / drainSeconds))"
+        print("  notifications accepted/s (3 JWS verified + durable \(backend) insert): \(BenchCommand.format(acceptedPerSecond))")
+        print("  inbox drain/s (state machine + entitlement + outbox, 1 transaction each): \(BenchCommand.format(drainedPerSecond))"
               + "  [\(drained) processed, \(depth.pending) left, \(depth.parked) parked]")
         print("  openssl speed ecdsap256 verify (one core, same run): \(BenchCommand.format(openssl))")
-        print("  accepted/s as a share of one core's raw verify rate: \(String(format: "%.1f%%", 100 * Double(accepted) / acceptSeconds / openssl))"
+        print("  accepted/s as a share of one core's raw verify rate: \(String(format: "%.1f%%", 100 * acceptedPerSecond / openssl))"
               + " (each notification costs at least 3 verifies)")
+        if let jsonPath {
+            let figures: JSONValue = .object([
+                "backend": .string(backend), "count": .int(Int64(count)), "connections": .int(Int64(connections)),
+                "accepted": .int(Int64(accepted)), "accepted_per_s": .double(acceptedPerSecond),
+                "drained": .int(Int64(drained)), "drained_per_s": .double(drainedPerSecond),
+                "openssl_speed_ecdsap256_verify_per_s": .double(openssl),
+            ])
+            try Data((figures.jsonText + "\n").utf8).write(to: URL(fileURLWithPath: jsonPath))
+        }
         return accepted == count && drained == count ? 0 : 1
     }
 }

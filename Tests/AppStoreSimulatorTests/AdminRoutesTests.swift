@@ -48,4 +48,23 @@ final class AdminRoutesTests: XCTestCase {
         (status, _) = try await admin(f, "POST", "/transactions/999/refund")
         XCTAssertEqual(status, 404)
     }
+
+    func testFaultCountsReportEveryRequestToApplesSurfaceAndTheFaultedOnesAndSurviveAReset() async throws {
+        let f = try await SimulatorFixture()
+        addTeardownBlock { await f.stop() }
+        (_, _) = try await admin(f, "PUT", "/faults/all", .object(["failNext": .int(2), "verifyReceiptHTTP503": .bool(true)]))
+        for _ in 0..<3 { _ = try await f.verifyReceipt(.object(["receipt-data": .string("AAAA")])) }
+
+        var (status, json) = try await admin(f, "GET", "/faults")
+        XCTAssertEqual(status, 200)
+        XCTAssertEqual(json["requests"], .int(3), "admin requests are not counted")
+        XCTAssertEqual(json["faulted"], .int(2))
+
+        (_, _) = try await admin(f, "DELETE", "/faults")
+        _ = try await f.verifyReceipt(.object(["receipt-data": .string("AAAA")]))
+        (status, json) = try await admin(f, "GET", "/faults")
+        XCTAssertEqual(json["requests"], .int(4), "a reset clears settings, not the counts a test reads differences of")
+        XCTAssertEqual(json["faulted"], .int(2))
+        XCTAssertEqual(f.sim.faults.counts.requests, 4)
+    }
 }

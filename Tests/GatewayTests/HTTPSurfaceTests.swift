@@ -96,6 +96,24 @@ final class HTTPSurfaceTests: XCTestCase {
         XCTAssertTrue(metrics.text.contains("iapgw_http_requests_total"), metrics.text)
     }
 
+    func testReadinessFailsWhileASecretIsUnreadableAndRecoversWhenItIsBack() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let secret = gw.harness.directory.appendingPathComponent("secrets/shared-secret")
+        let moved = secret.appendingPathExtension("away")
+        let before = try await gw.get("/readyz")
+        XCTAssertEqual(before.status, 200)
+
+        try FileManager.default.moveItem(at: secret, to: moved)
+        let notReady = try await gw.get("/readyz")
+        XCTAssertEqual(notReady.status, 503, notReady.text)
+        XCTAssertEqual(notReady.json["reason"]?.stringValue, "configuration")
+        XCTAssertFalse(notReady.text.contains(secret.path), "a public probe does not describe the configuration")
+
+        try FileManager.default.moveItem(at: moved, to: secret)
+        let after = try await gw.get("/readyz")
+        XCTAssertEqual(after.status, 200)
+    }
+
     // MARK: OpenAPI
 
     /// The routes the issue specifies, written out here so the document is checked against

@@ -6,27 +6,11 @@ import XCTest
 /// Nothing lost, nothing applied twice: across a SIGKILLed gateway and a webhook receiver that
 /// is down for a while.
 final class NotificationDurabilityTests: XCTestCase {
-    /// A config directory for a separate `iapgw serve`: the demo's apps, trust and secrets, its own database.
-    private func processConfig(from e2e: NotificationE2E) throws -> (URL, String) {
-        let fm = FileManager.default
-        let directory = fm.temporaryDirectory.appendingPathComponent("iapgw-kill-\(UUID().uuidString)", isDirectory: true)
-        try fm.createDirectory(at: directory, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
-        for sub in ["apps", "trust", "secrets"] {
-            try fm.copyItem(at: e2e.gw.harness.directory.appendingPathComponent(sub), to: directory.appendingPathComponent(sub))
-        }
-        let database = directory.appendingPathComponent("killed.sqlite").path
-        let xml = try String(contentsOf: e2e.gw.harness.directory.appendingPathComponent("gateway.xml"), encoding: .utf8)
-            .replacingOccurrences(of: e2e.gw.sqlitePath, with: database)
-        XCTAssertTrue(xml.contains(database))
-        try xml.write(to: directory.appendingPathComponent("gateway.xml"), atomically: true, encoding: .utf8)
-        return (directory, database)
-    }
-
     func testGatewayKilledBetweenReceiptAndProcessingAppliesTheNotificationExactlyOnceAfterRestart() async throws {
         let e2e = try await NotificationE2E.start(self)
-        let (config, database) = try processConfig(from: e2e)
-        let first = try GatewayProcess(config: config)
+        let (config, storage) = try separateGatewayConfig(from: e2e.gw.harness.directory,
+                                                          harnessDatabase: e2e.gw.sqlitePath, test: self)
+        let first = try GatewayProcess(config: config, environment: storage.processEnvironment)
         addTeardownBlock { first.kill9() }
         var base = "http://127.0.0.1:\(try await first.port())"
         let purchase = try e2e.subscribe(owner: "device-nia")
@@ -42,24 +26,24 @@ final class NotificationDurabilityTests: XCTestCase {
         first.kill9()
 
         XCTAssertEqual(accepted.status, 200, accepted.text)
-        XCTAssertEqual(try sqliteScalar(database, "SELECT count(*) FROM notification_inbox WHERE notification_id = '\(uuid)'"), "1",
+        XCTAssertEqual(try storage.scalar("SELECT count(*) FROM notification_inbox WHERE notification_id = '\(uuid)'"), "1",
                        "the 200 came after a durable write")
-        let processedBeforeKill = try sqliteScalar(database, "SELECT processed_at IS NOT NULL FROM notification_inbox WHERE notification_id = '\(uuid)'")
+        let processedBeforeKill = try storage.scalar("SELECT CASE WHEN processed_at IS NULL THEN 0 ELSE 1 END FROM notification_inbox WHERE notification_id = '\(uuid)'")
         print("notification processed before SIGKILL: \(processedBeforeKill == "1")")
 
-        let second = try GatewayProcess(config: config)
+        let second = try GatewayProcess(config: config, environment: storage.processEnvironment)
         addTeardownBlock { second.kill9() }
         base = "http://127.0.0.1:\(try await second.port())"
         try await e2e.eventually("the restarted gateway processes the inbox") {
-            try sqliteScalar(database, "SELECT count(*) FROM notification_inbox WHERE processed_at IS NULL") == "0"
+            try storage.scalar("SELECT count(*) FROM notification_inbox WHERE processed_at IS NULL") == "0"
         }
 
         let entitlements = try await e2e.gw.send("GET", "\(base)/v1/apps/\(e2e.bundleId)/accounts/nia/entitlements")
         let rows = entitlements.json["entitlements"]?.arrayValue ?? []
         XCTAssertEqual(rows.count, 1, entitlements.text)
         XCTAssertEqual(rows.first?["expiresDate"], try expiresDate(of: renewal).map(JSONValue.int))
-        XCTAssertEqual(try sqliteScalar(database, "SELECT count(*) FROM notification_inbox WHERE notification_id = '\(uuid)'"), "1")
-        XCTAssertEqual(try sqliteScalar(database, "SELECT count(*) FROM webhook_outbox WHERE idempotency_key LIKE '%:\(uuid)'"), "1",
+        XCTAssertEqual(try storage.scalar("SELECT count(*) FROM notification_inbox WHERE notification_id = '\(uuid)'"), "1")
+        XCTAssertEqual(try storage.scalar("SELECT count(*) FROM webhook_outbox WHERE idempotency_key LIKE '%:\(uuid)'"), "1",
                        "one outbox event for the notification")
         let key = "entitlementChanged:\(purchase.originalTransactionId.utf8.count):\(purchase.originalTransactionId):\(uuid)"
         try await e2e.eventually("the restarted gateway delivers its webhook") {
@@ -80,8 +64,8 @@ final class NotificationDurabilityTests: XCTestCase {
         try await e2e.deliver("REFUND", about: try e2e.simulator.refund(transactionId: coins.transactionId))
 
         try await e2e.eventually("the outbox is delivered", seconds: 20) { try e2e.ledger.outboxDepth() == 0 }
-        let outboxKeys = Set(try sqliteScalar(e2e.gw.sqlitePath, "SELECT idempotency_key FROM webhook_outbox")
-            .split(separator: "\n").map(String.init))
+        let outboxKeys = Set(try TestStorage(backend: .sqlite(path: e2e.gw.sqlitePath))
+            .rows("SELECT idempotency_key FROM webhook_outbox").map { $0[0] })
         let deliveries = e2e.webhooks.deliveries
         XCTAssertEqual(deliveries.filter { $0.answered == 503 }.count, 2, "the receiver was down for two deliveries")
         XCTAssertTrue(deliveries.allSatisfy(\.signatureValid), "every delivery is signed with the app's webhook secret")

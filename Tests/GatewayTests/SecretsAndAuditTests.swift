@@ -111,4 +111,19 @@ final class SecretsAndAuditTests: XCTestCase {
             XCTAssertFalse("\(record)".contains(String(alice.receiptBase64.prefix(48))))
         }
     }
+
+    func testLinesWrittenByAnAdapterDuringARequestCarryTheRequestId() async throws {
+        let capture = LogCapture()
+        let gw = try await GatewayE2E.start(self, logger: capture.logger)
+        let purchase = try gw.buy(owner: "device-rid")
+        let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "rid")
+        XCTAssertEqual(answer.status, 200, answer.text)
+        let requestId = try XCTUnwrap(answer.headers["x-request-id"])
+        let adapterLines = capture.captured.compactMap { try? StrictJSON().parse(Array($0.utf8)) }
+            .filter { $0["event"]?.stringValue == "verify_receipt_answered" }
+        XCTAssertFalse(adapterLines.isEmpty, "the legacy adapter logs Apple's answer")
+        for line in adapterLines {
+            XCTAssertEqual(line["requestId"]?.stringValue, requestId, "\(line)")
+        }
+    }
 }

@@ -88,6 +88,22 @@ final class ConfigFormatTests: XCTestCase {
         XCTAssertEqual(error?.message, "gateway.xml:1: upstream.serverAPIProduction: must be https (plain http only to localhost)")
     }
 
+    func testGatewayRefusesAPostgreSQLPasswordInTheStorageURLWithoutEchoingIt() throws {
+        func gateway(_ url: String) throws(VerificationError) -> GatewayConfig {
+            try ConfigLoader.decodeGateway(Data("<gateway><storageURL>\(url)</storageURL></gateway>".utf8),
+                                           format: .xml, displayName: "gateway.xml", baseDirectory: URL(fileURLWithPath: "/tmp"))
+        }
+        XCTAssertEqual(try gateway("postgres://iapgw@db.internal:5432/iapgw?sslmode=require").storageURL,
+                       "postgres://iapgw@db.internal:5432/iapgw?sslmode=require")
+        XCTAssertEqual(try gateway("postgresql://127.0.0.1:5433/iapgw").storageURL, "postgresql://127.0.0.1:5433/iapgw")
+        for url in ["postgres://iapgw:hunter2pw@db/iapgw", "postgresql://db/iapgw?password=hunter2pw"] {
+            let error = S.refusal { () throws(VerificationError) in _ = try gateway(url) }
+            XCTAssertEqual(error?.code, .invalidConfiguration, url)
+            XCTAssertTrue(error?.message.contains("PGPASSWORD") == true, error?.message ?? "")
+            XCTAssertFalse(error?.message.contains("hunter2pw") ?? true, "the password is not echoed")
+        }
+    }
+
     func testLoadAllRefusesGatewayInBothFormats() throws {
         let dir = try S.makeTempDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -24,6 +24,33 @@ final class AuditTests: LedgerTestCase {
         XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.other", limit: 10), [])
     }
 
+    func testClaimAppendsItsAuditRecordInTheSameStep() throws {
+        let ledger = try openLedger()
+        let granted = record(evidenceSHA256: LedgerDigest.sha256Hex("evidence"))
+        var purchase = claim("alice", [transaction("1000", original: "1000")])
+        purchase.audit = granted
+        _ = try ledger.claim(purchase)
+        XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10), [granted])
+    }
+
+    func testRefusedClaimLeavesNoRecordOfAGrant() throws {
+        let ledger = try openLedger()
+        _ = try ledger.claim(claim("bob", [transaction("1000", original: "1000")]))
+        var stolen = claim("alice", [transaction("1000", original: "1000")])
+        stolen.audit = record(evidenceSHA256: LedgerDigest.sha256Hex("evidence"))
+        XCTAssertEqual(errorCode { () throws(VerificationError) in _ = try ledger.claim(stolen) },
+                       .transactionBoundToOtherAccount)
+        XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10), [])
+    }
+
+    func testClaimWithAMalformedAuditDigestWritesNothing() throws {
+        let ledger = try openLedger()
+        var purchase = claim("alice", [transaction("1000", original: "1000")])
+        purchase.audit = record(evidenceSHA256: "not-a-digest")
+        XCTAssertEqual(errorCode { () throws(VerificationError) in _ = try ledger.claim(purchase) }, .storageUnavailable)
+        XCTAssertNil(try ledger.owner(bundleId: "com.example.app", originalTransactionId: "1000"))
+    }
+
     func testDatabaseFilesHoldTheEvidenceHashButNeverTheEvidence() throws {
         try skipOnPostgres("reads the database files")
         let evidence = "eyJhbGciOiJFUzI1NiJ9.SECRET-EVIDENCE-PAYLOAD.c2lnbmF0dXJl"

@@ -9,7 +9,8 @@ final class ClaimTests: LedgerTestCase {
         let outcome = try ledger.claim(claim("alice", [transaction("1000", original: "1000"),
                                                         transaction("1001", original: "1000")],
                                              entitlements: [entitlement("alice", original: "1000")]))
-        XCTAssertEqual(outcome, ClaimOutcome(newlyGranted: ["1000", "1001"], alreadyGranted: []))
+        XCTAssertEqual(outcome, ClaimOutcome(newlyGranted: ["1000", "1001"], alreadyGranted: [],
+                                             entitlements: [entitlement("alice", original: "1000")]))
         XCTAssertEqual(try ledger.owner(bundleId: "com.example.app", originalTransactionId: "1000"), "alice")
         XCTAssertEqual(try ledger.transactions(bundleId: "com.example.app", originalTransactionId: "1000")
             .map(\.transactionId), ["1000", "1001"])

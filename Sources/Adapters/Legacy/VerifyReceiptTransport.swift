@@ -47,7 +47,9 @@ struct VerifyReceiptExchange {
         -> VerifyReceiptAnswer {
         let request = UpstreamRequest(method: "POST", url: url,
                                       headers: [("Content-Type", "application/json"), ("Accept", "application/json")],
-                                      body: body)
+                                      body: body,
+                                      label: UpstreamCallLabel(endpoint: "verifyReceipt",
+                                                               environment: environment == .sandbox ? "sandbox" : "production"))
         do {
             return try await retryPolicy.run(sleep: sleep) { attempt in
                 let decision = await attemptOnce(request)

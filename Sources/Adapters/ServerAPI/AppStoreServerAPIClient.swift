@@ -70,7 +70,7 @@ public struct AppStoreServerAPIClient: Sendable {
 
     struct Call {
         var method: String
-        /// Route name for logs and errors ("getTransactionInfo").
+        /// Route name for logs, errors and the upstream metrics label ("getTransactionInfo"): a constant, never an id.
         var name: String
         var path: String
         var query: [(String, String)] = []
@@ -126,7 +126,9 @@ public struct AppStoreServerAPIClient: Sendable {
             headers.append(("Content-Type", "application/json"))
             body = Array(json.jsonText.utf8)
         }
-        let request = UpstreamRequest(method: call.method, url: url(call, environment), headers: headers, body: body)
+        let request = UpstreamRequest(method: call.method, url: url(call, environment), headers: headers, body: body,
+                                      label: UpstreamCallLabel(endpoint: call.name,
+                                                               environment: environment == .production ? "production" : "sandbox"))
         let response: UpstreamResponse
         do {
             response = try await upstream.send(request)

@@ -1,4 +1,5 @@
 import Synchronization
+import UpstreamHTTP
 
 /// Counters and latency histograms for `/metrics` (Prometheus text format). Labels are route
 /// names, status codes and error codes only: bounded sets, never ids or accounts.
@@ -9,12 +10,45 @@ public final class GatewayMetrics: Sendable {
         var buckets = [UInt64](repeating: 0, count: GatewayMetrics.bucketsMicros.count)
         var count: UInt64 = 0
         var sumMicros: UInt64 = 0
+
+        mutating func observe(_ micros: UInt64) {
+            for (i, bound) in GatewayMetrics.bucketsMicros.enumerated() where micros <= bound { buckets[i] += 1 }
+            count += 1
+            sumMicros += micros
+        }
+
+        func lines(_ name: String, _ labels: String) -> String {
+            var out = ""
+            for (i, bound) in GatewayMetrics.bucketsMicros.enumerated() {
+                out += "\(name)_bucket{\(labels),le=\"\(Double(bound) / 1e6)\"} \(buckets[i])\n"
+            }
+            out += "\(name)_bucket{\(labels),le=\"+Inf\"} \(count)\n"
+            out += "\(name)_sum{\(labels)} \(Double(sumMicros) / 1e6)\n"
+            out += "\(name)_count{\(labels)} \(count)\n"
+            return out
+        }
     }
 
     private struct State {
         var requests: [String: UInt64] = [:]       // "route|status"
         var latency: [String: Histogram] = [:]     // route
         var refusals: [String: UInt64] = [:]       // error code
+        var upstreamCalls: [UpstreamKey: UInt64] = [:]
+        var upstreamLatency: [UpstreamSeries: Histogram] = [:]
+    }
+
+    /// Endpoint and environment: the labels of an upstream latency series.
+    private struct UpstreamSeries: Hashable, Comparable {
+        let endpoint: String
+        let environment: String
+        static func < (a: Self, b: Self) -> Bool { (a.endpoint, a.environment) < (b.endpoint, b.environment) }
+        var labels: String { "endpoint=\"\(endpoint)\",environment=\"\(environment)\"" }
+    }
+
+    private struct UpstreamKey: Hashable, Comparable {
+        let series: UpstreamSeries
+        let outcome: String
+        static func < (a: Self, b: Self) -> Bool { (a.series, a.outcome) < (b.series, b.outcome) }
     }
 
     private let state = Mutex(State())
@@ -24,12 +58,26 @@ public final class GatewayMetrics: Sendable {
     func record(route: String, status: Int, micros: UInt64) {
         state.withLock { s in
             s.requests["\(route)|\(status)", default: 0] += 1
-            var h = s.latency[route] ?? Histogram()
-            for (i, bound) in Self.bucketsMicros.enumerated() where micros <= bound { h.buckets[i] += 1 }
-            h.count += 1
-            h.sumMicros += micros
-            s.latency[route] = h
+            s.latency[route, default: Histogram()].observe(micros)
         }
+    }
+
+    func recordUpstream(_ label: UpstreamCallLabel, outcome: String, micros: UInt64) {
+        let series = UpstreamSeries(endpoint: Self.labelValue(label.endpoint), environment: Self.labelValue(label.environment))
+        state.withLock { s in
+            s.upstreamCalls[UpstreamKey(series: series, outcome: outcome), default: 0] += 1
+            s.upstreamLatency[series, default: Histogram()].observe(micros)
+        }
+    }
+
+    /// Label values come from code constants; anything else is cut down to a safe name rather than
+    /// trusted, so a future caller cannot break the exposition format or leak a URL through it.
+    static func labelValue(_ text: String) -> String {
+        let safe = text.unicodeScalars.prefix(64).map { scalar -> Character in
+            let allowed = scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)) || scalar == "_"
+            return allowed ? Character(scalar) : "_"
+        }
+        return safe.isEmpty ? "unknown" : String(safe)
     }
 
     func recordRefusal(code: String) {
@@ -45,18 +93,30 @@ public final class GatewayMetrics: Sendable {
         }
         out += "# HELP iapgw_http_request_duration_seconds Request latency by route.\n# TYPE iapgw_http_request_duration_seconds histogram\n"
         for route in s.latency.keys.sorted() {
-            let h = s.latency[route]!
-            for (i, bound) in Self.bucketsMicros.enumerated() {
-                out += "iapgw_http_request_duration_seconds_bucket{route=\"\(route)\",le=\"\(Double(bound) / 1e6)\"} \(h.buckets[i])\n"
-            }
-            out += "iapgw_http_request_duration_seconds_bucket{route=\"\(route)\",le=\"+Inf\"} \(h.count)\n"
-            out += "iapgw_http_request_duration_seconds_sum{route=\"\(route)\"} \(Double(h.sumMicros) / 1e6)\n"
-            out += "iapgw_http_request_duration_seconds_count{route=\"\(route)\"} \(h.count)\n"
+            out += s.latency[route]!.lines("iapgw_http_request_duration_seconds", "route=\"\(route)\"")
         }
         out += "# HELP iapgw_verification_refusals_total Refused verifications by error code.\n# TYPE iapgw_verification_refusals_total counter\n"
         for code in s.refusals.keys.sorted() {
             out += "iapgw_verification_refusals_total{code=\"\(code)\"} \(s.refusals[code]!)\n"
         }
+        out += "# HELP iapgw_upstream_calls_total Calls to Apple (each retry counted) by endpoint, environment and outcome.\n"
+        out += "# TYPE iapgw_upstream_calls_total counter\n"
+        for key in s.upstreamCalls.keys.sorted() {
+            out += "iapgw_upstream_calls_total{\(key.series.labels),outcome=\"\(key.outcome)\"} \(s.upstreamCalls[key]!)\n"
+        }
+        out += "# HELP iapgw_upstream_call_duration_seconds Latency of calls to Apple by endpoint and environment.\n"
+        out += "# TYPE iapgw_upstream_call_duration_seconds histogram\n"
+        for series in s.upstreamLatency.keys.sorted() {
+            out += s.upstreamLatency[series]!.lines("iapgw_upstream_call_duration_seconds", series.labels)
+        }
         return out
+    }
+}
+
+extension GatewayMetrics: UpstreamCallObserver {
+    public func upstreamCallFinished(_ label: UpstreamCallLabel, outcome: UpstreamCallOutcome, duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        recordUpstream(label, outcome: outcome.label,
+                       micros: UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000_000))
     }
 }

@@ -9,8 +9,7 @@ struct RequestBody {
     private let allowed: Set<String>
 
     init(_ request: HTTPRequest, allowed: Set<String>) throws(VerificationError) {
-        let contentType = request.headers["Content-Type"]?.lowercased() ?? ""
-        guard contentType.hasPrefix("application/json") else {
+        guard Self.isJSON(contentType: request.headers["Content-Type"]) else {
             throw VerificationError(.malformedRequest, "Content-Type must be application/json")
         }
         let value = try StrictJSON(maxBytes: max(request.body.count, 1), maxDepth: 8).parse(request.body)
@@ -22,6 +21,16 @@ struct RequestBody {
         }
         self.fields = JSONFields(object, context: "body")
         self.allowed = allowed
+    }
+
+    /// `application/json`, optionally with `charset=utf-8` (JSON is UTF-8, RFC 8259), and nothing else:
+    /// a prefix match let `application/json-seq` or `application/jsonp` through.
+    static func isJSON(contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let parts = contentType.split(separator: ";", omittingEmptySubsequences: false)
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard parts.first == "application/json" else { return false }
+        return parts.dropFirst().allSatisfy { $0 == "charset=utf-8" || $0 == "charset=\"utf-8\"" }
     }
 
     /// The claiming account: the app backend's own stable identifier for the user.

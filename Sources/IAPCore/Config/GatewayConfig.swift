@@ -54,6 +54,15 @@ struct GatewayConfigDecoder {
             guard url.hasPrefix("sqlite:") || url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
                 throw f.fail("must start with sqlite: or postgresql://")
             }
+            // A password written here would sit in a file beside the policies: libpq takes it from
+            // PGPASSWORD or a passfile instead, which an operator keeps with the other secrets.
+            if !url.hasPrefix("sqlite:"), let authority = url.split(separator: "/", omittingEmptySubsequences: true).dropFirst().first,
+               let userInfo = authority.split(separator: "@", maxSplits: 1).dropLast().first, userInfo.contains(":") {
+                throw f.fail("must not hold a password: set PGPASSWORD or a passfile (PGPASSFILE) instead")
+            }
+            if url.lowercased().contains("password=") {
+                throw f.fail("must not hold a password: set PGPASSWORD or a passfile (PGPASSFILE) instead")
+            }
             config.storageURL = url
         }
         if let f = o.optional("upstream") {

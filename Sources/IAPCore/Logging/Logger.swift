@@ -3,13 +3,18 @@ import Foundation
 /// Structured JSON-lines logging. One line per event: `{"ts":…,"level":…,"event":…, fields…}`.
 ///
 /// Callers pass only what is safe to log: ids, codes, counts, never receipts, secrets or keys.
-/// `requestId` rides along in `fields` so every line of one request can be found together.
+/// Every line written while a request is handled carries its `requestId` (a task-local set by the
+/// gateway), so the lines of one request are found together even from components that were built
+/// once at start (adapters, upstream clients) and know nothing of requests.
 public struct Logger: Sendable {
     public enum Level: String, Sendable, Comparable {
         case debug, info, warning, error
         private var rank: Int { [.debug: 0, .info: 1, .warning: 2, .error: 3][self]! }
         public static func < (a: Level, b: Level) -> Bool { a.rank < b.rank }
     }
+
+    /// The request being handled by the current task (and the tasks it starts).
+    @TaskLocal public static var requestId: String?
 
     public let minimumLevel: Level
     private let sink: @Sendable (String) -> Void
@@ -39,6 +44,7 @@ public struct Logger: Sendable {
         var object: [String: JSONValue] = [
             "ts": .string(Self.timestamp()), "level": .string(level.rawValue), "event": .string(event),
         ]
+        if let requestId = Self.requestId { object["requestId"] = .string(requestId) }
         for (k, v) in context.merging(fields, uniquingKeysWith: { _, new in new }) { object[k] = .string(v) }
         sink(JSONValue.object(object).jsonText)
     }

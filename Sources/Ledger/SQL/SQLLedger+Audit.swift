@@ -3,24 +3,26 @@ import IAPCore
 
 extension SQLLedger {
     public func recordAudit(_ record: AuditRecord) throws(VerificationError) {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try Self.insertAudit(record, connection)
+        }
+    }
+
+    static func insertAudit(_ record: AuditRecord, _ connection: any SQLConnection) throws(VerificationError) {
         // The digest's shape is checked so that no caller can slip the evidence itself into the log.
         let digest = record.evidenceSHA256
         guard digest.utf8.count == 64, digest.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
         else {
             throw VerificationError(.storageUnavailable, "storage: audit evidence digest is not lowercase hex SHA-256")
         }
-        let transactionIds = try Self.jsonArray(record.transactionIds)
-        let productIds = try Self.jsonArray(record.productIds)
-        try database.withConnection { (connection) throws(VerificationError) in
-            try connection.run("""
-                INSERT INTO audit_log (time, bundle_id, account, evidence_kind, evidence_sha256, transaction_ids,
-                                       product_ids, environment, verdict, error_code, adapter, latency_micros)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, .integer(record.time), .text(record.bundleId), .text(record.account), .text(record.evidenceKind),
-                .text(digest), .text(transactionIds), .text(productIds), .text(record.environment),
-                .text(record.verdict.rawValue), .text(record.errorCode?.rawValue), .text(record.adapter),
-                .integer(record.latencyMicros))
-        }
+        try connection.run("""
+            INSERT INTO audit_log (time, bundle_id, account, evidence_kind, evidence_sha256, transaction_ids,
+                                   product_ids, environment, verdict, error_code, adapter, latency_micros)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, .integer(record.time), .text(record.bundleId), .text(record.account), .text(record.evidenceKind),
+            .text(digest), .text(try jsonArray(record.transactionIds)), .text(try jsonArray(record.productIds)),
+            .text(record.environment), .text(record.verdict.rawValue), .text(record.errorCode?.rawValue),
+            .text(record.adapter), .integer(record.latencyMicros))
     }
 
     public func auditRecords(bundleId: String, limit: Int) throws(VerificationError) -> [AuditRecord] {

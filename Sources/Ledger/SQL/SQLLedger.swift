@@ -102,10 +102,12 @@ public final class SQLLedger: Ledger {
             for chain in chains.sorted() {
                 try connection.serializeTransaction(on: "chain:\(claim.bundleId):\(chain)")
             }
+            var reads = ClaimReads()
+            try refuseIfRevokedSinceFacts(claim, &reads, connection)
             var seen = Set<String>()
             for transaction in claim.transactions where seen.insert(transaction.transactionId).inserted {
                 let key = transaction.originalTransactionId ?? transaction.transactionId
-                try bind(key, in: claim, connection)
+                try bind(key, in: claim, &reads, connection)
                 if try grant(transaction, key: key, in: claim, connection) {
                     outcome.newlyGranted.append(transaction.transactionId)
                 } else {
@@ -113,24 +115,61 @@ public final class SQLLedger: Ledger {
                 }
             }
             for entitlement in claim.entitlements {
-                try store(entitlement, in: claim, connection)
+                try store(entitlement, in: claim, &reads, connection)
             }
+            if let audit = claim.audit { try Self.insertAudit(audit, connection) }
+            outcome.entitlements = try Self.entitlements(bundleId: claim.bundleId, account: claim.account, connection)
+                .filter { chains.contains($0.originalTransactionId) }
             return outcome
         }
+    }
+
+    /// What one claim already read inside its transaction, so that no row is read twice.
+    private struct ClaimReads {
+        /// Ownership keys found or made bound to the claiming account.
+        var boundToClaimant: Set<String> = []
+        /// Each chain's lifecycle state (nil inside: the chain has none).
+        var states: [String: SubscriptionState?] = [:]
+
+        mutating func state(_ chain: String, bundleId: String, _ connection: any SQLConnection)
+            throws(VerificationError) -> SubscriptionState? {
+            if let known = states[chain] { return known }
+            let stored = try SQLLedger.storedState(bundleId: bundleId, originalTransactionId: chain, connection)
+            states[chain] = .some(stored)
+            return stored
+        }
+    }
+
+    private func refuseIfRevokedSinceFacts(_ claim: PurchaseClaim, _ reads: inout ClaimReads,
+                                           _ connection: any SQLConnection) throws(VerificationError) {
+        guard let id = claim.presentedTransactionId,
+              let presented = claim.transactions.first(where: { $0.transactionId == id }) else { return }
+        let chain = presented.originalTransactionId ?? presented.transactionId
+        guard let state = try reads.state(chain, bundleId: claim.bundleId, connection),
+              state.lastSignedDate > (claim.factTimes[chain] ?? 0),
+              state.state == .refunded || state.state == .revoked else { return }
+        throw VerificationError(.transactionRevoked,
+                                "transaction \(id) was \(state.state.rawValue) after this evidence was signed")
     }
 
     private static let boundElsewhere = VerificationError(.transactionBoundToOtherAccount,
                                                           "this purchase is already bound to another account")
 
-    /// Binds the purchase to the claiming account unless it already belongs to someone.
-    private func bind(_ key: String, in claim: PurchaseClaim, _ connection: any SQLConnection)
-        throws(VerificationError) {
-        try connection.run("""
-            INSERT INTO ownership (bundle_id, ownership_key, account, bound_at) VALUES (?, ?, ?, ?)
-            ON CONFLICT (bundle_id, ownership_key) DO NOTHING
-            """, .text(claim.bundleId), .text(key), .text(claim.account), .integer(claim.now))
-        let owner = try ownerOf(key, bundleId: claim.bundleId, connection)
+    /// Binds the purchase to the claiming account unless it already belongs to someone. The
+    /// unique key decides a race: the insert does nothing if another claim bound it first.
+    private func bind(_ key: String, in claim: PurchaseClaim, _ reads: inout ClaimReads,
+                      _ connection: any SQLConnection) throws(VerificationError) {
+        if reads.boundToClaimant.contains(key) { return }
+        var owner = try ownerOf(key, bundleId: claim.bundleId, connection)
+        if owner == nil {
+            try connection.run("""
+                INSERT INTO ownership (bundle_id, ownership_key, account, bound_at) VALUES (?, ?, ?, ?)
+                ON CONFLICT (bundle_id, ownership_key) DO NOTHING
+                """, .text(claim.bundleId), .text(key), .text(claim.account), .integer(claim.now))
+            owner = try ownerOf(key, bundleId: claim.bundleId, connection)
+        }
         guard owner == claim.account else { throw Self.boundElsewhere }
+        reads.boundToClaimant.insert(key)
     }
 
     /// Records the transaction; true if this is its first grant. A known transaction keeps its
@@ -166,24 +205,26 @@ public final class SQLLedger: Ledger {
         return false
     }
 
-    private func store(_ entitlement: Entitlement, in claim: PurchaseClaim, _ connection: any SQLConnection)
-        throws(VerificationError) {
+    private func store(_ entitlement: Entitlement, in claim: PurchaseClaim, _ reads: inout ClaimReads,
+                       _ connection: any SQLConnection) throws(VerificationError) {
         // An entitlement is only as good as the ownership behind it: never store one for a
         // purchase the claiming account does not own.
         guard entitlement.account == claim.account else {
             throw VerificationError(.storageUnavailable, "storage: entitlement for another account than the claim")
         }
-        switch try ownerOf(entitlement.originalTransactionId, bundleId: claim.bundleId, connection) {
-        case claim.account?: break
-        case nil: throw VerificationError(.storageUnavailable, "storage: entitlement for a purchase not bound")
-        case _?: throw Self.boundElsewhere
+        if !reads.boundToClaimant.contains(entitlement.originalTransactionId) {
+            switch try ownerOf(entitlement.originalTransactionId, bundleId: claim.bundleId, connection) {
+            case claim.account?: reads.boundToClaimant.insert(entitlement.originalTransactionId)
+            case nil: throw VerificationError(.storageUnavailable, "storage: entitlement for a purchase not bound")
+            case _?: throw Self.boundElsewhere
+            }
         }
         // Facts are ordered by when Apple stated them, on both paths: a notification signed after
         // this evidence (a refund the device-signed transaction cannot know of) decides the chain,
         // and an older fact never overwrites a newer row.
         let factTime = claim.factTimes[entitlement.originalTransactionId] ?? claim.now
-        if let state = try Self.storedState(bundleId: claim.bundleId, originalTransactionId: entitlement.originalTransactionId,
-                                            connection), state.lastSignedDate > factTime {
+        if let state = try reads.state(entitlement.originalTransactionId, bundleId: claim.bundleId, connection),
+           state.lastSignedDate > factTime {
             try Self.storeOwnerEntitlement(state, connection)
             return
         }
@@ -194,7 +235,12 @@ public final class SQLLedger: Ledger {
             ON CONFLICT (bundle_id, account, original_transaction_id) DO UPDATE SET
                 product_id = excluded.product_id, state = excluded.state, expires_date = excluded.expires_date,
                 source = excluded.source, updated_at = excluded.updated_at
-            WHERE entitlements.updated_at <= excluded.updated_at
+            WHERE entitlements.updated_at < excluded.updated_at
+               OR (entitlements.updated_at = excluded.updated_at
+                   AND (entitlements.product_id IS DISTINCT FROM excluded.product_id
+                        OR entitlements.state IS DISTINCT FROM excluded.state
+                        OR entitlements.expires_date IS DISTINCT FROM excluded.expires_date
+                        OR entitlements.source IS DISTINCT FROM excluded.source))
             """, .text(claim.bundleId), .text(claim.account), .text(entitlement.originalTransactionId),
             .text(entitlement.productId), .text(entitlement.state.rawValue), .integer(entitlement.expiresDate),
             .text(entitlement.source), .integer(factTime))
@@ -225,15 +271,20 @@ public final class SQLLedger: Ledger {
 
     public func entitlements(bundleId: String, account: String) throws(VerificationError) -> [Entitlement] {
         try database.withConnection { (connection) throws(VerificationError) in
-            try connection.query("""
-                SELECT original_transaction_id, product_id, state, expires_date, source FROM entitlements
-                WHERE bundle_id = ? AND account = ? ORDER BY original_transaction_id
-                """, .text(bundleId), .text(account)) { (row) throws(VerificationError) in
-                guard let state = Entitlement.State(rawValue: try row.requiredText(2)) else { throw SQLRow.corrupt }
-                return Entitlement(account: account, productId: try row.requiredText(1), state: state,
-                                   expiresDate: row.integer(3), originalTransactionId: try row.requiredText(0),
-                                   source: try row.requiredText(4))
-            }
+            try Self.entitlements(bundleId: bundleId, account: account, connection)
+        }
+    }
+
+    private static func entitlements(bundleId: String, account: String, _ connection: any SQLConnection)
+        throws(VerificationError) -> [Entitlement] {
+        try connection.query("""
+            SELECT original_transaction_id, product_id, state, expires_date, source FROM entitlements
+            WHERE bundle_id = ? AND account = ? ORDER BY original_transaction_id
+            """, .text(bundleId), .text(account)) { (row) throws(VerificationError) in
+            guard let state = Entitlement.State(rawValue: try row.requiredText(2)) else { throw SQLRow.corrupt }
+            return Entitlement(account: account, productId: try row.requiredText(1), state: state,
+                               expiresDate: row.integer(3), originalTransactionId: try row.requiredText(0),
+                               source: try row.requiredText(4))
         }
     }
 

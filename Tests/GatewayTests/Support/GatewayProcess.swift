@@ -20,9 +20,13 @@ final class GatewayProcess: @unchecked Sendable {
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Mappings")
     }
 
-    init(config: URL) throws {
+    /// `environment` is added to this process's own (a shared receipt seal key, say).
+    init(config: URL, environment: [String: String] = [:]) throws {
         process.executableURL = Self.binary
         process.arguments = ["serve", "--config", config.path, "--mappings", Self.mappings.path]
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, added in added }
+        }
         process.standardError = stderrPipe
         process.standardOutput = FileHandle.nullDevice
         stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
@@ -60,17 +64,4 @@ final class GatewayProcess: @unchecked Sendable {
 struct GatewayProcessError: Error, CustomStringConvertible {
     let message: String
     var description: String { message }
-}
-
-/// Runs `sqlite3` (the CLI) on a database for what the ledger's API does not list.
-func sqliteScalar(_ database: String, _ sql: String) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-    process.arguments = ["-readonly", database, sql]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
 }

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Every benchmark of issue 6 in one go, each figure a ratio to a baseline measured in this same run:
+#   Benchmarks/run.sh [SECONDS]        (SECONDS per measurement, default 5)
+# Writes Benchmarks/results/<UTC time>.json (all raw figures) and .md (the table printed at the end).
+#   1. JWS verify/s, warm and cold chain cache          / openssl speed ecdsap256 verify/s (one core)
+#   2. the same JWS through Apple's Python library      / iapgw's warm rate (as "iapgw is N× faster")
+#   3. the 187-record receipt parsed+verified/s         / the Python library's receipt utility
+#   4. POST /verify at 64 connections (wrk): req/s, p50, p99, peak RSS   / openssl verify/s (one core)
+#   5. notifications accepted/s, durably, on SQLite and on PostgreSQL   / raw durable single-row inserts/s
+#      of the same backend (sqlite3 CLI, WAL + synchronous=FULL; pgbench, 16 clients, one INSERT each)
+# The PostgreSQL figures come from a throwaway cluster (initdb in a temp dir, loopback, a free port,
+# its socket in the temp dir) stopped and deleted at exit.
+# Environment: IAPGW_BENCH_NOTIFICATIONS (count, default 3000), PG_BIN (default /usr/lib/postgresql/15/bin).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source Benchmarks/lib.sh
+seconds="${1:-5}"
+count="${IAPGW_BENCH_NOTIFICATIONS:-3000}"
+pg_bin="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+work=$(mktemp -d /tmp/iapgw-bench.XXXXXX)
+pg_up=0
+
+# initdb and pg_ctl refuse to run as root: as root they run as the `postgres` user.
+as_pg() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+cleanup() {
+  if [[ $pg_up == 1 ]]; then as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -m immediate stop >/dev/null 2>&1 || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+now_ns() { date +%s%N; }
+section() { echo; echo "== $*"; }
+
+section "build (release)"
+swift build -c release --product iapgw >/dev/null
+export IAPGW_SKIP_BUILD=1
+iapgw=.build/release/iapgw
+git rev-parse --short HEAD >"$work/commit" 2>/dev/null || echo unknown >"$work/commit"
+
+section "1-3. JWS and receipts (iapgw bench --seconds $seconds), Apple's Python library as the peer"
+python_args=()
+if peer=$(bash Benchmarks/setup_python_peer.sh 2>"$work/peer.log" | tail -1) && [[ -n "$peer" ]]; then
+  if [[ "$peer" == "env PYTHONPATH="* ]]; then
+    rest="${peer#env PYTHONPATH=}"; export PYTHONPATH="${rest%% *}"; python="${rest#* }"
+  else
+    python="$peer"
+  fi
+  python_args=(--python "$python")
+else
+  echo "   the Python peer could not be installed; figures 2 and 3 lose their peer:"; sed 's/^/   /' "$work/peer.log"
+fi
+"$iapgw" bench --seconds "$seconds" "${python_args[@]}" --results "$work/bench.json" | sed 's/^/   /'
+
+section "4. POST /verify at 64 connections (Benchmarks/verify-load.sh $seconds)"
+bash Benchmarks/verify-load.sh "$seconds" --json "$work/verify.json" | sed 's/^/   /'
+
+section "5a. notifications on SQLite ($count notifications, 16 connections)"
+"$iapgw" bench-notifications --count "$count" --connections 16 --seconds 3 --json "$work/notif-sqlite.json" | sed 's/^/   /'
+# Baseline: the same durability the inbox insert asks for (WAL, synchronous=FULL), one row of a
+# notification's size per transaction, from the sqlite3 CLI.
+inserts=1000
+sqlite3 "$work/baseline.sqlite" "PRAGMA journal_mode=WAL;" "CREATE TABLE inbox(id INTEGER PRIMARY KEY, payload BLOB);" >/dev/null
+{ echo "PRAGMA synchronous=FULL;"; for _ in $(seq 1 $inserts); do echo "INSERT INTO inbox(payload) VALUES (randomblob(4000));"; done; } >"$work/inserts.sql"
+t0=$(now_ns); sqlite3 "$work/baseline.sqlite" <"$work/inserts.sql"; t1=$(now_ns)
+awk -v n=$inserts -v ns=$((t1 - t0)) 'BEGIN { printf "{\"inserts\":%d,\"per_s\":%.1f}\n", n, n / (ns / 1e9) }' >"$work/sqlite-baseline.json"
+echo "   baseline: sqlite3 CLI, $inserts single-row 4 KB inserts, WAL + synchronous=FULL: $(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["per_s"]))' "$work/sqlite-baseline.json")/s"
+
+section "5b. notifications on PostgreSQL (throwaway cluster on loopback)"
+if [[ ! -x "$pg_bin/initdb" ]]; then
+  echo "   skipped: no PostgreSQL server binaries in $pg_bin (set PG_BIN)"
+else
+  mkdir -p "$work/pg/sock"; chmod 755 "$work"
+  if [[ $(id -u) == 0 ]]; then chown -R postgres "$work/pg"; fi
+  as_pg "$pg_bin/initdb" -D "$work/pg/data" -A trust -U postgres >"$work/pg-initdb.log" 2>&1
+  pg_port=$(free_port)
+  as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -l "$work/pg/log" -w \
+    -o "-p $pg_port -k $work/pg/sock -c listen_addresses=127.0.0.1 -c max_connections=100" start >/dev/null
+  pg_up=1
+  pg=(-h 127.0.0.1 -p "$pg_port" -U postgres)
+  "$pg_bin/createdb" "${pg[@]}" iapgw_bench
+  "$pg_bin/createdb" "${pg[@]}" pgbench_baseline
+  # Baseline: 16 clients (as many as the notification connections), one durable single-row insert of
+  # a notification's size per transaction (synchronous_commit=on, the server's default).
+  "$pg_bin/psql" "${pg[@]}" -q -d pgbench_baseline -c "CREATE TABLE inbox(id bigserial PRIMARY KEY, payload text NOT NULL)"
+  echo "INSERT INTO inbox(payload) SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 125);" >"$work/insert.sql"
+  "$pg_bin/pgbench" "${pg[@]}" -n -c 16 -j 2 -T "$seconds" -f "$work/insert.sql" pgbench_baseline >"$work/pgbench.out" 2>&1
+  tps=$(awk '/^tps = / {print $3; exit}' "$work/pgbench.out")
+  echo "{\"clients\":16,\"per_s\":${tps:-0}}" >"$work/pg-baseline.json"
+  echo "   baseline: pgbench, 16 clients, single-row 4 KB inserts, synchronous_commit=on: ${tps:-?}/s"
+  storage="postgres://postgres@127.0.0.1:$pg_port/iapgw_bench"
+  # The receipt seal key lives beside an SQLite file by default; a PostgreSQL run has none.
+  if IAPGW_RECEIPT_SEAL_KEY=$(openssl rand -hex 32) "$iapgw" bench-notifications --count "$count" --connections 16 \
+       --seconds 3 --storage "$storage" --json "$work/notif-postgres.json" >"$work/notif-postgres.out" 2>&1; then
+    sed 's/^/   /' "$work/notif-postgres.out"
+  elif grep -q "not in this build" "$work/notif-postgres.out"; then
+    echo "   skipped: the PostgreSQL ledger is not in this build yet (SQLLedger(storage: \"postgres://…\") refuses);"
+    echo "   merge main once it lands and run again. The pgbench baseline above was still measured."
+    echo '{"skipped":"the PostgreSQL ledger is not in this build"}' >"$work/notif-postgres.json"
+  else
+    sed 's/^/   /' "$work/notif-postgres.out"
+    echo "   FAILED: bench-notifications on PostgreSQL (output above)"
+    echo '{"skipped":"bench-notifications failed on PostgreSQL"}' >"$work/notif-postgres.json"
+  fi
+fi
+
+section "summary"
+mkdir -p Benchmarks/results
+python3 Benchmarks/report.py "$work" "Benchmarks/results/$stamp" "Benchmarks/run.sh $seconds"
