@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of IAPGateway (the README's test command).
 # The real Apple vectors are read from ../shared/testdata/apple-real (or $IAPGW_APPLE_REAL).
-# Then the ledger's suite runs again against a throwaway PostgreSQL cluster on loopback
+# Then the ledger's suite (and the multi-instance gateway tests) run again against a throwaway PostgreSQL cluster on loopback
 # (Scripts/postgres.sh), when the server is installed; on CI (CI=true) it must be.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,11 +35,13 @@ if [ -z "${total:-}" ] || [ "$total" -eq 0 ]; then echo "tests: no test ran"; ex
 
 pg_bin="${IAPGW_PG_BIN:-/usr/lib/postgresql/15/bin}"
 if [ -x "$pg_bin/initdb" ]; then
-    echo "== LedgerTests again on PostgreSQL =="
+    # The ledger's whole suite, and the gateway tests that run separate instances on one database.
+    pg_suites="LedgerTests|MultiInstanceTests|NotificationDurabilityTests|CrashResilienceTests"
+    echo "== $pg_suites again on PostgreSQL =="
     url=$(IAPGW_PG_DIR="$pg_dir" Scripts/postgres.sh start)
     set +e
     IAPGW_TEST_POSTGRES_URL="$url" swift test --skip-build --disable-swift-testing \
-        --filter "${IAPGW_PG_TEST_FILTER:-LedgerTests}" 2>&1 | tee "$pg_log"
+        --filter "${IAPGW_PG_TEST_FILTER:-$pg_suites}" 2>&1 | tee "$pg_log"
     pg_status=${PIPESTATUS[0]}
     set -e
     IAPGW_PG_DIR="$pg_dir" Scripts/postgres.sh stop

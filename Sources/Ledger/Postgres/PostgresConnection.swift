@@ -45,6 +45,9 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
                 ? "storage: connect to PostgreSQL failed (the server requires a password the URL does not give)"
                 : "storage: connect to PostgreSQL failed (server unreachable, or it refused the connection or the URL)")
         }
+        // libpq prints server notices ("relation already exists, skipping") to stderr by default:
+        // that would break the JSON-lines log, and a notice may quote names or values. Dropped.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
         return PostgresConnection(handle: handle)
     }
 
