@@ -117,4 +117,27 @@ final class StorageTests: LedgerTestCase {
         // SQLITE_CONSTRAINT_PRIMARYKEY (an extended code), or PostgreSQL's unique_violation SQLSTATE.
         XCTAssertEqual(result, .constraintViolation(usesPostgres ? "23505" : "1555"))
     }
+
+    func testWALIsCopiedIntoTheDatabaseFileInTheBackgroundNotByTheWritersCommit() throws {
+        try skipOnPostgres("the WAL checkpointer")
+        let ledger = try openLedger()
+        let file = databasePath
+        let before = try fileSize(file)
+        for i in 0..<600 {
+            try ledger.recordAudit(AuditRecord(time: Int64(i), bundleId: "com.example.app", account: "alice",
+                                               evidenceKind: "signedTransaction",
+                                               evidenceSHA256: LedgerDigest.sha256Hex("evidence-\(i)"),
+                                               transactionIds: (0..<20).map { "\(i)-\($0)" }, productIds: ["p"],
+                                               environment: "Production", verdict: .granted, errorCode: nil,
+                                               adapter: "serverAPI", latencyMicros: 1))
+        }
+        // Far below the commit's own checkpoint threshold: only the background checkpointer moves pages.
+        let deadline = Date().addingTimeInterval(5)
+        while try fileSize(file) < before + 200_000, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        XCTAssertGreaterThan(try fileSize(file), before + 200_000, "the WAL was checkpointed into the file")
+    }
+
+    private func fileSize(_ path: String) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+    }
 }

@@ -137,6 +137,7 @@ final class SQLiteDatabase: SQLDatabase, @unchecked Sendable {
     var dialect: SQLDialect { .sqlite }
     private let connection: SQLiteConnection
     private let lock = Mutex(())
+    private var checkpointer: WALCheckpointer?
 
     /// Opens (creating if needed) the file at `path` and applies `migrations` not yet applied.
     init(path: String, migrations: [String], busyTimeoutMilliseconds: Int32 = 10_000) throws(VerificationError) {
@@ -151,9 +152,11 @@ final class SQLiteDatabase: SQLDatabase, @unchecked Sendable {
         sqlite3_extended_result_codes(handle, 1)
         // The busy timeout comes first: switching to WAL needs a lock another process may hold.
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
-        try connection.executeScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+        try connection.executeScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
+                                     + "PRAGMA wal_autocheckpoint=\(WALCheckpointer.backstopPages);",
                                      operation: "configure")
         try SchemaMigrator.migrate(self, migrations: migrations)
+        checkpointer = WALCheckpointer(path: path)
     }
 
     /// Runs `body` with exclusive use of the connection (no transaction of its own).
