@@ -96,7 +96,9 @@ final class ConfigFormatTests: XCTestCase {
         XCTAssertEqual(try gateway("postgres://iapgw@db.internal:5432/iapgw?sslmode=require").storageURL,
                        "postgres://iapgw@db.internal:5432/iapgw?sslmode=require")
         XCTAssertEqual(try gateway("postgresql://127.0.0.1:5433/iapgw").storageURL, "postgresql://127.0.0.1:5433/iapgw")
-        for url in ["postgres://iapgw:hunter2pw@db/iapgw", "postgresql://db/iapgw?password=hunter2pw"] {
+        // libpq percent-decodes query keywords too: `passw%6Frd` is `password` to it.
+        for url in ["postgres://iapgw:hunter2pw@db/iapgw", "postgresql://db/iapgw?password=hunter2pw",
+                    "postgresql://db/iapgw?passw%6Frd=hunter2pw", "postgres://db/iapgw?%70assword=hunter2pw"] {
             let error = S.refusal { () throws(VerificationError) in _ = try gateway(url) }
             XCTAssertEqual(error?.code, .invalidConfiguration, url)
             XCTAssertTrue(error?.message.contains("PGPASSWORD") == true, error?.message ?? "")

@@ -123,6 +123,33 @@ final class PostgresLedgerTests: InboxTestCase {
         XCTAssertEqual(versions, (1...Int64(PostgresLedgerSchema.migrations.count)).map { $0 })
     }
 
+    func testTransactionsRunAtReadCommittedWhateverTheServersDefaultIsolation() throws {
+        try requireServer()
+        // A server (or database, or role) defaulting to REPEATABLE READ would freeze each transaction's
+        // snapshot at its first statement, before the chain lock is granted: a claim would not see the
+        // refund another instance committed while it waited.
+        let url = storage + "%20-cdefault_transaction_isolation%3Drepeatable%5C%20read"
+        let ledger = SQLLedger(database: try PostgresDatabase(url: url, migrations: PostgresLedgerSchema.migrations))
+        let isolation = try ledger.database.transaction { (connection) throws(VerificationError) in
+            try connection.query("SELECT current_setting('transaction_isolation')") {
+                (row) throws(VerificationError) in try row.requiredText(0)
+            }
+        }
+        XCTAssertEqual(isolation, ["read committed"])
+    }
+
+    func testTextWithANulCharacterIsRefusedRatherThanTruncatedIntoAnotherKey() throws {
+        try requireServer()
+        let ledger = try openLedger()
+        _ = try ledger.claim(claim("alice", [transaction("1000", original: "1000")]))
+        // libpq reads a text parameter up to its first NUL: "1000<NUL>x" would read alice's purchase.
+        let error = errorThrown { () throws(VerificationError) in
+            _ = try ledger.owner(bundleId: app, originalTransactionId: "1000\u{0}x")
+        }
+        XCTAssertEqual(error?.code, .storageUnavailable)
+        XCTAssertEqual(try ledger.owner(bundleId: app, originalTransactionId: "1000"), "alice")
+    }
+
     // MARK: Sessions that die
 
     func testTerminatedSessionIsReplacedAndTheNextCallSucceeds() throws {

@@ -64,7 +64,8 @@ public final class WebhookDispatcher: Sendable {
         // A batch taken for delivery stays ours longer than its receivers can take at the upstream
         // timeout, so another instance never sends the same event while we still may.
         let lease = Int64(max(1, limit)) * (attemptTimeoutMillis + 1_000)
-        for entry in try ledger.leaseDueWebhooks(now: now(), limit: limit, leaseMillis: lease) {
+        let leasedAt = now()
+        for entry in try ledger.leaseDueWebhooks(now: leasedAt, limit: limit, leaseMillis: lease) {
             guard let app = apps[entry.event.bundleId], let webhook = app.webhook else {
                 // No receiver configured: nothing will ever take it, so it is not retried forever.
                 try ledger.markDelivered(entry.seq, at: now())
@@ -83,6 +84,12 @@ public final class WebhookDispatcher: Sendable {
                 logger.error("webhook_secret_unavailable", ["bundleId": entry.event.bundleId, "code": error.code.rawValue])
                 try ledger.markFailed(entry.seq, nextAttemptAt: now() + Self.backoffMs(afterAttempts: entry.attempts))
                 continue
+            }
+            // The slack is not a bound: a stalled storage checkout can outlast it. An attempt that might
+            // end after the lease is not started; the rest of the batch is due again when the lease ends.
+            guard now() + attemptTimeoutMillis <= leasedAt + lease else {
+                logger.warning("webhook_lease_ran_out", ["bundleId": entry.event.bundleId])
+                break
             }
             let ok: Bool
             do {

@@ -60,7 +60,11 @@ struct GatewayConfigDecoder {
                let userInfo = authority.split(separator: "@", maxSplits: 1).dropLast().first, userInfo.contains(":") {
                 throw f.fail("must not hold a password: set PGPASSWORD or a passfile (PGPASSFILE) instead")
             }
-            if url.lowercased().contains("password=") {
+            // libpq percent-decodes the URI's keywords as well as its values (and refuses a bad escape).
+            guard let decoded = url.hasPrefix("sqlite:") ? url.lowercased() : url.removingPercentEncoding?.lowercased() else {
+                throw f.fail("must not hold an invalid percent-encoding")
+            }
+            if url.lowercased().contains("password=") || decoded.contains("password=") {
                 throw f.fail("must not hold a password: set PGPASSWORD or a passfile (PGPASSFILE) instead")
             }
             config.storageURL = url

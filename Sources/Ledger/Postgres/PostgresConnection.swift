@@ -133,6 +133,11 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
                 offsets.append(buffer.count); buffer.append(contentsOf: String(value).utf8); buffer.append(0)
                 lengths.append(0); formats.append(0)
             case .text(let value):
+                // A text parameter is read up to its first NUL: "id\0x" would silently become "id",
+                // another key. PostgreSQL text cannot hold NUL anyway, so it is refused.
+                guard !value.utf8.contains(0) else {
+                    throw VerificationError(.storageUnavailable, "storage: bind failed (text with a NUL character)")
+                }
                 offsets.append(buffer.count); buffer.append(contentsOf: value.utf8); buffer.append(0)
                 lengths.append(0); formats.append(0)
             case .blob(let value):

@@ -87,7 +87,10 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
             do throws(VerificationError) {
                 defer { checkIn(connection) }
                 connection.resetFailure()
-                try connection.executeScript("BEGIN", operation: "begin")
+                // Explicit, whatever the server's default: the chain locks only serialise work if each
+                // statement after the lock takes a fresh snapshot (a REPEATABLE READ snapshot is taken
+                // before the lock is granted and would not see what its holder committed).
+                try connection.executeScript("BEGIN ISOLATION LEVEL READ COMMITTED", operation: "begin")
                 began = true
                 do throws(VerificationError) {
                     let result = try body(connection)
