@@ -122,6 +122,34 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(results.compactMap { $0 }.count, 1, "exactly one pass ran")
     }
 
+    func testPassThatLosesItsLeaseStopsAndLeavesTheNewHoldersLeaseAlone() async throws {
+        let capture = LogCapture()
+        let gw = try await GatewayE2E.start(self)
+        let service = gw.harness.service
+        let ledger = try XCTUnwrap(service.ledger as? any ReconciliationLedger)
+        let purchase = try gw.buy(owner: "device-alice")
+        try await gw.simulator.sendNotification(type: "SUBSCRIBED", subtype: "INITIAL_BUY", purchase: purchase, to: nil)
+        gw.simulator.faults.setLatency(milliseconds: 400)
+        var options = Reconciler.Options()
+        options.leaseMillis = 300
+        let reconciler = try Reconciler(service: service, options: options, logger: capture.logger)
+
+        async let pass = reconciler.reconcile()
+        try await Task.sleep(for: .milliseconds(50))
+        // Another instance takes over (as if this one had stalled past its lease).
+        try ledger.releaseLease("reconciliation", holder: reconciler.leaseHolder)
+        XCTAssertTrue(try ledger.acquireLease("reconciliation", holder: "other-instance", now: service.now(),
+                                              ttlMillis: 60_000))
+        _ = await pass
+
+        let events = capture.captured.compactMap { try? StrictJSON().parse(Array($0.utf8))["event"]?.stringValue }
+        XCTAssertTrue(events.contains("reconciliation_lease_lost"), "\(events)")
+        XCTAssertTrue(events.contains("reconciliation_pass_abandoned"), "\(events)")
+        XCTAssertFalse(events.contains("reconciliation_pass"), "the pass did not run to its end")
+        XCTAssertFalse(try ledger.acquireLease("reconciliation", holder: "third-instance", now: service.now(),
+                                               ttlMillis: 60_000), "the new holder's lease was not released")
+    }
+
     func testPassIsSkippedWhileAnotherInstanceHoldsTheLeaseAndRunsOnceItIsFree() async throws {
         let gw = try await GatewayE2E.start(self)
         let service = gw.harness.service

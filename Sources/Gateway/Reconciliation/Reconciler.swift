@@ -93,29 +93,46 @@ public final class Reconciler: Sendable {
             logger.info("reconciliation_skipped", ["reason": "another instance holds the lease"])
             return nil
         }
+        // Renewal and release take turns under one lock, so a renewal never lands after the release
+        // (which would keep other instances out for a whole lease); a lost lease ends the pass at
+        // the next app, before anything else is asked of Apple or answered to it.
+        let lease = LeaseFlags()
         let heartbeat = Task { [self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(max(options.leaseMillis / 3, 1)))
-                if !Task.isCancelled, !takeLease() {
-                    logger.error("reconciliation_lease_lost", [:])
+                lease.state.withLock { state in
+                    guard !state.released, !state.lost else { return }
+                    if !takeLease() {
+                        state.lost = true
+                        logger.error("reconciliation_lease_lost", [:])
+                    }
                 }
             }
         }
         defer {
             heartbeat.cancel()
-            do { try ledger.releaseLease(Self.leaseName, holder: leaseHolder) } catch {
-                logger.warning("reconciliation_lease_release_failed", ["code": error.code.rawValue])
+            lease.state.withLock { state in
+                state.released = true
+                do throws(VerificationError) { try ledger.releaseLease(Self.leaseName, holder: leaseHolder) } catch {
+                    logger.warning("reconciliation_lease_release_failed", ["code": error.code.rawValue])
+                }
             }
         }
+        let stillHeld = { lease.state.withLock { !$0.lost } }
 
         var report = ReconciliationReport()
         for app in apps.values.sorted(by: { $0.bundleId < $1.bundleId }) {
+            guard stillHeld() else { break }
             if app.serverAPI != nil, let serverAPI {
                 await readHistory(app, serverAPI: serverAPI, since: since, into: &report)
                 await readStatuses(app, serverAPI: serverAPI, into: &report)
             } else if app.sharedSecret != nil, legacy != nil, sealer != nil {
                 await reverifyReceipts(app, into: &report)
             }
+        }
+        guard stillHeld() else {
+            logger.warning("reconciliation_pass_abandoned", ["reason": "lease lost"])
+            return report
         }
         report.consumptionAnswered = await consumption.answerPending(failures: &report.failures)
         logger.info("reconciliation_pass", ["historyEnqueued": String(report.historyEnqueued),
@@ -124,6 +141,15 @@ public final class Reconciler: Sendable {
                                             "consumptionAnswered": String(report.consumptionAnswered),
                                             "failures": String(report.failures.count)])
         return report
+    }
+
+    private struct LeaseState {
+        var released = false
+        var lost = false
+    }
+
+    private final class LeaseFlags: Sendable {
+        let state = Mutex(LeaseState())
     }
 
     /// Takes or renews the cross-instance lease; a storage failure counts as not holding it.

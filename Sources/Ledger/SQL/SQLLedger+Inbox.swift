@@ -155,7 +155,8 @@ extension SQLLedger: NotificationLedger {
     private func recordFailure(_ seq: Int64, code: VerificationError.Code, now: Int64, policy: InboxRetryPolicy)
         throws(VerificationError) -> Bool {
         try database.transaction { (connection) throws(VerificationError) -> Bool in
-            let previous = try connection.query("SELECT attempts FROM notification_inbox WHERE seq = ?",
+            // An entry another instance processed meanwhile is left as it is.
+            let previous = try connection.query("SELECT attempts FROM notification_inbox WHERE seq = ? AND processed_at IS NULL",
                                                 .integer(seq)) { (row) throws(VerificationError) in
                 try row.requiredInteger(0)
             }.first
@@ -164,7 +165,7 @@ extension SQLLedger: NotificationLedger {
             let parked = attempts >= policy.maxAttempts
             try connection.run("""
                 UPDATE notification_inbox SET attempts = ?, last_error_code = ?, next_attempt_at = ?, parked_at = ?
-                WHERE seq = ?
+                WHERE seq = ? AND processed_at IS NULL
                 """, .integer(Int64(attempts)), .text(code.rawValue), .integer(now + policy.delay(afterAttempts: attempts)),
                 .integer(parked ? now : nil), .integer(seq))
             return parked
