@@ -119,4 +119,31 @@ final class MultiInstanceTests: XCTestCase {
             }
         }
     }
+
+    func testReadinessFollowsTheDatabaseAndTheGatewayRecoversWhenItIsBack() async throws {
+        let d = try await startTwoInstances()
+        let base = d.bases[0]
+        let ready = try await d.e2e.gw.send("GET", "\(base)/readyz")
+        XCTAssertEqual(ready.status, 200, ready.text)
+
+        // The database refuses connections and its sessions are cut (a failover, a restart).
+        try d.storage.administer("ALTER DATABASE {db} ALLOW_CONNECTIONS false")
+        try d.storage.administer("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}'")
+        let down = try await d.e2e.gw.send("GET", "\(base)/readyz")
+        XCTAssertEqual(down.status, 503, down.text)
+        XCTAssertEqual(down.errorCode, "STORAGE_UNAVAILABLE")
+        let purchase = try d.e2e.subscribe(owner: "device-outage")
+        let refused = try await d.e2e.gw.send("POST", "\(base)/v1/apps/\(d.e2e.bundleId)/verify", body: Array(JSONValue.object([
+            "account": "olga", "transactionId": .string(purchase.transactionId)]).jsonText.utf8))
+        XCTAssertEqual(refused.status, 503, "no verdict without the ledger: \(refused.text)")
+        XCTAssertNotNil(refused.headers["retry-after"])
+
+        try d.storage.administer("ALTER DATABASE {db} ALLOW_CONNECTIONS true")
+        try await d.e2e.eventually("the gateway is ready again", seconds: 10) {
+            try await d.e2e.gw.send("GET", "\(base)/readyz").status == 200
+        }
+        let granted = try await d.e2e.gw.send("POST", "\(base)/v1/apps/\(d.e2e.bundleId)/verify", body: Array(JSONValue.object([
+            "account": "olga", "transactionId": .string(purchase.transactionId)]).jsonText.utf8))
+        XCTAssertEqual(granted.status, 200, granted.text)
+    }
 }

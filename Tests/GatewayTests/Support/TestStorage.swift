@@ -9,7 +9,8 @@ import XCTest
 /// dropped at teardown; the URL's own database is only used to connect); unset, each test gets a
 /// fresh SQLite file in its directory, and tests that need a shared server are skipped.
 struct TestStorage {
-    enum Backend { case sqlite(path: String), postgres(url: String) }
+    /// PostgreSQL: the test database's URL, its name, and the server URL it was created through.
+    enum Backend { case sqlite(path: String), postgres(url: String, database: String, server: String) }
 
     let backend: Backend
 
@@ -17,7 +18,7 @@ struct TestStorage {
     var storageURL: String {
         switch backend {
         case .sqlite(let path): "sqlite:" + path
-        case .postgres(let url): url
+        case .postgres(let url, _, _): url
         }
     }
 
@@ -45,7 +46,7 @@ struct TestStorage {
         _ = try Self.psql(server, "CREATE DATABASE \(name)")
         test.addTeardownBlock { _ = try? Self.psql(server, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
         components.path = "/" + name
-        return TestStorage(backend: .postgres(url: try XCTUnwrap(components.string)))
+        return TestStorage(backend: .postgres(url: try XCTUnwrap(components.string), database: name, server: server))
     }
 
     /// Result rows of a read-only query, columns split; NULL reads as "".
@@ -53,13 +54,22 @@ struct TestStorage {
         let output: String
         switch backend {
         case .sqlite(let path): output = try Self.run("/usr/bin/sqlite3", ["-readonly", "-separator", "\u{1F}", path, sql])
-        case .postgres(let url): output = try Self.psql(url, sql)
+        case .postgres(let url, _, _): output = try Self.psql(url, sql)
         }
         return output.split(separator: "\n", omittingEmptySubsequences: true)
             .map { $0.split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init) }
     }
 
     func scalar(_ sql: String) throws -> String { try rows(sql).first?.first ?? "" }
+
+    /// PostgreSQL only: runs `sql` through the server connection (to refuse or allow connections to
+    /// the test database, say), with `{db}` standing for the test database's name.
+    func administer(_ sql: String) throws {
+        guard case .postgres(_, let database, let server) = backend else {
+            throw GatewayProcessError(message: "administer is for PostgreSQL test databases")
+        }
+        _ = try Self.psql(server, sql.replacingOccurrences(of: "{db}", with: database))
+    }
 
     private static func psql(_ url: String, _ sql: String) throws -> String {
         try run("/usr/bin/env", ["psql", "-X", "-q", "-A", "-t", "-F", "\u{1F}", "-v", "ON_ERROR_STOP=1", url, "-c", sql])
