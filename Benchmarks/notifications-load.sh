@@ -2,8 +2,8 @@
 # Notifications under load (release build): V2 notifications signed in advance by the simulator,
 # POSTed over loopback HTTP by C concurrent connections to a gateway with no background worker
 # (each: outer + transaction + renewal JWS verified, durable ledger insert, then 200), then the
-# inbox drained by one NotificationProcessor (state machine + entitlement + outbox, one transaction
-# per entry). Printed beside `openssl speed ecdsap256` verify/s measured in the same run.
+# inbox drained by one NotificationProcessor (state machine + entitlement + outbox; each entry atomic in
+# its own savepoint, 16 entries per commit). Printed beside `openssl speed ecdsap256` verify/s measured in the same run.
 #   Benchmarks/notifications-load.sh [COUNT] [CONNECTIONS] [STORAGE_URL]   (defaults 5000, 16, a fresh SQLite file)
 # STORAGE_URL must name an empty database (sqlite:PATH or postgres://…); Benchmarks/run.sh makes one.
 set -euo pipefail

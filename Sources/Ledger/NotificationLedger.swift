@@ -7,8 +7,9 @@ import IAPCore
 ///
 /// Guarantees every implementation gives (SQLite now, PostgreSQL with `FOR UPDATE SKIP LOCKED` later):
 /// - `enqueue` returns only once the entry is committed; (bundleId, id) is unique, a redelivery is a no-op.
-/// - `processPending` applies each entry in its own transaction: the state, the owner's entitlement,
-///   the webhook events, the unknown-type mark and `processed` are committed together or not at all,
+/// - `processPending` applies each entry atomically (its own savepoint; entries share a commit in
+///   batches): the state, the owner's entitlement, the webhook events, the unknown-type mark and
+///   `processed` are committed together or not at all,
 ///   so a crash at any point neither loses nor repeats an effect. Several workers may drain one inbox.
 /// - an entry that fails is retried with backoff and parked after `InboxRetryPolicy.maxAttempts`;
 ///   it never holds back the entries after it.
@@ -27,8 +28,8 @@ public protocol NotificationLedger: Sendable {
     /// Stores a verified notification durably. False if (bundleId, id) was already stored: nothing changes.
     func enqueue(_ entry: InboxEntry) throws(VerificationError) -> Bool
 
-    /// Applies up to `limit` due entries, oldest `signedDate` first (then `receivedAt`), one
-    /// transaction each. `apply` gets the entry and its chain's stored state (nil for a new chain or
+    /// Applies up to `limit` due entries, oldest `signedDate` first (then `receivedAt`), each
+    /// atomically (an entry whose chain another instance is applying right now waits for a later call). `apply` gets the entry and its chain's stored state (nil for a new chain or
     /// an entry naming none) and must be pure: it runs inside the transaction and must not call the
     /// ledger. A throw from `apply`, or an outcome the ledger refuses, fails that entry only.
     /// Throws only when the storage itself fails.

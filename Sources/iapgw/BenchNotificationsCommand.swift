@@ -9,7 +9,7 @@ import UpstreamHTTP
 
 /// `iapgw bench-notifications`: App Store Server Notifications V2 accepted per second over
 /// loopback HTTP (outer + inner JWS verified, durable ledger insert, then 200), and the inbox drain
-/// rate (state machine + entitlement + outbox, one transaction per entry), beside the single-core
+/// rate (state machine + entitlement + outbox, each entry atomic, 16 per commit), beside the single-core
 /// `openssl speed ecdsap256` verify rate measured in the same run.
 struct BenchNotificationsCommand: Subcommand {
     let name = "bench-notifications"
@@ -126,7 +126,7 @@ struct BenchNotificationsCommand: Subcommand {
         print("ledger: \(backend)")
         print("accepted over HTTP (\(connections) connections): \(accepted)/\(count) with 200 in \(String(format: "%.2f", acceptSeconds)) s")
         print("  notifications accepted/s (3 JWS verified + durable \(backend) insert): \(BenchCommand.format(acceptedPerSecond))")
-        print("  inbox drain/s (state machine + entitlement + outbox, 1 transaction each): \(BenchCommand.format(drainedPerSecond))"
+        print("  inbox drain/s (state machine + entitlement + outbox, each entry atomic, 16 per commit): \(BenchCommand.format(drainedPerSecond))"
               + "  [\(drained) processed, \(depth.pending) left, \(depth.parked) parked]")
         print("  openssl speed ecdsap256 verify (one core, same run): \(BenchCommand.format(openssl))")
         print("  accepted/s as a share of one core's raw verify rate: \(String(format: "%.1f%%", 100 * acceptedPerSecond / openssl))"

@@ -94,8 +94,12 @@ final class PostgresLedgerTests: InboxTestCase {
             }
         }
         XCTAssertEqual(failures.withLock { $0 }, [])
+        // An entry whose chain another worker was applying at that moment waits for the next pass.
+        var late: [String] = []
+        let rest = try drain(instances[1], applied: &late)
+        for id in late { applications.withLock { $0[id, default: 0] += 1 } }
         XCTAssertEqual(applications.withLock { $0 }, Dictionary(uniqueKeysWithValues: ids.map { ($0, 1) }))
-        XCTAssertEqual(processed.withLock { $0 }, ids.count)
+        XCTAssertEqual(processed.withLock { $0 } + rest.processed, ids.count)
         XCTAssertEqual(try count(instances[1], "SELECT COUNT(*) FROM notification_inbox WHERE processed_at IS NOT NULL"),
                        Int64(ids.count))
         XCTAssertEqual(try count(instances[1], "SELECT COUNT(*) FROM webhook_outbox"), Int64(ids.count))

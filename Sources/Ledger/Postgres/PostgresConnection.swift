@@ -105,6 +105,12 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         }
     }
 
+    func trySerializeTransaction(on key: String) throws(VerificationError) -> Bool {
+        try queryRows("SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))", [.text(key)]) {
+            (row) throws(VerificationError) in try row.requiredText(0) == "t"
+        }.first ?? false
+    }
+
     /// Marks the start of a transaction attempt, so the database can tell a transient conflict of
     /// this attempt from an older failure.
     func resetFailure() { lastFailureState = nil }

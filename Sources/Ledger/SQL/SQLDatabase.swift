@@ -68,6 +68,9 @@ protocol SQLConnection: AnyObject {
     /// Inside a transaction: waits until no other transaction holds `key`, and holds it until this one
     /// ends. Serialises work on one purchase chain across instances even before its first row exists.
     func serializeTransaction(on key: String) throws(VerificationError)
+
+    /// `serializeTransaction(on:)` without the wait: false if another transaction holds `key` now.
+    func trySerializeTransaction(on key: String) throws(VerificationError) -> Bool
 }
 
 extension SQLConnection {

@@ -43,31 +43,67 @@ extension SQLLedger: NotificationLedger {
             }
         }
         var report = ProcessReport()
-        for seq in due {
-            do throws(VerificationError) {
-                let unknown = try database.transaction { (connection) throws(VerificationError) -> Bool? in
-                    // Re-read under the lock: another worker (or instance) may have taken the entry meanwhile.
-                    guard let entry = try Self.dueEntry(seq, connection) else { return nil }
-                    let chain = entry.event?.originalTransactionId
-                    // Two entries of one chain taken by two instances must not both read the old state.
-                    if let chain { try connection.serializeTransaction(on: "chain:\(entry.bundleId):\(chain)") }
-                    let stored = try chain.flatMap { (chain) throws(VerificationError) in
-                        try Self.storedState(bundleId: entry.bundleId, originalTransactionId: chain, connection)
+        // Entries are applied in batches, one transaction (one durable commit) each, every entry
+        // inside its own savepoint: a failing entry rolls back alone, as if it had its own transaction.
+        var start = due.startIndex
+        while start < due.endIndex {
+            let batch = due[start..<min(start + Self.entriesPerCommit, due.endIndex)]
+            start = batch.endIndex
+            let applied = try database.transaction { (connection) throws(VerificationError) -> BatchResult in
+                var result = BatchResult()
+                for seq in batch {
+                    try connection.executeScript("SAVEPOINT inbox_entry", operation: "savepoint")
+                    do throws(VerificationError) {
+                        if let unknown = try Self.apply(seq, now: now, apply, connection) {
+                            result.processed += 1
+                            if unknown { result.unknown += 1 }
+                        }
+                        try connection.executeScript("RELEASE SAVEPOINT inbox_entry", operation: "savepoint")
+                    } catch {
+                        // Nothing of this entry remains but the failure counted after the commit.
+                        try connection.executeScript("ROLLBACK TO SAVEPOINT inbox_entry; RELEASE SAVEPOINT inbox_entry",
+                                                     operation: "savepoint")
+                        result.failures.append((seq, error.code))
                     }
-                    let outcome = try apply(entry, stored)
-                    try Self.record(outcome, of: entry, seq: seq, chain: chain, now: now, connection)
-                    return outcome.unknownType
                 }
-                guard let unknown else { continue }
-                report.processed += 1
-                if unknown { report.unknown += 1 }
-            } catch {
-                // The transaction rolled back: nothing of this attempt remains but the count below.
+                return result
+            }
+            report.processed += applied.processed
+            report.unknown += applied.unknown
+            for (seq, code) in applied.failures {
                 report.failed += 1
-                if try recordFailure(seq, code: error.code, now: now, policy: policy) { report.parked += 1 }
+                if try recordFailure(seq, code: code, now: now, policy: policy) { report.parked += 1 }
             }
         }
         return report
+    }
+
+    /// Entries applied per commit: a durable commit costs a disk sync, an entry a few statements.
+    static let entriesPerCommit = 16
+
+    private struct BatchResult: Sendable {
+        var processed = 0
+        var unknown = 0
+        var failures: [(Int64, VerificationError.Code)] = []
+    }
+
+    /// Applies one due entry inside the caller's transaction: true/false (its type was unknown or
+    /// not) once applied, nil if it is not to be applied now (taken or finished by another worker,
+    /// or its chain held by another instance's transaction: it stays due for the next pass).
+    private static func apply(_ seq: Int64, now: Int64,
+                              _ apply: (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome,
+                              _ connection: any SQLConnection) throws(VerificationError) -> Bool? {
+        guard let entry = try dueEntry(seq, connection) else { return nil }
+        let chain = entry.event?.originalTransactionId
+        // Two entries of one chain taken by two instances must not both read the old state. No
+        // waiting here: a batch holding one chain while waiting for another could deadlock.
+        if let chain, !(try connection.trySerializeTransaction(on: "chain:\(entry.bundleId):\(chain)")) { return nil }
+        let stored = try chain.flatMap { (chain) throws(VerificationError) in
+            try storedState(bundleId: entry.bundleId, originalTransactionId: chain, connection)
+        }
+        let outcome = try apply(entry, stored)
+        try record(outcome, of: entry, seq: seq, chain: chain, now: now, connection)
+        return outcome.unknownType
     }
 
     private static func dueEntry(_ seq: Int64, _ connection: any SQLConnection) throws(VerificationError) -> InboxEntry? {

@@ -100,6 +100,8 @@ final class SQLiteConnection: SQLConnection {
     /// SQLite has one writer at a time: a transaction (BEGIN IMMEDIATE) already excludes every other.
     func serializeTransaction(on key: String) throws(VerificationError) {}
 
+    func trySerializeTransaction(on key: String) throws(VerificationError) -> Bool { true }
+
     private func release(_ statement: OpaquePointer) {
         sqlite3_reset(statement)
         sqlite3_clear_bindings(statement)
