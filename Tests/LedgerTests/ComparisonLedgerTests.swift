@@ -1,5 +1,6 @@
 import Foundation
 import IAPCore
+import Synchronization
 import XCTest
 @testable import Ledger
 
@@ -82,5 +83,22 @@ final class ComparisonLedgerTests: LedgerTestCase {
         _ = try seeded()
         let reopened = try openLedger()
         XCTAssertEqual(try reopened.comparisons(ComparisonQuery(bundleId: "com.example.app")).count, 4)
+    }
+
+    func testTheSameComparisonStoredByManyWritersAtOnceEndsAsOneWholeRecord() throws {
+        let ledger = try openLedger()
+        let versions = (0..<8).map { i in
+            comparison("same", at: 1_000 + Int64(i), (0...i).map { _ in difference(.fieldMismatch, field: "quantity") })
+        }
+        let failures = Mutex<[VerificationError.Code]>([])
+        DispatchQueue.concurrentPerform(iterations: versions.count) { i in
+            do throws(VerificationError) { try ledger.recordComparison(versions[i]) } catch {
+                failures.withLock { $0.append(error.code) }
+            }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        let stored = try ledger.comparisons(ComparisonQuery(bundleId: "com.example.app"))
+        XCTAssertEqual(stored.count, 1)
+        XCTAssertTrue(versions.contains(try XCTUnwrap(stored.first)), "one writer's record, not a mix")
     }
 }

@@ -7,6 +7,8 @@ extension SQLLedger: ComparisonLedger {
     public func recordComparison(_ c: PurchaseComparison) throws(VerificationError) {
         let productIds = Set(c.productIds + c.differences.compactMap(\.productId)).sorted()
         try database.transaction { (connection) throws(VerificationError) in
+            // Two instances storing the same comparison take turns: each replaces it whole.
+            try connection.serializeTransaction(on: "comparison:\(c.id)")
             try connection.run("DELETE FROM comparison_differences WHERE comparison_id = ?", .text(c.id))
             try connection.run("DELETE FROM comparisons WHERE id = ?", .text(c.id))
             try connection.run("""
