@@ -31,7 +31,9 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
                                                   .storageUnavailable]
 
         // MARK: Input shape (any parser of outside input)
-        /// Input larger than the limit for its kind.
+        /// Input larger than the limit for its kind, or a receipt that needs more Server API work than
+        /// allowed (more purchase chains than `maxReceiptLookups`, or a purchase history longer than
+        /// `maxPages` pages, which is refused rather than judged on part of it).
         public static let inputTooLarge = Code(rawValue: "INPUT_TOO_LARGE")
         /// Base64 or base64url that is not canonical (bad alphabet, padding, stray bits).
         public static let malformedBase64 = Code(rawValue: "MALFORMED_BASE64")

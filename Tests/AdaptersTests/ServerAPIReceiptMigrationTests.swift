@@ -27,6 +27,33 @@ final class ServerAPIReceiptMigrationTests: XCTestCase {
         return try await (try! fx.adapter()).verify(.appReceipt(base64: base64, nonce: nil), account: "acct-1", for: app)
     }
 
+    func testHistoryLongerThanThePageCapIsRefusedRatherThanJudgedOnItsOldestPages() async throws {
+        let base64 = try AppleRealVectors.text(AppleRealVectors.receiptProduction).trimmingCharacters(in: .whitespacesAndNewlines)
+        let receipt = try AppReceiptReader(roots: [try Data(contentsOf: appleIncRoot)]).read(base64: base64).receipt
+        let records = receipt.inAppPurchases.filter { $0.transactionId != nil }
+        let payloads = records.map {
+            ServerAPIFixture.transaction($0.transactionId!, original: $0.originalTransactionId, productId: $0.productId ?? "p",
+                                         type: "Auto-Renewable Subscription", bundleId: realBundleId,
+                                         purchaseDate: $0.purchaseDate)
+        }
+        let signed = try payloads.map { JSONValue.string(try fx.sign($0)) }
+        let firstChain = records[0].originalTransactionId ?? records[0].transactionId!
+        // Two pages exist; the adapter may read one.
+        fx.server.script("GET", .production, "/inApps/v2/history/\(firstChain)",
+                         ScriptedAppStoreServer.ok(["revision": .string("r1"), "hasMore": .bool(true),
+                                                    "signedTransactions": .array(Array(signed.prefix(2)))]),
+                         ScriptedAppStoreServer.ok(["revision": .string("r2"), "hasMore": .bool(false),
+                                                    "signedTransactions": .array(Array(signed.dropFirst(2)))]))
+        do {
+            _ = try await (try fx.adapter(maxPages: 1)).verify(.appReceipt(base64: base64, nonce: nil), account: "acct-1",
+                                                               for: realApp())
+            XCTFail("a verdict was drawn from the first page of a longer history")
+        } catch let error as VerificationError {
+            XCTAssertEqual(error.code, .inputTooLarge)
+            XCTAssertTrue(error.message.contains("1 pages"), error.message)
+        }
+    }
+
     func testProductionReceiptIsMigratedThroughPagedHistoryWithOneLookupPerCustomer() async throws {
         let base64 = try AppleRealVectors.text(AppleRealVectors.receiptProduction).trimmingCharacters(in: .whitespacesAndNewlines)
         let receipt = try AppReceiptReader(roots: [try Data(contentsOf: appleIncRoot)]).read(base64: base64).receipt

@@ -139,11 +139,12 @@ final class ServerAPIFixture {
         try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(connectTimeout: .seconds(5), requestTimeout: .seconds(20)))
     }
 
-    func adapter() throws -> ServerAPIAdapter {
+    func adapter(maxPages: Int = 50) throws -> ServerAPIAdapter {
         let mapping = try MappingFile.load(contentsOf: Self.packageRoot.appendingPathComponent("Mappings/serverAPI/v1.json"))
         return ServerAPIAdapter(
             upstream: try upstream(), baseURLs: server.baseURLs, normalizer: try ServerAPINormalizer(mapping),
-            options: .init(retryPolicy: retryPolicy, secretEnvironment: [:], sleep: recordingSleep), logger: logger)
+            options: .init(retryPolicy: retryPolicy, maxPages: maxPages, secretEnvironment: [:], sleep: recordingSleep),
+            logger: logger)
     }
 
     func client(tokenProvider: (any ServerAPITokenProviding)? = nil) throws -> AppStoreServerAPIClient {

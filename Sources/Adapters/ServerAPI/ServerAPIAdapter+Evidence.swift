@@ -89,6 +89,12 @@ extension ServerAPIAdapter {
         var seen = Set<String>()
         for id in chains where !seen.contains(id) {
             let history = try await client.getTransactionHistory(transactionId: id, order: .only(receiptEnvironment))
+            // A history cut at the page cap lacks its newest records (renewals, refunds): no verdict
+            // is drawn from part of the facts.
+            guard history.isComplete else {
+                throw VerificationError(.inputTooLarge,
+                                        "purchase history longer than \(options.maxPages) pages; not judged on part of it")
+            }
             for signed in history.signedTransactions {
                 let t = try verifiedTransaction(signed, answeredBy: history.environment, account: account, context)
                 seen.insert(t.transactionId)
