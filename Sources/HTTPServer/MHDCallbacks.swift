@@ -14,6 +14,8 @@ final class RequestState: @unchecked Sendable {
     var body: [UInt8] = []
     var path = ""
     var query: [String: String] = [:]
+    /// Read once, when the headers are complete (first call), for the checks there and the handler.
+    var headers = HTTPHeaders()
     /// A response (and its status) the handler produced but that could not be queued while suspended.
     let pendingResponse = Mutex<PendingResponse?>(nil)
 

@@ -51,17 +51,15 @@ final class ServerCore: @unchecked Sendable {
         }
         // Two framings (repeated Content-Length, or one beside Transfer-Encoding) are how requests are
         // smuggled past a proxy that reads the other one; libmicrohttpd picks one silently, so refuse (RFC 9112 §6.3).
-        var headers = HTTPHeaders()
-        _ = withUnsafeMutablePointer(to: &headers) {
+        _ = withUnsafeMutablePointer(to: &state.headers) {
             MHD_get_connection_values(connection, MHD_ValueKind.HEADER_KIND, headerCollector, UnsafeMutableRawPointer($0))
         }
-        let lengths = headers.values(for: "Content-Length")
-        if lengths.count > 1 || (!lengths.isEmpty && headers["Transfer-Encoding"] != nil) {
+        let lengths = state.headers.values(for: "Content-Length")
+        if lengths.count > 1 || (!lengths.isEmpty && state.headers["Transfer-Encoding"] != nil) {
             return refuse(state, connection: connection, status: 400, code: HTTPTransportErrorCode.malformedRequest,
                           message: "The request has more than one body length (Content-Length, Transfer-Encoding).")
         }
-        if let lengthText = MHD_lookup_connection_value(connection, MHD_ValueKind.HEADER_KIND, "Content-Length") {
-            let text = String(cString: lengthText)
+        if let text = lengths.first {
             guard let length = Int(text), length >= 0 else {
                 // Too many digits for an Int is still "too large", not malformed.
                 if !text.isEmpty && text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
@@ -114,11 +112,7 @@ final class ServerCore: @unchecked Sendable {
     /// The whole request has arrived: hand it to the handler without holding an MHD thread.
     func dispatch(_ state: RequestState, connection: OpaquePointer, method: String) -> MHD_Result {
         state.watch?.readDeadline.store(0, ordering: .relaxed)
-        var headers = HTTPHeaders()
-        _ = withUnsafeMutablePointer(to: &headers) {
-            MHD_get_connection_values(connection, MHD_ValueKind.HEADER_KIND, headerCollector, UnsafeMutableRawPointer($0))
-        }
-        let request = HTTPRequest(method: method, path: state.path, query: state.query, headers: headers,
+        let request = HTTPRequest(method: method, path: state.path, query: state.query, headers: state.headers,
                                   body: state.body, remoteAddress: remoteAddress(of: connection))
         state.body = []
         let suspended = SuspendedConnection(pointer: connection)
