@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// What an upstream call was for, in words safe for metrics: a stable endpoint name chosen by the
 /// caller ("verifyReceipt", "getTransactionInfo") and the environment ("production", "sandbox").
 /// Never a URL, an id or a header: the observer sees only these two bounded strings.
@@ -52,12 +46,4 @@ public enum UpstreamCallOutcome: Sendable, Equatable {
 /// upstream metrics: callers label requests, the gateway's metrics implement this.
 public protocol UpstreamCallObserver: Sendable {
     func upstreamCallFinished(_ label: UpstreamCallLabel, outcome: UpstreamCallOutcome, duration: Duration)
-}
-
-enum MonotonicClock {
-    static func nanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
 }

@@ -40,12 +40,9 @@ public final class UpstreamHTTPClient: Sendable {
 
     public func send(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse {
         guard let observer, let label = request.label else { return try await exchange(request) }
-        let started = MonotonicClock.nanoseconds()
+        let started = ContinuousClock.now
         let outcome: UpstreamCallOutcome
-        defer {
-            observer.upstreamCallFinished(label, outcome: outcome,
-                                          duration: .nanoseconds(Int64(MonotonicClock.nanoseconds() - started)))
-        }
+        defer { observer.upstreamCallFinished(label, outcome: outcome, duration: started.duration(to: .now)) }
         do {
             let response = try await exchange(request)
             outcome = .answered(status: response.status)
