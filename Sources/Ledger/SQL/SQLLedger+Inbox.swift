@@ -54,7 +54,7 @@ extension SQLLedger: NotificationLedger {
                 for seq in batch {
                     try connection.executeScript("SAVEPOINT inbox_entry", operation: "savepoint")
                     do throws(VerificationError) {
-                        if let unknown = try Self.apply(seq, now: now, apply, connection) {
+                        if let unknown = try Self.applyDue(seq, now: now, apply, connection) {
                             result.processed += 1
                             if unknown { result.unknown += 1 }
                         }
@@ -90,7 +90,7 @@ extension SQLLedger: NotificationLedger {
     /// Applies one due entry inside the caller's transaction: true/false (its type was unknown or
     /// not) once applied, nil if it is not to be applied now (taken or finished by another worker,
     /// or its chain held by another instance's transaction: it stays due for the next pass).
-    private static func apply(_ seq: Int64, now: Int64,
+    private static func applyDue(_ seq: Int64, now: Int64,
                               _ apply: (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome,
                               _ connection: any SQLConnection) throws(VerificationError) -> Bool? {
         guard let entry = try dueEntry(seq, connection) else { return nil }
@@ -167,24 +167,12 @@ extension SQLLedger: NotificationLedger {
     /// here, the claim's `now` on the claim path. An unclaimed chain has no owner and no row yet.
     static func storeOwnerEntitlement(_ state: SubscriptionState, _ connection: any SQLConnection)
         throws(VerificationError) {
-        let owners = try connection.query("""
-            SELECT account FROM ownership WHERE bundle_id = ? AND ownership_key = ?
-            """, .text(state.bundleId), .text(state.originalTransactionId)) { (row) throws(VerificationError) in
-            try row.requiredText(0)
-        }
-        guard let account = owners.first else { return }
+        guard let account = try ownerOf(state.originalTransactionId, bundleId: state.bundleId, connection) else { return }
         // In grace the product stays usable until the grace period ends, not until the lapsed expiry.
         let expires = state.state == .gracePeriod ? (state.gracePeriodExpiresDate ?? state.expiresDate) : state.expiresDate
-        try connection.run("""
-            INSERT INTO entitlements (bundle_id, account, original_transaction_id, product_id, state,
-                                      expires_date, source, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (bundle_id, account, original_transaction_id) DO UPDATE SET
-                product_id = excluded.product_id, state = excluded.state, expires_date = excluded.expires_date,
-                source = excluded.source, updated_at = excluded.updated_at
-            WHERE entitlements.updated_at <= excluded.updated_at
-            """, .text(state.bundleId), .text(account), .text(state.originalTransactionId), .text(state.productId),
-            .text(state.state.rawValue), .integer(expires), .text(state.source), .integer(state.lastSignedDate))
+        try upsertEntitlement(bundleId: state.bundleId, account: account, originalTransactionId: state.originalTransactionId,
+                              productId: state.productId, state: state.state.rawValue, expiresDate: expires,
+                              source: state.source, factTime: state.lastSignedDate, connection)
     }
 
     /// Counts a failed attempt and schedules the next; true if the entry is now parked.

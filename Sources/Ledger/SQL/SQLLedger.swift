@@ -12,16 +12,19 @@ public final class SQLLedger: Ledger {
     /// `postgresql://…`. Creates what is missing (an SQLite file and its directory) and applies the
     /// schema migrations not yet applied; refuses a database from a newer schema.
     public convenience init(storage: String) throws(VerificationError) {
-        if PostgresDatabase.handles(storage) {
-            self.init(database: try PostgresDatabase(url: storage, migrations: PostgresLedgerSchema.migrations))
-        } else {
+        switch LedgerStorage(storage) {
+        case .postgres(let url):
+            self.init(database: try PostgresDatabase(url: url, migrations: PostgresLedgerSchema.migrations))
+        case .sqlite:
             try self.init(storage: storage, migrations: LedgerSchema.migrations)
         }
     }
 
     /// An SQLite ledger; tests pass other migration lists to prove versioning.
     convenience init(storage: String, migrations: [String]) throws(VerificationError) {
-        let path = storage.hasPrefix("sqlite:") ? String(storage.dropFirst("sqlite:".count)) : storage
+        guard case .sqlite(let path) = LedgerStorage(storage) else {
+            throw VerificationError(.storageUnavailable, "storage: not an SQLite path")
+        }
         guard !path.isEmpty else {
             throw VerificationError(.storageUnavailable, "storage: empty SQLite path")
         }
@@ -160,13 +163,13 @@ public final class SQLLedger: Ledger {
     private func bind(_ key: String, in claim: PurchaseClaim, _ reads: inout ClaimReads,
                       _ connection: any SQLConnection) throws(VerificationError) {
         if reads.boundToClaimant.contains(key) { return }
-        var owner = try ownerOf(key, bundleId: claim.bundleId, connection)
+        var owner = try Self.ownerOf(key, bundleId: claim.bundleId, connection)
         if owner == nil {
             try connection.run("""
                 INSERT INTO ownership (bundle_id, ownership_key, account, bound_at) VALUES (?, ?, ?, ?)
                 ON CONFLICT (bundle_id, ownership_key) DO NOTHING
                 """, .text(claim.bundleId), .text(key), .text(claim.account), .integer(claim.now))
-            owner = try ownerOf(key, bundleId: claim.bundleId, connection)
+            owner = try Self.ownerOf(key, bundleId: claim.bundleId, connection)
         }
         guard owner == claim.account else { throw Self.boundElsewhere }
         reads.boundToClaimant.insert(key)
@@ -213,7 +216,7 @@ public final class SQLLedger: Ledger {
             throw VerificationError(.storageUnavailable, "storage: entitlement for another account than the claim")
         }
         if !reads.boundToClaimant.contains(entitlement.originalTransactionId) {
-            switch try ownerOf(entitlement.originalTransactionId, bundleId: claim.bundleId, connection) {
+            switch try Self.ownerOf(entitlement.originalTransactionId, bundleId: claim.bundleId, connection) {
             case claim.account?: reads.boundToClaimant.insert(entitlement.originalTransactionId)
             case nil: throw VerificationError(.storageUnavailable, "storage: entitlement for a purchase not bound")
             case _?: throw Self.boundElsewhere
@@ -228,6 +231,19 @@ public final class SQLLedger: Ledger {
             try Self.storeOwnerEntitlement(state, connection)
             return
         }
+        try Self.upsertEntitlement(bundleId: claim.bundleId, account: claim.account,
+                                   originalTransactionId: entitlement.originalTransactionId,
+                                   productId: entitlement.productId, state: entitlement.state.rawValue,
+                                   expiresDate: entitlement.expiresDate, source: entitlement.source,
+                                   factTime: factTime, connection)
+    }
+
+    /// The one write of an entitlement row, for claims and notifications alike. `updated_at` is the
+    /// time of the fact the row holds: an older fact never overwrites a newer one, and a row that
+    /// would not change is not rewritten.
+    static func upsertEntitlement(bundleId: String, account: String, originalTransactionId: String, productId: String,
+                                  state: String, expiresDate: Int64?, source: String, factTime: Int64,
+                                  _ connection: any SQLConnection) throws(VerificationError) {
         try connection.run("""
             INSERT INTO entitlements (bundle_id, account, original_transaction_id, product_id, state,
                                       expires_date, source, updated_at)
@@ -241,12 +257,11 @@ public final class SQLLedger: Ledger {
                         OR entitlements.state IS DISTINCT FROM excluded.state
                         OR entitlements.expires_date IS DISTINCT FROM excluded.expires_date
                         OR entitlements.source IS DISTINCT FROM excluded.source))
-            """, .text(claim.bundleId), .text(claim.account), .text(entitlement.originalTransactionId),
-            .text(entitlement.productId), .text(entitlement.state.rawValue), .integer(entitlement.expiresDate),
-            .text(entitlement.source), .integer(factTime))
+            """, .text(bundleId), .text(account), .text(originalTransactionId), .text(productId), .text(state),
+            .integer(expiresDate), .text(source), .integer(factTime))
     }
 
-    private func ownerOf(_ key: String, bundleId: String, _ connection: any SQLConnection)
+    static func ownerOf(_ key: String, bundleId: String, _ connection: any SQLConnection)
         throws(VerificationError) -> String? {
         try connection.query("SELECT account FROM ownership WHERE bundle_id = ? AND ownership_key = ?",
                              .text(bundleId), .text(key)) { (row) throws(VerificationError) in
@@ -290,7 +305,7 @@ public final class SQLLedger: Ledger {
 
     public func owner(bundleId: String, originalTransactionId: String) throws(VerificationError) -> String? {
         try database.withConnection { (connection) throws(VerificationError) in
-            try ownerOf(originalTransactionId, bundleId: bundleId, connection)
+            try Self.ownerOf(originalTransactionId, bundleId: bundleId, connection)
         }
     }
 
