@@ -117,11 +117,10 @@ public enum ReceiptSealKey {
             return try AESGCMSealer(key: key)
         }
         // Instances sharing a database must share the key too, and have no common directory for it.
-        guard storageURL.hasPrefix("sqlite:") || !storageURL.contains("://") else {
+        guard case .sqlite(let path) = LedgerStorage(storageURL) else {
             throw VerificationError(.invalidConfiguration,
                                     "IAPGW_RECEIPT_SEAL_KEY (64 hex digits) is required with a PostgreSQL storageURL")
         }
-        let path = storageURL.hasPrefix("sqlite:") ? String(storageURL.dropFirst("sqlite:".count)) : storageURL
         let keyFile = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("receipt-seal.key")
         if let data = FileManager.default.contents(atPath: keyFile.path) {
             guard data.count == 32 else {

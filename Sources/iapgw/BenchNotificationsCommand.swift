@@ -54,7 +54,7 @@ struct BenchNotificationsCommand: Subcommand {
         // one on its own database, with no background worker, so acceptance and drain are apart.
         let harness = try await DemoHarness.start(directory: directory)
         let storageURL = storage ?? "sqlite:" + directory.appendingPathComponent("bench.sqlite").path
-        let backend = storageURL.hasPrefix("postgres") ? "PostgreSQL" : "SQLite"
+        let backend = if case .postgres = LedgerStorage(storageURL) { "PostgreSQL" } else { "SQLite" }
         let gatewayXML = directory.appendingPathComponent("gateway.xml")
         let escaped = storageURL.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
         let xml = try String(contentsOf: gatewayXML, encoding: .utf8)

@@ -12,10 +12,6 @@ import Synchronization
 ///
 /// The URL may hold a password: it is kept only to open connections, and never appears in an error.
 final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
-    static func handles(_ storage: String) -> Bool {
-        storage.hasPrefix("postgres://") || storage.hasPrefix("postgresql://")
-    }
-
     var dialect: SQLDialect { .postgres }
 
     private let url: String
