@@ -56,7 +56,6 @@ public final class WebhookDispatcher: Sendable {
         "sha256=" + HMACSHA256.hex(key: Array(secret.utf8), message: Array("\(timestamp).\(body)".utf8))
     }
 
-
     /// Sends what is due; returns how many were delivered.
     @discardableResult
     public func deliverDue(limit: Int = 16) async throws(VerificationError) -> Int {
