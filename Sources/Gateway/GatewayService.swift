@@ -190,7 +190,8 @@ public final class GatewayService: Sendable {
                 guard let legacy = adapters.adapter(.verifyReceipt) else {
                     throw VerificationError(.invalidConfiguration, "V1 notifications need the verifyReceipt adapter")
                 }
-                let outcome = try await legacy.verify(.appReceipt(base64: receipt, nonce: nil), account: "", for: app)
+                // Judged by the notification rule: the receipt of a sandbox account's purchase names no account.
+                let outcome = try await legacy.verify(.appReceipt(base64: receipt, nonce: nil), account: "", for: app.forNotifications)
                 decoded.event = NotificationDecoder.v1Event(decoded, bundleId: app.bundleId, transactions: outcome.transactions,
                                                             renewals: outcome.renewals)
                 decoded.signedDate = decoded.event?.signedDate ?? now()
