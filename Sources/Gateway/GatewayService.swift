@@ -121,8 +121,11 @@ public final class GatewayService: Sendable {
             return try ComparisonsEndpoint.answer(request, app: app, ledger: comparisons)
         case .notification(let bundleId):
             return try await receiveNotification(request, bundleId: bundleId, log: log)
-        case .methodNotAllowed:
-            return .error(405, code: VerificationError.Code.notFound.rawValue, message: "method not allowed on this path")
+        case .methodNotAllowed(let allowed):
+            var response = ErrorResponses.response(VerificationError(.methodNotAllowed, "this path takes \(allowed) only"),
+                                                   requestId: request.requestId)
+            response.headers.append(("Allow", allowed))
+            return response
         case .notFound:
             throw VerificationError(.notFound, "no such route")
         }

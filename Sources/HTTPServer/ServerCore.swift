@@ -119,7 +119,7 @@ final class ServerCore: @unchecked Sendable {
         let fd = info.pointee.connect_fd
         let error = HTTPResponse.error(413, code: HTTPTransportErrorCode.inputTooLarge,
                                        message: "The request body exceeds \(configuration.maxBodyBytes) bytes.")
-        let head = "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\n"
+        let head = "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n"
             + "Content-Length: \(error.body.count)\r\nX-Request-Id: \(requestId(on: connection))\r\n"
             + "Connection: close\r\n\r\n"
         let bytes = Array(head.utf8) + error.body
