@@ -44,6 +44,18 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(try iapgw(["jws", "verify", "--no-such-flag"]).status, 2)
     }
 
+    func testConfigCheckPrintsTheConnectionLimits() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("iapgw-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("apps"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Data(("<gateway><limits><maxConnections type=\"integer\">64</maxConnections>"
+            + "<maxConnectionsPerClient type=\"integer\">8</maxConnectionsPerClient></limits></gateway>").utf8)
+            .write(to: directory.appendingPathComponent("gateway.xml"))
+        let run = try iapgw(["config", "check", directory.path])
+        XCTAssertEqual(run.status, 0, run.stdout + run.stderr)
+        XCTAssertTrue(run.stdout.contains("connections 64 (8 per client)"), run.stdout)
+    }
+
     func testJWSVerifyWithNothingOnStdinSaysSoAndExitsNonZero() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/testdata/apple-real")
