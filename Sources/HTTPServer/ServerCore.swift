@@ -38,7 +38,7 @@ final class ServerCore: @unchecked Sendable {
 
     /// First call for a request: headers are complete, no body read yet. Refusals here are sent
     /// without reading the body.
-    func beginRequest(_ state: RequestState, connection: OpaquePointer) -> MHD_Result {
+    func beginRequest(_ state: RequestState, connection: OpaquePointer, version: String) -> MHD_Result {
         let uri = state.rawURI
         // libmicrohttpd is given room for heads larger than these limits (see connectionMemoryBytes)
         // so that they are refused here, in JSON, rather than by it in HTML.
@@ -76,6 +76,11 @@ final class ServerCore: @unchecked Sendable {
         if !codings.isEmpty && (codings.count > 1 || codings[0].trimmingCharacters(in: .whitespaces).lowercased() != "chunked") {
             return refuse(state, connection: connection, status: 400, code: HTTPTransportErrorCode.malformedRequest,
                           message: "Transfer-Encoding other than chunked is not supported.", closeConnection: true)
+        }
+        // HTTP/1.0 has no Transfer-Encoding: RFC 9112 §6.1 says to treat such framing as faulty.
+        if !codings.isEmpty && version == "HTTP/1.0" {
+            return refuse(state, connection: connection, status: 400, code: HTTPTransportErrorCode.malformedRequest,
+                          message: "Transfer-Encoding is not part of HTTP/1.0.", closeConnection: true)
         }
         if let text = lengths.first {
             guard let length = Int(text), length >= 0 else {

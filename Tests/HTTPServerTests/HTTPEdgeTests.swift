@@ -63,6 +63,9 @@ final class HTTPEdgeTests: XCTestCase {
             XCTAssertEqual(response.headers["connection"], "close", coding)
             XCTAssertTrue(connection.isClosedByPeer(), coding)
         }
+        let http10 = try RawConnection.request(port: server.port,
+            "POST / HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+        assertJSONError(http10, status: 400, code: "MALFORMED_REQUEST")
         let twoFields = try RawConnection.request(port: server.port,
             "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
         assertJSONError(twoFields, status: 400, code: "MALFORMED_REQUEST")
