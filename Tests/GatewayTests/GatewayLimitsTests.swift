@@ -30,6 +30,14 @@ final class GatewayLimitsTests: XCTestCase {
         XCTAssertEqual(try e2e.inboxIds(), [])
     }
 
+    func testTheConnectionLimitsOfTheGatewayFileReachItsHTTPServer() async throws {
+        // The defaults (the harness's gateway file sets none): one client address may hold a quarter
+        // of the connections, so it cannot keep /healthz from everyone else (HTTPEdgeTests shows how).
+        let gw = try await GatewayE2E.start(self)
+        XCTAssertEqual(gw.harness.server.configuration.maxConnections, 1024)
+        XCTAssertEqual(gw.harness.server.configuration.perIPConnectionLimit, 256)
+    }
+
     // MARK: Sandbox notifications: one rule for V1 and V2
 
     func testSandboxNotificationsAreAcceptedV1AndV2WhereOnlySandboxAccountsMayUseSandbox() async throws {
