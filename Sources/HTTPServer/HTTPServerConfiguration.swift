@@ -6,7 +6,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// A larger `Content-Length` is answered 413 before the body is read; a chunked body that
     /// grows past it is cut off with 413.
     public var maxBodyBytes: Int
-    /// Largest request head (request line and header fields); a larger one is answered 431.
+    /// Largest request head (request target and header fields); a larger one is answered 431.
     public var maxHeaderBytes: Int
     /// Largest request target (path and query); a longer one is answered 414.
     public var maxURIBytes: Int
