@@ -19,6 +19,8 @@ public final class DemoHarness: Sendable {
         public var nonceRequired = true
         public var familySharing = "allow"
         public var localOnlyJWS = false
+        /// `limits.maxJWSBytes` of the gateway file.
+        public var maxJWSBytes = 65_536
         /// Where entitlement changes are posted (a loopback receiver in tests); nil: no webhook.
         public var webhookURL: String?
         public var gatewayPort = 0
@@ -192,7 +194,7 @@ public final class DemoHarness: Sendable {
             </timeouts>
             <limits>
                 <maxBodyBytes type="integer">262144</maxBodyBytes>
-                <maxJWSBytes type="integer">65536</maxJWSBytes>
+                <maxJWSBytes type="integer">\(o.maxJWSBytes)</maxJWSBytes>
             </limits>
             <appsDirectory>apps</appsDirectory>
         </gateway>

@@ -48,19 +48,22 @@ public struct GatewayAssembly {
         } catch {
             throw VerificationError(.invalidConfiguration, "upstream HTTP client: \(error)")
         }
+        var serverAPIOptions = ServerAPIAdapter.Options(secretEnvironment: environment)
+        serverAPIOptions.maxJWSBytes = Int(gateway.limits.maxJWSBytes)
         let registry = AdapterRegistry([
             try LegacyReceiptAdapter(upstream: upstream, endpoints: VerifyReceiptEndpoints(gateway.upstream),
                                      mapping: legacyMapping, environmentVariables: environment, logger: logger),
             ServerAPIAdapter(upstream: upstream, baseURLs: AppStoreServerAPIClient.BaseURLs(gateway.upstream),
                              normalizer: try ServerAPINormalizer(serverMapping),
-                             options: .init(secretEnvironment: environment), logger: logger),
+                             options: serverAPIOptions, logger: logger),
         ])
         let ledger = try SQLLedger(storage: gateway.storageURL)
         let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
                                         store: ledger, legacyMappingVersion: legacyMapping.id,
                                         serverAPIMappingVersion: serverMapping.id, logger: logger)
         return GatewayService(apps: configuration.apps, adapters: registry, ledger: ledger,
-                              notifications: try NotificationDecoder(mappings: mappings, environment: environment),
+                              notifications: try NotificationDecoder(mappings: mappings, environment: environment,
+                                                                     maxJWSBytes: Int(gateway.limits.maxJWSBytes)),
                               receiptSealer: try ReceiptSealKey.load(environment: environment,
                                                                      storageURL: gateway.storageURL, logger: logger),
                               environment: environment, logger: logger, migration: migration, comparisons: ledger,
@@ -99,7 +102,9 @@ public struct GatewayAssembly {
         let gateway = configuration.gateway
         // A client has 10 s to send a whole request (slowloris), independent of upstream timeouts.
         let http = HTTPServerConfiguration(host: gateway.listenAddress, port: gateway.listenPort,
-                                           maxBodyBytes: Int(gateway.limits.maxBodyBytes), connectionTimeoutSeconds: 10)
+                                           maxBodyBytes: Int(gateway.limits.maxBodyBytes), connectionTimeoutSeconds: 10,
+                                           maxConnections: Int(gateway.limits.maxConnections),
+                                           perIPConnectionLimit: Int(gateway.limits.maxConnectionsPerClient))
         return try HTTPServer(configuration: http) { request in await service.handle(request) }
     }
 }

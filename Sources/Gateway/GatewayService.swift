@@ -121,8 +121,11 @@ public final class GatewayService: Sendable {
             return try ComparisonsEndpoint.answer(request, app: app, ledger: comparisons)
         case .notification(let bundleId):
             return try await receiveNotification(request, bundleId: bundleId, log: log)
-        case .methodNotAllowed:
-            return .error(405, code: VerificationError.Code.notFound.rawValue, message: "method not allowed on this path")
+        case .methodNotAllowed(let allowed):
+            var response = ErrorResponses.response(VerificationError(.methodNotAllowed, "this path takes \(allowed) only"),
+                                                   requestId: request.requestId)
+            response.headers.append(("Allow", allowed))
+            return response
         case .notFound:
             throw VerificationError(.notFound, "no such route")
         }
@@ -190,7 +193,8 @@ public final class GatewayService: Sendable {
                 guard let legacy = adapters.adapter(.verifyReceipt) else {
                     throw VerificationError(.invalidConfiguration, "V1 notifications need the verifyReceipt adapter")
                 }
-                let outcome = try await legacy.verify(.appReceipt(base64: receipt, nonce: nil), account: "", for: app)
+                // Judged by the notification rule: the receipt of a sandbox account's purchase names no account.
+                let outcome = try await legacy.verify(.appReceipt(base64: receipt, nonce: nil), account: "", for: app.forNotifications)
                 decoded.event = NotificationDecoder.v1Event(decoded, bundleId: app.bundleId, transactions: outcome.transactions,
                                                             renewals: outcome.renewals)
                 decoded.signedDate = decoded.event?.signedDate ?? now()

@@ -78,8 +78,10 @@ public struct HTTPResponse: Sendable {
         self.body = body
     }
 
+    /// Every JSON answer is about one client's request (entitlements, verdicts, refusals): never cached.
     public static func json(_ status: Int, _ text: String) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: Array(text.utf8))
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
+                     body: Array(text.utf8))
     }
 
     /// The gateway's error envelope: `{"error":{"code":…,"message":…,"retryable":…}}`.

@@ -14,9 +14,13 @@ public final class HTTPServer: Sendable {
     public init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) throws {
         let c = configuration
         guard (0...65535).contains(c.port) else { throw Self.invalid("port \(c.port) is out of range") }
-        guard c.maxBodyBytes >= 0, c.maxHeaderBytes >= 1024, c.connectionTimeoutSeconds >= 1,
-              c.maxConnections >= 1, c.perIPConnectionLimit >= 0, (1...256).contains(c.threads)
-        else { throw Self.invalid("limits must be positive (maxHeaderBytes at least 1024, threads 1...256)") }
+        guard c.maxBodyBytes >= 0, c.maxHeaderBytes >= 1024, (256...c.maxHeaderBytes).contains(c.maxURIBytes),
+              c.connectionTimeoutSeconds >= 1, c.maxConnections >= 1, c.perIPConnectionLimit >= 0,
+              (1...256).contains(c.threads)
+        else {
+            throw Self.invalid("limits must be positive (maxHeaderBytes at least 1024, maxURIBytes 256...maxHeaderBytes,"
+                + " threads 1...256)")
+        }
         guard let address = BindAddress(host: c.host, port: UInt16(c.port)) else {
             throw Self.invalid("host must be an IPv4 or IPv6 literal, got \(c.host)")
         }
@@ -81,7 +85,7 @@ public final class HTTPServer: Sendable {
                 MHD_OPTION.URI_LOG_CALLBACK.rawValue, unsafeBitCast(uriLogCallback, to: OpaquePointer.self), OpaquePointer(cls),
                 MHD_OPTION.NOTIFY_COMPLETED.rawValue, unsafeBitCast(requestCompletedCallback, to: OpaquePointer.self), OpaquePointer(cls),
                 MHD_OPTION.NOTIFY_CONNECTION.rawValue, unsafeBitCast(connectionNotifyCallback, to: OpaquePointer.self), OpaquePointer(cls),
-                MHD_OPTION.CONNECTION_MEMORY_LIMIT.rawValue, c.maxHeaderBytes,
+                MHD_OPTION.CONNECTION_MEMORY_LIMIT.rawValue, c.connectionMemoryBytes,
                 MHD_OPTION.CONNECTION_TIMEOUT.rawValue, UInt32(c.connectionTimeoutSeconds),
                 MHD_OPTION.CONNECTION_LIMIT.rawValue, UInt32(c.maxConnections),
                 MHD_OPTION.PER_IP_CONNECTION_LIMIT.rawValue, UInt32(c.perIPConnectionLimit),

@@ -6,30 +6,39 @@ public struct HTTPServerConfiguration: Sendable {
     /// A larger `Content-Length` is answered 413 before the body is read; a chunked body that
     /// grows past it is cut off with 413.
     public var maxBodyBytes: Int
-    /// Per-connection memory for the request line and headers (and the read buffer).
-    /// A request whose headers do not fit is refused by libmicrohttpd (431).
+    /// Largest request head (request target and header fields); a larger one is answered 431.
     public var maxHeaderBytes: Int
+    /// Largest request target (path and query); a longer one is answered 414.
+    public var maxURIBytes: Int
     /// Idle connections are closed after this long, and a request must arrive completely
     /// (headers and body) within it, which is what stops a client trickling bytes (slowloris).
     public var connectionTimeoutSeconds: Int
+    /// Connections open at once; past it new ones wait in the kernel's accept queue.
     public var maxConnections: Int
-    /// 0 means no per-address limit (useful behind a proxy, where every client shares one address).
+    /// Connections open at once from one client address; past it a new one is closed at once.
+    /// 0 means no per-address limit (behind a proxy, where every client shares one address).
     public var perIPConnectionLimit: Int
     /// libmicrohttpd polling threads; handlers run on Swift's cooperative pool, not on these.
     public var threads: Int
 
     public init(host: String = "127.0.0.1", port: Int, maxBodyBytes: Int = 256 * 1024,
-                maxHeaderBytes: Int = 32 * 1024, connectionTimeoutSeconds: Int = 30,
+                maxHeaderBytes: Int = 32 * 1024, maxURIBytes: Int = 8 * 1024, connectionTimeoutSeconds: Int = 30,
                 maxConnections: Int = 1024, perIPConnectionLimit: Int = 0, threads: Int = 2) {
         self.host = host
         self.port = port
         self.maxBodyBytes = maxBodyBytes
         self.maxHeaderBytes = maxHeaderBytes
+        self.maxURIBytes = maxURIBytes
         self.connectionTimeoutSeconds = connectionTimeoutSeconds
         self.maxConnections = maxConnections
         self.perIPConnectionLimit = perIPConnectionLimit
         self.threads = threads
     }
+
+    /// libmicrohttpd's per-connection memory (read buffer, parsed headers, response buffer).
+    /// It answers a head that does not fit by itself, in HTML, so it gets four times the head
+    /// limit: a head up to about that size reaches the server's own JSON 431/414 refusals.
+    var connectionMemoryBytes: Int { 4 * maxHeaderBytes }
 }
 
 public struct HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -81,14 +81,14 @@ let connectionNotifyCallback: MHD_NotifyConnectionCallback = { cls, connection, 
     }
 }
 
-let accessHandlerCallback: MHD_AccessHandlerCallback = { cls, connection, _, method, _, uploadData, uploadSize, context in
+let accessHandlerCallback: MHD_AccessHandlerCallback = { cls, connection, _, method, version, uploadData, uploadSize, context in
     guard let connection, let uploadSize, let context, let raw = context.pointee else { return MHD_Result.NO }
     let server = core(cls)
     let state = Unmanaged<RequestState>.fromOpaque(raw).takeUnretainedValue()
     switch state.phase {
     case .headers:
         state.phase = .body
-        return server.beginRequest(state, connection: connection)
+        return server.beginRequest(state, connection: connection, version: version.map { String(cString: $0) } ?? "")
     case .body:
         let size = uploadSize.pointee
         if size > 0, let uploadData {

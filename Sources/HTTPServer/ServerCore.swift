@@ -38,8 +38,22 @@ final class ServerCore: @unchecked Sendable {
 
     /// First call for a request: headers are complete, no body read yet. Refusals here are sent
     /// without reading the body.
-    func beginRequest(_ state: RequestState, connection: OpaquePointer) -> MHD_Result {
+    func beginRequest(_ state: RequestState, connection: OpaquePointer, version: String) -> MHD_Result {
         let uri = state.rawURI
+        // libmicrohttpd is given room for heads larger than these limits (see connectionMemoryBytes)
+        // so that they are refused here, in JSON, rather than by it in HTML.
+        if uri.utf8.count > configuration.maxURIBytes {
+            return refuse(state, connection: connection, status: 414, code: HTTPTransportErrorCode.inputTooLarge,
+                          message: "The request target exceeds \(configuration.maxURIBytes) bytes.")
+        }
+        _ = withUnsafeMutablePointer(to: &state.headers) {
+            MHD_get_connection_values(connection, MHD_ValueKind.HEADER_KIND, headerCollector, UnsafeMutableRawPointer($0))
+        }
+        let headBytes = state.headers.reduce(uri.utf8.count) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
+        if headBytes > configuration.maxHeaderBytes {
+            return refuse(state, connection: connection, status: 431, code: HTTPTransportErrorCode.inputTooLarge,
+                          message: "The request target and header fields exceed \(configuration.maxHeaderBytes) bytes.")
+        }
         let pathEnd = uri.firstIndex(of: "?") ?? uri.endIndex
         state.path = String(uri[..<pathEnd])
         if pathEnd < uri.endIndex {
@@ -51,13 +65,22 @@ final class ServerCore: @unchecked Sendable {
         }
         // Two framings (repeated Content-Length, or one beside Transfer-Encoding) are how requests are
         // smuggled past a proxy that reads the other one; libmicrohttpd picks one silently, so refuse (RFC 9112 §6.3).
-        _ = withUnsafeMutablePointer(to: &state.headers) {
-            MHD_get_connection_values(connection, MHD_ValueKind.HEADER_KIND, headerCollector, UnsafeMutableRawPointer($0))
-        }
         let lengths = state.headers.values(for: "Content-Length")
-        if lengths.count > 1 || (!lengths.isEmpty && state.headers["Transfer-Encoding"] != nil) {
+        let codings = state.headers.values(for: "Transfer-Encoding")
+        if lengths.count > 1 || (!lengths.isEmpty && !codings.isEmpty) {
             return refuse(state, connection: connection, status: 400, code: HTTPTransportErrorCode.malformedRequest,
                           message: "The request has more than one body length (Content-Length, Transfer-Encoding).")
+        }
+        // chunked is the only coding read; with any other the body's end cannot be found, so RFC 9112 §6.3
+        // requires 400 and closing (libmicrohttpd would wait for a body it cannot delimit until the timeout).
+        if !codings.isEmpty && (codings.count > 1 || codings[0].trimmingCharacters(in: .whitespaces).lowercased() != "chunked") {
+            return refuse(state, connection: connection, status: 400, code: HTTPTransportErrorCode.malformedRequest,
+                          message: "Transfer-Encoding other than chunked is not supported.", closeConnection: true)
+        }
+        // HTTP/1.0 has no Transfer-Encoding: RFC 9112 §6.1 says to treat such framing as faulty.
+        if !codings.isEmpty && version == "HTTP/1.0" {
+            return refuse(state, connection: connection, status: 400, code: HTTPTransportErrorCode.malformedRequest,
+                          message: "Transfer-Encoding is not part of HTTP/1.0.", closeConnection: true)
         }
         if let text = lengths.first {
             guard let length = Int(text), length >= 0 else {
@@ -80,10 +103,11 @@ final class ServerCore: @unchecked Sendable {
     }
 
     private func refuse(_ state: RequestState, connection: OpaquePointer, status: Int, code: String,
-                        message: String) -> MHD_Result {
+                        message: String, closeConnection: Bool = false) -> MHD_Result {
         state.phase = .answered
         let requestId = requestId(on: connection)
-        let response = makeResponse(.error(status, code: code, message: message), requestId: requestId)
+        let response = makeResponse(.error(status, code: code, message: message), requestId: requestId,
+                                    closeConnection: closeConnection)
         defer { MHD_destroy_response(response) }
         return MHD_queue_response(connection, UInt32(status), response)
     }
@@ -100,7 +124,7 @@ final class ServerCore: @unchecked Sendable {
         let fd = info.pointee.connect_fd
         let error = HTTPResponse.error(413, code: HTTPTransportErrorCode.inputTooLarge,
                                        message: "The request body exceeds \(configuration.maxBodyBytes) bytes.")
-        let head = "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\n"
+        let head = "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n"
             + "Content-Length: \(error.body.count)\r\nX-Request-Id: \(requestId(on: connection))\r\n"
             + "Connection: close\r\n\r\n"
         let bytes = Array(head.utf8) + error.body

@@ -120,6 +120,8 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let unknownApp = Code(rawValue: "UNKNOWN_APP")
         /// No such route.
         public static let notFound = Code(rawValue: "NOT_FOUND")
+        /// The route exists but not for this method; the `Allow` header names the one it takes.
+        public static let methodNotAllowed = Code(rawValue: "METHOD_NOT_ALLOWED")
         /// The purchase is already bound to another account of this app.
         public static let transactionBoundToOtherAccount = Code(rawValue: "TRANSACTION_BOUND_TO_OTHER_ACCOUNT")
         /// A nonce that was never issued, was issued for another app or account, or expired.
@@ -156,7 +158,7 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
             .testEnvironmentNotAllowed, .malformedReceipt, .notAppStoreReceipt,
             .invalidConfiguration, .invalidMapping, .upstreamUnavailable, .rateLimited,
             .upstreamCredentialsRejected, .receiptNotAuthentic, .transactionNotFound, .malformedRequest,
-            .unauthenticated, .unknownApp, .notFound, .transactionBoundToOtherAccount, .nonceInvalid,
+            .unauthenticated, .unknownApp, .notFound, .methodNotAllowed, .transactionBoundToOtherAccount, .nonceInvalid,
             .nonceReused, .nonceRequired, .appAccountTokenMismatch, .unknownProduct, .productTypeMismatch,
             .priceMismatch, .transactionRevoked, .familySharingNotAllowed, .noTransactions, .storageUnavailable,
         ]

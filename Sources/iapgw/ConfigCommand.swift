@@ -39,7 +39,8 @@ struct ConfigCommand: Subcommand {
         out += "  verifyReceipt \(gateway.upstream.verifyReceiptProduction) | \(gateway.upstream.verifyReceiptSandbox)\n"
         out += "  serverAPI \(gateway.upstream.serverAPIProduction) | \(gateway.upstream.serverAPISandbox)\n"
         out += "  timeouts connect \(gateway.timeouts.connectSeconds)s request \(gateway.timeouts.requestSeconds)s;"
-            + " limits body \(gateway.limits.maxBodyBytes) B, JWS \(gateway.limits.maxJWSBytes) B\n"
+            + " limits body \(gateway.limits.maxBodyBytes) B, JWS \(gateway.limits.maxJWSBytes) B,"
+            + " connections \(gateway.limits.maxConnections) (\(gateway.limits.maxConnectionsPerClient) per client)\n"
         out += "  apps \(gateway.appsDirectory.relativePath)\n"
 
         let results: [ConfigLoader.AppFileResult]

@@ -14,7 +14,7 @@ struct JWSCommand: Subcommand {
                                 [--online-checks]
           reads one compact JWS per line on stdin; writes one JSON object per line:
             {"valid":true,"payload":{...},"inner":{...}} or {"valid":false,"error":"CODE","message":"..."}
-          exit 0 if every line was valid, 1 if any was not, 2 on a usage error.
+          exit 0 if every line was valid, 1 if any was not or stdin held none, 2 on a usage error.
           Xcode/LocalTesting in --environment also allows local test data (still verified against --root).
           --app takes roots, bundle id, app Apple id, environments and online checks from an app policy
           file; it cannot be combined with the flags it replaces.
@@ -69,10 +69,12 @@ struct JWSCommand: Subcommand {
         }
 
         var allValid = true
+        var verified = 0
         while let line = readLine(strippingNewline: true) {
             // Cheap trim (Foundation's trimmingCharacters walks UTF-16 and dominated a profile).
             let jws = Self.trimmed(line)
             if jws.isEmpty { continue }
+            verified += 1
             let verdict: JSONValue
             do {
                 verdict = try Self.verify(jws, kind: kind, with: verifier)
@@ -81,6 +83,11 @@ struct JWSCommand: Subcommand {
                 verdict = .object(["valid": .bool(false), "error": .string(error.code.rawValue), "message": .string(error.message)])
             }
             print(verdict.jsonText)
+        }
+        // Nothing verified must not read as "every line was valid" (an empty pipe, a wrong file).
+        guard verified > 0 else {
+            FileHandle.standardError.write(Data("iapgw jws: no JWS on stdin (one compact JWS per line)\n".utf8))
+            return 1
         }
         return allValid ? 0 : 1
     }

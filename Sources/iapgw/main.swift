@@ -18,6 +18,11 @@ guard let name = argv.first, let command = subcommands.first(where: { $0.name ==
     printUsage()
     exit(argv.first.map { ["-h", "--help", "help"].contains($0) } == true ? 0 : 2)
 }
+// Asking for help is not a usage error: the command's usage on stdout, exit 0.
+if argv.dropFirst().prefix(while: { $0 != "--" }).contains(where: { $0 == "--help" || $0 == "-h" }) {
+    FileHandle.standardOutput.write(Data("iapgw \(name): \(command.summary)\n\(command.usage)\n".utf8))
+    exit(0)
+}
 do {
     var args = CommandLineArguments(Array(argv.dropFirst()))
     exit(try command.run(&args))

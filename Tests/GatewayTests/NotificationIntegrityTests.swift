@@ -171,36 +171,19 @@ final class NotificationIntegrityTests: XCTestCase {
 
     // MARK: V1
 
-    /// A V1 body: the legacy fields around what verifyReceipt answers for the owner's receipt.
-    private func v1Body(_ e2e: NotificationE2E, type: String, owner: String, password: String) async throws -> [UInt8] {
-        let receipt = try e2e.simulator.receipt(owner: owner, bundleId: e2e.bundleId)
-        let request = JSONValue.object(["receipt-data": .string(receipt), "password": .string(e2e.gw.harness.sharedSecret),
-                                        "exclude-old-transactions": .bool(true)])
-        let response = try await e2e.gw.client.send(UpstreamRequest(
-            method: "POST", url: e2e.simulator.productionVerifyReceiptURL, headers: [("Content-Type", "application/json")],
-            body: Array(request.jsonText.utf8)))
-        guard case .object(var unified) = try StrictJSON().parse(response.body) else { throw VerificationError(.malformedRequest, "verifyReceipt") }
-        XCTAssertEqual(unified["status"], .int(0))
-        unified.removeValue(forKey: "receipt")
-        return Array(JSONValue.object([
-            "notification_type": .string(type), "password": .string(password), "environment": .string("PROD"),
-            "bid": .string(e2e.bundleId), "unified_receipt": .object(unified),
-        ]).jsonText.utf8)
-    }
-
     func testV1NotificationWithTheSharedSecretIsAppliedAndAWrongPasswordIsRefusedWith401() async throws {
         let e2e = try await NotificationE2E.start(self)
         let purchase = try e2e.subscribe(owner: "device-mo")
         try await e2e.claim(purchase, account: "mo")
         let renewal = try e2e.simulator.renew(originalTransactionId: purchase.originalTransactionId)
 
-        let wrong = try await e2e.postRaw(try await v1Body(e2e, type: "DID_RENEW", owner: "device-mo", password: "not-the-secret"))
+        let wrong = try await e2e.postRaw(try await e2e.v1Body(type: "DID_RENEW", owner: "device-mo", password: "not-the-secret"))
         XCTAssertEqual(wrong.status, 401, wrong.text)
         XCTAssertEqual(wrong.errorCode, "UNAUTHENTICATED")
         XCTAssertEqual(try e2e.inboxIds(), [])
         XCTAssertFalse(wrong.text.contains(e2e.gw.harness.sharedSecret))
 
-        let right = try await e2e.postRaw(try await v1Body(e2e, type: "DID_RENEW", owner: "device-mo",
+        let right = try await e2e.postRaw(try await e2e.v1Body(type: "DID_RENEW", owner: "device-mo",
                                                            password: e2e.gw.harness.sharedSecret))
         XCTAssertEqual(right.status, 200, right.text)
         try await e2e.waitUntilDrained()

@@ -15,10 +15,24 @@ final class RawConnection {
     let fd: Int32
 
     /// Every read gives up after `readTimeoutSeconds`, so a broken server fails a test instead of hanging it.
-    init(port: Int, readTimeoutSeconds: Int = 5) throws {
+    /// `sourceAddress` (another loopback address, such as 127.0.0.2) makes the connection come from a second client.
+    init(port: Int, readTimeoutSeconds: Int = 5, sourceAddress: String? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var timeout = timeval(tv_sec: readTimeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if let sourceAddress {
+            var source = sockaddr_in()
+            source.sin_family = sa_family_t(AF_INET)
+            source.sin_addr.s_addr = inet_addr(sourceAddress)
+            let bound = withUnsafePointer(to: &source) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            if bound != 0 {
+                let code = errno
+                close(fd)
+                throw RawHTTPError.connectFailed(code)
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian

@@ -39,6 +39,8 @@ public final class ServerAPIAdapter: VerificationAdapter {
         public var now: @Sendable () -> Date
         public var sleep: RetryPolicy.Sleep
         public var ocspTransport: any OCSPTransport
+        /// `limits.maxJWSBytes`: every signed transaction and renewal info verified through this adapter.
+        public var maxJWSBytes = SignedDataVerifier.defaultMaxInputBytes
 
         public init(retryPolicy: RetryPolicy = RetryPolicy(), maxPages: Int = 50, maxReceiptLookups: Int = 20,
                     secretEnvironment: [String: String] = ProcessInfo.processInfo.environment,
@@ -119,7 +121,7 @@ public final class ServerAPIAdapter: VerificationAdapter {
             rootCertificates: try Self.loadRoots(app.trustRoots.jws, app: app, what: "trustRoots.jws"),
             bundleId: app.bundleId, appAppleId: app.appAppleId, environments: environments,
             enableOnlineChecks: app.onlineChecks, allowLocalTestEnvironments: app.allowLocalTestEnvironments,
-            now: options.now, ocspTransport: options.ocspTransport)
+            now: options.now, ocspTransport: options.ocspTransport, maxInputBytes: options.maxJWSBytes)
 
         let client: Result<AppStoreServerAPIClient, VerificationError>
         if let credentials = app.serverAPI {

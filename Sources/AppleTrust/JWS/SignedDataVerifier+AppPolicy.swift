@@ -3,10 +3,9 @@ import IAPCore
 
 extension SignedDataVerifier {
     /// The verifier an app's policy describes: its pinned JWS roots, bundle id, app Apple id,
-    /// environments (Sandbox added for App Review accounts by the caller via `extraEnvironments`),
-    /// online checks, and local test data only where the policy enables it.
-    public convenience init(policy: AppPolicy, extraEnvironments: Set<AppStoreEnvironment> = [],
-                            ocspTransport: any OCSPTransport = URLSessionOCSPTransport()) throws(VerificationError) {
+    /// environments, online checks, and local test data only where the policy enables it.
+    public convenience init(policy: AppPolicy, ocspTransport: any OCSPTransport = URLSessionOCSPTransport(),
+                            maxInputBytes: Int = SignedDataVerifier.defaultMaxInputBytes) throws(VerificationError) {
         var roots: [Data] = []
         for url in policy.trustRoots.jws {
             guard let der = FileManager.default.contents(atPath: url.path) else {
@@ -14,10 +13,11 @@ extension SignedDataVerifier {
             }
             roots.append(der)
         }
-        var environments = policy.allowedEnvironments.union(extraEnvironments)
+        var environments = policy.allowedEnvironments
         if policy.allowLocalTestEnvironments { environments.formUnion([.xcode, .localTesting]) }
         try self.init(rootCertificates: roots, bundleId: policy.bundleId, appAppleId: policy.appAppleId,
                       environments: environments, enableOnlineChecks: policy.onlineChecks,
-                      allowLocalTestEnvironments: policy.allowLocalTestEnvironments, ocspTransport: ocspTransport)
+                      allowLocalTestEnvironments: policy.allowLocalTestEnvironments, ocspTransport: ocspTransport,
+                      maxInputBytes: maxInputBytes)
     }
 }

@@ -24,8 +24,8 @@ extension SignedDataVerifier {
     }
 
     private func verifiedPayload(bytes: UnsafeBufferPointer<UInt8>, dateField: String, expected: PayloadKind?) throws(VerificationError) -> JSONValue {
-        guard bytes.count <= Self.maxInputBytes else {
-            throw VerificationError(.inputTooLarge, "JWS of \(bytes.count) bytes exceeds \(Self.maxInputBytes)")
+        guard bytes.count <= maxInputBytes else {
+            throw VerificationError(.inputTooLarge, "JWS of \(bytes.count) bytes exceeds \(maxInputBytes)")
         }
         let segments = try Self.split(bytes)
         let header = UnsafeBufferPointer(rebasing: bytes[segments.header])
@@ -55,7 +55,7 @@ extension SignedDataVerifier {
             throw VerificationError(.invalidSignature, "the ES256 signature does not verify")
         }
 
-        let payload = try StrictJSON(maxBytes: Self.maxInputBytes).parse(payloadBytes)
+        let payload = try StrictJSON(maxBytes: maxInputBytes).parse(payloadBytes)
         guard let signedMs = try JSONFields(payload, context: "payload").date(dateField) else {
             // Another kind of payload (an app transaction has no signedDate) is named as such.
             if let expected, Self.kind(of: payload) != expected { try requireKind(payload, expected) }
@@ -106,7 +106,7 @@ extension SignedDataVerifier {
 
     /// The protected header: `alg` must be ES256 and `x5c` exactly three DER certificates.
     static func decodeHeader(_ segment: UnsafeBufferPointer<UInt8>) throws(VerificationError) -> [X509Certificate] {
-        let json = try StrictJSON(maxBytes: maxInputBytes, maxDepth: 4).parse(try Base64URL.decode(segment))
+        let json = try StrictJSON(maxBytes: defaultMaxInputBytes, maxDepth: 4).parse(try Base64URL.decode(segment))
         let fields = try JSONFields(json, context: "header")
         guard let alg = try fields.string("alg") else { throw VerificationError(.unsupportedAlgorithm, "header has no alg") }
         guard alg == "ES256" else { throw VerificationError(.unsupportedAlgorithm, "alg \"\(alg.prefix(32))\" is not ES256") }

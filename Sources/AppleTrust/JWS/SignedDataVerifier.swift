@@ -15,7 +15,8 @@ import IAPCore
 /// Synchronous on purpose: offline verification is pure CPU (no suspension point on the hot path);
 /// only `enableOnlineChecks` does I/O, through `OCSPTransport`.
 public final class SignedDataVerifier: Sendable {
-    public static let maxInputBytes = 64 * 1024
+    /// `limits.maxJWSBytes`'s default; also the bound on a JWS header's JSON.
+    public static let defaultMaxInputBytes = 64 * 1024
 
     public let bundleId: String
     public let appAppleId: Int64?
@@ -25,6 +26,8 @@ public final class SignedDataVerifier: Sendable {
     public let clockSkewMs: Int64
     /// How long an OCSP "good" answer is trusted for a cached chain (online checks only).
     public let revocationRecheckSeconds: Int64
+    /// A longer compact JWS (any kind, outer or inner) is refused INPUT_TOO_LARGE before it is read.
+    public let maxInputBytes: Int
 
     let policy: AppleChainPolicy
     let cache: VerifiedChainCache
@@ -36,7 +39,8 @@ public final class SignedDataVerifier: Sendable {
                 allowLocalTestEnvironments: Bool = false, clockSkewMs: Int64 = 60_000,
                 now: @escaping @Sendable () -> Date = { Date() }, cacheCapacity: Int = 64,
                 ocspTransport: any OCSPTransport = URLSessionOCSPTransport(),
-                revocationRecheckSeconds: Int64 = 300) throws(VerificationError) {
+                revocationRecheckSeconds: Int64 = 300,
+                maxInputBytes: Int = SignedDataVerifier.defaultMaxInputBytes) throws(VerificationError) {
         self.policy = try AppleChainPolicy(rootCertificates: rootCertificates)
         self.bundleId = bundleId
         self.appAppleId = appAppleId
@@ -49,6 +53,7 @@ public final class SignedDataVerifier: Sendable {
         self.cache = VerifiedChainCache(capacity: cacheCapacity)
         self.revocation = OCSPRevocationCheck(transport: ocspTransport)
         self.revocationRecheckSeconds = min(max(0, revocationRecheckSeconds), PayloadDates.maxMs / 1000)
+        self.maxInputBytes = max(0, maxInputBytes)
     }
 
     /// Chain cache counters (metrics).

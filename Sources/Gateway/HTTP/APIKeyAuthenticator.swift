@@ -10,8 +10,7 @@ struct APIKeyAuthenticator: Sendable {
     let environment: [String: String]
 
     func authenticate(_ request: HTTPRequest, app: AppPolicy) throws(VerificationError) {
-        guard let header = request.headers["Authorization"], header.hasPrefix("Bearer "),
-              case let presented = String(header.dropFirst("Bearer ".count)), !presented.isEmpty else {
+        guard let presented = Self.bearerToken(request.headers["Authorization"]) else {
             throw VerificationError(.unauthenticated, "an Authorization: Bearer API key is required")
         }
         let expectedDigest: [UInt8]
@@ -27,6 +26,16 @@ struct APIKeyAuthenticator: Sendable {
         guard Self.constantTimeEqual(SHA256Digest.hash(Array(presented.utf8)), expectedDigest) else {
             throw VerificationError(.unauthenticated, "the API key is not valid for \(app.bundleId)")
         }
+    }
+
+    /// The credentials of `Bearer <token>`; the scheme is case-insensitive (RFC 9110 §11.1), as
+    /// is the space count before the token. Nil for another scheme or an empty token.
+    static func bearerToken(_ header: String?) -> String? {
+        guard let header, let space = header.firstIndex(of: " "), header[..<space].lowercased() == "bearer" else {
+            return nil
+        }
+        let token = header[space...].drop { $0 == " " }
+        return token.isEmpty ? nil : String(token)
     }
 
     static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {

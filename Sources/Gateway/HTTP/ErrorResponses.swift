@@ -8,6 +8,7 @@ enum ErrorResponses {
         case .malformedRequest, .malformedJSON, .duplicateJSONKey, .invalidFieldType, .missingField: 400
         case .unauthenticated: 401
         case .unknownApp, .notFound: 404
+        case .methodNotAllowed: 405
         case .transactionBoundToOtherAccount: 409
         case .inputTooLarge: 413
         case .invalidConfiguration, .invalidMapping: 500
@@ -22,6 +23,8 @@ enum ErrorResponses {
         let status = status(for: error.code)
         var response = HTTPResponse.error(status, code: error.code.rawValue, message: error.message,
                                           retryable: error.retryable)
+        // RFC 9110 §11.6.1: a 401 names the scheme that would be accepted.
+        if status == 401 { response.headers.append(("WWW-Authenticate", "Bearer")) }
         if status == 503 {
             // Apple's own Retry-After where it gave one; otherwise a short, honest default.
             response.headers.append(("Retry-After", String(max(1, error.retryAfterSeconds ?? 5))))

@@ -81,7 +81,7 @@ enum OpenAPIDocument {
             op["requestBody"] = body("Notification")
             responses["200"] = ok("NotificationAccepted")
             responses["400"] = error("malformed body")
-            responses["401"] = error("V1 notification without the shared secret")
+            responses["401"] = error("V1 notification without the shared secret", headers: ["WWW-Authenticate"])
             responses["404"] = error("unknown app (UNKNOWN_APP)")
             responses["422"] = error("a signature or identity check failed; nothing was stored")
             responses["503"] = error("storage unavailable; Apple retries")
@@ -89,9 +89,11 @@ enum OpenAPIDocument {
         }
         if authenticated {
             responses["400"] = error("malformed request")
-            responses["401"] = error("missing or wrong API key (UNAUTHENTICATED)")
+            responses["401"] = error("missing or wrong API key (UNAUTHENTICATED); WWW-Authenticate: Bearer",
+                                     headers: ["WWW-Authenticate"])
             responses["404"] = error("unknown app (UNKNOWN_APP)")
         }
+        responses["405"] = error("another method on this path (METHOD_NOT_ALLOWED); Allow names this one", headers: ["Allow"])
         op["responses"] = .object(responses)
         return .object(op)
     }
@@ -100,8 +102,14 @@ enum OpenAPIDocument {
     private static func ok(_ schema: String) -> JSONValue {
         .object(["description": "OK", "content": .object(["application/json": .object(["schema": ref(schema)])])])
     }
-    private static func error(_ description: String) -> JSONValue {
-        .object(["description": .string(description), "content": .object(["application/json": .object(["schema": ref("Error")])])])
+    private static func error(_ description: String, headers: [String] = []) -> JSONValue {
+        var response: [String: JSONValue] = [
+            "description": .string(description), "content": .object(["application/json": .object(["schema": ref("Error")])]),
+        ]
+        if !headers.isEmpty {
+            response["headers"] = .object(Dictionary(uniqueKeysWithValues: headers.map { ($0, .object(["schema": string])) }))
+        }
+        return .object(response)
     }
     private static func body(_ schema: String) -> JSONValue {
         .object(["required": .bool(true), "content": .object(["application/json": .object(["schema": ref(schema)])])])

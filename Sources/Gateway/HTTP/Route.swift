@@ -7,7 +7,8 @@ enum Route: Equatable {
     case entitlements(bundleId: String, account: String)
     case notification(bundleId: String)
     case comparisons(bundleId: String)
-    case methodNotAllowed
+    /// The path is a route's, the method is not: `allowed` is the method it takes (the `Allow` header).
+    case methodNotAllowed(allowed: String)
     case notFound
 
     /// A low-cardinality name for metrics and logs (never the bundle id or account).
@@ -54,6 +55,6 @@ enum Route: Equatable {
             (route, expected) = (.entitlements(bundleId: s[2], account: s[4]), "GET")
         default: return .notFound
         }
-        return method == expected ? route : .methodNotAllowed
+        return method == expected ? route : .methodNotAllowed(allowed: expected)
     }
 }

@@ -29,15 +29,19 @@ public final class NotificationDecoder: Sendable {
     let serverAPINormalizer: ServerAPINormalizer
     let legacyNormalizer: LegacyReceiptNormalizer
     let environment: [String: String]
+    /// `limits.maxJWSBytes`, for the outer JWS and every inner one.
+    let maxJWSBytes: Int
     private let verifiers = Mutex<[String: (AppPolicy, SignedDataVerifier)]>([:])
 
-    public init(mappings: MappingSet, environment: [String: String]) throws(VerificationError) {
+    public init(mappings: MappingSet, environment: [String: String],
+                maxJWSBytes: Int = SignedDataVerifier.defaultMaxInputBytes) throws(VerificationError) {
         guard let server = mappings.latest(source: "serverAPI"), let legacy = mappings.latest(source: "verifyReceipt") else {
             throw VerificationError(.invalidMapping, "notifications need the serverAPI and verifyReceipt mappings")
         }
         self.serverAPINormalizer = try ServerAPINormalizer(server)
         self.legacyNormalizer = try LegacyReceiptNormalizer(legacy)
         self.environment = environment
+        self.maxJWSBytes = maxJWSBytes
     }
 
     /// Chain-cache hits and misses summed over the per-app verifiers (for `/metrics`).
@@ -65,9 +69,7 @@ public final class NotificationDecoder: Sendable {
 
     private func verifier(for app: AppPolicy) throws(VerificationError) -> SignedDataVerifier {
         if let (policy, verifier) = verifiers.withLock({ $0[app.bundleId] }), policy == app { return verifier }
-        // Apple sends sandbox notifications too; accepted where the app takes sandbox evidence at all.
-        let extra: Set<AppStoreEnvironment> = app.sandboxAccounts.isEmpty ? [] : [.sandbox]
-        let verifier = try SignedDataVerifier(policy: app, extraEnvironments: extra)
+        let verifier = try SignedDataVerifier(policy: app.forNotifications, maxInputBytes: maxJWSBytes)
         verifiers.withLock { $0[app.bundleId] = (app, verifier) }
         return verifier
     }
@@ -125,7 +127,7 @@ public final class NotificationDecoder: Sendable {
         guard environment == .production || environment == .sandbox else {
             throw VerificationError(.invalidFieldType, "V1 notification environment \(environmentText.prefix(32)) is neither PROD nor Sandbox")
         }
-        guard app.allowedEnvironments.contains(environment) || (environment == .sandbox && !app.sandboxAccounts.isEmpty) else {
+        guard app.forNotifications.allows(environment) else {
             throw VerificationError(.environmentNotAllowed, "\(environment) notifications are not accepted for \(app.bundleId)")
         }
         guard let unified = try fields.fields("unified_receipt"), let latest = try unified.string("latest_receipt"),

@@ -76,6 +76,15 @@ public struct AppPolicy: Sendable, Equatable {
         allowedEnvironments.contains(.sandbox) || sandboxAccounts.contains(account)
     }
 
+    /// The policy Apple's notifications (V1 and V2 alike, and the receipt a V1 one carries) are
+    /// judged by. A notification names no account, so Sandbox is accepted wherever the app takes
+    /// Sandbox evidence at all: when it allows Sandbox, or lists sandbox accounts.
+    public var forNotifications: AppPolicy {
+        var policy = self
+        if !sandboxAccounts.isEmpty { policy.allowedEnvironments.insert(.sandbox) }
+        return policy
+    }
+
     public struct TrustRoots: Sendable, Equatable {
         /// DER certificates anchoring App Store Server API / StoreKit 2 JWS (Apple Root CA - G3).
         public var jws: [URL]

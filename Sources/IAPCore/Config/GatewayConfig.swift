@@ -35,6 +35,11 @@ public struct GatewayConfig: Sendable, Equatable {
         public var maxBodyBytes: Int64 = 2 << 20
         /// Largest compact JWS accepted.
         public var maxJWSBytes: Int64 = 64 << 10
+        /// Client connections open at once; past it new ones wait in the kernel's accept queue.
+        public var maxConnections: Int64 = 1024
+        /// Connections open at once from one client address, so one client cannot take them all;
+        /// a connection past it is closed at once. 0: no per-address limit (behind a proxy).
+        public var maxConnectionsPerClient: Int64 = 256
         public init() {}
     }
 }
@@ -87,6 +92,10 @@ struct GatewayConfigDecoder {
             let l = try f.object()
             if let g = l.optional("maxBodyBytes") { config.limits.maxBodyBytes = try g.integer(in: 1_024...(64 << 20)) }
             if let g = l.optional("maxJWSBytes") { config.limits.maxJWSBytes = try g.integer(in: 1_024...(16 << 20)) }
+            if let g = l.optional("maxConnections") { config.limits.maxConnections = try g.integer(in: 1...65_536) }
+            if let g = l.optional("maxConnectionsPerClient") {
+                config.limits.maxConnectionsPerClient = try g.integer(in: 0...config.limits.maxConnections)
+            }
             try l.finish()
         }
         if let f = o.optional("appsDirectory") {

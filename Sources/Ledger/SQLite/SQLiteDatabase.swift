@@ -143,6 +143,12 @@ final class SQLiteDatabase: SQLDatabase, @unchecked Sendable {
 
     /// Opens (creating if needed) the file at `path` and applies `migrations` not yet applied.
     init(path: String, migrations: [String], busyTimeoutMilliseconds: Int32 = 10_000) throws(VerificationError) {
+        // SQLite would create the file with the umask's mode (often 0644, readable by every local
+        // user) and gives its WAL and SHM the database's mode: so a new database starts as an empty
+        // 0600 file here (a valid empty database), holding accounts and bindings for the owner alone.
+        // An existing file keeps the mode its operator gave it.
+        let created = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if created >= 0 { close(created) }
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &handle, flags, nil)

@@ -108,9 +108,10 @@ struct NotificationE2E {
 
     // MARK: Purchases
 
-    func subscribe(owner: String, trial: Bool = false, familyShared: Bool = false) throws -> SimulatedPurchase {
+    func subscribe(owner: String, trial: Bool = false, familyShared: Bool = false,
+                   environment: AppStoreEnvironment = .production) throws -> SimulatedPurchase {
         try simulator.purchase(PurchaseRequest(
-            bundleId: bundleId, productId: GatewayE2E.monthly, type: .autoRenewable, owner: owner,
+            bundleId: bundleId, productId: GatewayE2E.monthly, type: .autoRenewable, owner: owner, environment: environment,
             subscriptionGroupIdentifier: "demo.pro", price: 4_990, offer: trial ? .freeTrial : nil, familyShared: familyShared))
     }
 
@@ -153,6 +154,26 @@ struct NotificationE2E {
         let answer = try await post(signedPayload: signedPayload)
         XCTAssertEqual(answer.status, 200, answer.text, file: file, line: line)
         try await waitUntilDrained(file: file, line: line)
+    }
+
+    /// A V1 body: the legacy fields around what verifyReceipt (of `environment`) answers for the
+    /// owner's receipt.
+    func v1Body(type: String, owner: String, password: String, environment: AppStoreEnvironment = .production)
+        async throws -> [UInt8] {
+        let receipt = try simulator.receipt(owner: owner, bundleId: bundleId, environment: environment)
+        let request = JSONValue.object(["receipt-data": .string(receipt), "password": .string(gw.harness.sharedSecret),
+                                        "exclude-old-transactions": .bool(true)])
+        let url = environment == .sandbox ? simulator.sandboxVerifyReceiptURL : simulator.productionVerifyReceiptURL
+        let response = try await gw.client.send(UpstreamRequest(
+            method: "POST", url: url, headers: [("Content-Type", "application/json")], body: Array(request.jsonText.utf8)))
+        guard case .object(var unified) = try StrictJSON().parse(response.body) else { throw VerificationError(.malformedRequest, "verifyReceipt") }
+        XCTAssertEqual(unified["status"], .int(0))
+        unified.removeValue(forKey: "receipt")
+        return Array(JSONValue.object([
+            "notification_type": .string(type), "password": .string(password),
+            "environment": .string(environment == .sandbox ? "Sandbox" : "PROD"),
+            "bid": .string(bundleId), "unified_receipt": .object(unified),
+        ]).jsonText.utf8)
     }
 
     func waitUntilDrained(file: StaticString = #filePath, line: UInt = #line) async throws {
