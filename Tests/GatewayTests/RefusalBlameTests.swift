@@ -162,6 +162,22 @@ final class RefusalBlameTests: XCTestCase {
         XCTAssertTrue(metrics.contains(#"iapgw_ledger_writes_lost_total{what="latest_receipt"} 1"#), metrics)
     }
 
+    /// A refusal whose audit row cannot be written is one refusal (its own code) and one lost write.
+    func testARefusalWhoseAuditRowIsLostIsCountedOnceUnderItsOwnCode() async throws {
+        let gw = try await GatewayE2E.start(self)
+        try sqlite(gw.sqlitePath, "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log "
+                   + "BEGIN SELECT RAISE(FAIL, 'test: no audit'); END;")
+
+        let answer = try await gw.verifyTransactionId("9999999999999999", account: "bob")
+        XCTAssertEqual(answer.status, 422, answer.text)
+        let code = try XCTUnwrap(answer.errorCode)
+
+        let metrics = try await gw.get("/metrics").text
+        let refusals = metrics.split(separator: "\n").filter { $0.hasPrefix("iapgw_verification_refusals_total{") }
+        XCTAssertEqual(refusals, ["iapgw_verification_refusals_total{code=\"\(code)\"} 1"], metrics)
+        XCTAssertTrue(metrics.contains(#"iapgw_ledger_writes_lost_total{what="audit"} 1"#), metrics)
+    }
+
     private func sqlite(_ path: String, _ sql: String) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
