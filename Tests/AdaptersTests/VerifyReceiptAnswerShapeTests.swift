@@ -10,14 +10,7 @@ import XCTest
 /// top level and inside `receipt`, a differing echo refuses, none is fine, another shape is ignored.
 final class VerifyReceiptAnswerShapeTests: XCTestCase {
     private typealias F = LegacyFixtures
-    private var servers: [LegacyVerifyReceiptServer] = []
     private let logs = LegacyLogCapture()
-    private let sleeps = LegacySleepRecorder()
-
-    override func tearDown() async throws {
-        for server in servers { await server.stop() }
-        servers = []
-    }
 
     /// Serves Apple's valid answer changed by `edit` (the document as a JSON object).
     private func serve(_ edit: @escaping @Sendable (inout [String: JSONValue]) -> Void) throws -> LegacyVerifyReceiptServer {
@@ -26,14 +19,15 @@ final class VerifyReceiptAnswerShapeTests: XCTestCase {
             edit(&answer)
             return LegacyVerifyReceiptServer.json(JSONValue.object(answer).jsonText)
         }
-        servers.append(server)
+        addTeardownBlock { await server.stop() }
         return server
     }
 
     private func verify(_ server: LegacyVerifyReceiptServer, nonce: String? = "nonce-123") async throws -> AdapterOutcome {
         let client = try UpstreamHTTPClient(configuration: .init(connectTimeout: .seconds(2), requestTimeout: .seconds(10)))
         let adapter = try LegacyReceiptAdapter(upstream: client, endpoints: server.endpoints, mapping: try F.mapping(),
-                                               environmentVariables: F.environment, logger: logs.logger, sleep: sleeps.sleep)
+                                               environmentVariables: F.environment, logger: logs.logger,
+                                               sleep: { _ in XCTFail("an unusable answer is not retried") })
         return try await adapter.verify(.appReceipt(base64: F.receipt, nonce: nonce), account: "account-1", for: F.app())
     }
 
