@@ -66,7 +66,10 @@ public final class GatewayService: Sendable {
             // A refused client is routine (info); a gateway that cannot serve anyone (bad config, Apple
             // refusing our credentials, storage down) must reach an operator's alerting.
             let level: Logger.Level = response.status >= 500 ? (response.status == 503 ? .warning : .error) : .info
-            log.log(level, "request_refused", ["route": route.name, "code": error.code.rawValue, "status": String(response.status)])
+            var fields = ["route": route.name, "code": error.code.rawValue, "status": String(response.status)]
+            // The client got a plain sentence for a 5xx; what really happened is for the operator.
+            if response.status >= 500 { fields["detail"] = error.message }
+            log.log(level, "request_refused", fields)
         }
         metrics.record(route: route.name, status: response.status,
                        micros: (DispatchTime.now().uptimeNanoseconds - started) / 1000)
@@ -335,7 +338,7 @@ public final class GatewayService: Sendable {
                 try ledger.storeLatestReceipt(bundleId: app.bundleId, originalTransactionId: chain, sealedReceipt: Data(sealed))
             } catch {
                 // The grant stands (Apple said yes); only later re-verification of this chain is lost.
-                metrics.recordRefusal(code: "LATEST_RECEIPT_NOT_KEPT")
+                metrics.recordLostWrite("latest_receipt")
                 log.error("latest_receipt_not_kept", ["bundleId": app.bundleId, "code": error.code.rawValue])
             }
         }
@@ -347,7 +350,7 @@ public final class GatewayService: Sendable {
         do {
             try ledger.recordAudit(record)
         } catch {
-            metrics.recordRefusal(code: "AUDIT_NOT_WRITTEN")
+            metrics.recordLostWrite("audit")
             log.error("audit_not_written", ["bundleId": record.bundleId, "code": error.code.rawValue])
         }
     }

@@ -84,10 +84,12 @@ public struct HTTPResponse: Sendable {
                      body: Array(text.utf8))
     }
 
-    /// The gateway's error envelope: `{"error":{"code":…,"message":…,"retryable":…}}`.
-    public static func error(_ status: Int, code: String, message: String, retryable: Bool = false) -> HTTPResponse {
+    /// The gateway's error envelope: `{"error":{"code":…,"message":…,"retryable":…[,"requestId":…]}}`
+    /// (the request id where the caller passes one, so a client can quote it to an operator).
+    public static func error(_ status: Int, code: String, message: String, retryable: Bool = false,
+                             requestId: String? = nil) -> HTTPResponse {
         json(status, "{\"error\":{\"code\":\(jsonString(code)),\"message\":\(jsonString(message)),"
-            + "\"retryable\":\(retryable)}}")
+            + "\"retryable\":\(retryable)" + (requestId.map { ",\"requestId\":\(jsonString($0))" } ?? "") + "}}")
     }
 
     static func jsonString(_ text: String) -> String {

@@ -67,6 +67,12 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let certificateNotYetValid = Code(rawValue: "CERTIFICATE_NOT_YET_VALID")
         /// `signedDate` later than now plus the allowed clock skew.
         public static let signedDateInFuture = Code(rawValue: "SIGNED_DATE_IN_FUTURE")
+        /// A signed payload's `exp` claim is at or before now (Apple never sends one; Apple's Python library refuses it).
+        public static let jwtExpired = Code(rawValue: "JWT_EXPIRED")
+        /// A signed payload's `nbf` or `iat` claim is later than now (refused as Apple's Python library does).
+        public static let jwtNotYetValid = Code(rawValue: "JWT_NOT_YET_VALID")
+        /// A signed payload names an audience (`aud`): Apple's signed data never does, and nobody here expects one.
+        public static let jwtAudienceNotAccepted = Code(rawValue: "JWT_AUDIENCE_NOT_ACCEPTED")
         /// The ES256 (or PKCS#7) signature does not verify.
         public static let invalidSignature = Code(rawValue: "INVALID_SIGNATURE")
         /// The OCSP responder says a certificate in the chain is revoked.
@@ -99,10 +105,15 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         /// Apple (or the configured upstream) cannot answer now: try again later.
         public static let upstreamUnavailable = Code(rawValue: "UPSTREAM_UNAVAILABLE")
 
+        /// Apple (or the upstream) answered, but not in a shape the gateway can use (not the JSON
+        /// Apple documents, a member of the wrong type or missing): the fault is upstream's, not the
+        /// client's evidence. Not retryable: the same question is likely to get the same answer.
+        public static let upstreamInvalidResponse = Code(rawValue: "UPSTREAM_INVALID_RESPONSE")
         /// Apple (or the upstream) asked us to slow down (HTTP 429) and retries ran out.
         public static let rateLimited = Code(rawValue: "RATE_LIMITED")
         /// Apple refused our credentials (verifyReceipt 21004 shared secret, Server API 401 key):
-        /// an operator must fix the app's configuration; the message names the key id, never the key.
+        /// an operator must fix the app's configuration; the log line names the key id or the secret's
+        /// reference, never the key or secret, and the client gets a plain message.
         public static let upstreamCredentialsRejected = Code(rawValue: "UPSTREAM_CREDENTIALS_REJECTED")
         /// verifyReceipt could not authenticate the receipt (21003). Its 21002 (malformed receipt-data)
         /// is MALFORMED_RECEIPT, the code local receipt parsing uses for the same fault.
@@ -111,8 +122,9 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let transactionNotFound = Code(rawValue: "TRANSACTION_NOT_FOUND")
 
         // MARK: Gateway requests and ownership
-        /// The request is not what the route accepts (malformed JSON, missing member, a Content-Type other than
-        /// `application/json`, two body lengths).
+        /// The request is not what the route accepts (a body that is not strict JSON — malformed, a duplicate
+        /// key —, a member missing, unknown or of the wrong type, a Content-Type other than `application/json`,
+        /// two body lengths). The JSON codes above are for the content of evidence, answered 422.
         public static let malformedRequest = Code(rawValue: "MALFORMED_REQUEST")
         /// No or a wrong API key.
         public static let unauthenticated = Code(rawValue: "UNAUTHENTICATED")
@@ -146,21 +158,26 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let noTransactions = Code(rawValue: "NO_TRANSACTIONS")
         /// The gateway's own storage failed; nothing was granted.
         public static let storageUnavailable = Code(rawValue: "STORAGE_UNAVAILABLE")
+        /// The gateway broke one of its own invariants (a bug, or a stored row that no longer matches
+        /// the schema): nothing was granted, and trying again will not help until an operator looks.
+        public static let internalError = Code(rawValue: "INTERNAL_ERROR")
 
         /// Every code above, for documentation and for tests that check the list is complete.
         public static let all: [Code] = [
             .inputTooLarge, .malformedBase64, .malformedJWS, .malformedJSON, .duplicateJSONKey,
             .invalidFieldType, .missingField, .unsupportedAlgorithm, .invalidChainLength,
             .malformedCertificate, .untrustedRoot, .invalidCertificateChain, .missingAppleOID,
-            .certificateExpired, .certificateNotYetValid, .signedDateInFuture, .invalidSignature,
+            .certificateExpired, .certificateNotYetValid, .signedDateInFuture, .jwtExpired, .jwtNotYetValid,
+            .jwtAudienceNotAccepted, .invalidSignature,
             .certificateRevoked, .revocationCheckUnavailable, .bundleIdMismatch, .appAppleIdMismatch,
             .environmentNotAllowed, .wrongPayloadKind, .notificationInconsistent,
             .testEnvironmentNotAllowed, .malformedReceipt, .notAppStoreReceipt,
-            .invalidConfiguration, .invalidMapping, .upstreamUnavailable, .rateLimited,
+            .invalidConfiguration, .invalidMapping, .upstreamUnavailable, .upstreamInvalidResponse, .rateLimited,
             .upstreamCredentialsRejected, .receiptNotAuthentic, .transactionNotFound, .malformedRequest,
             .unauthenticated, .unknownApp, .notFound, .methodNotAllowed, .transactionBoundToOtherAccount, .nonceInvalid,
             .nonceReused, .nonceRequired, .appAccountTokenMismatch, .unknownProduct, .productTypeMismatch,
             .priceMismatch, .transactionRevoked, .familySharingNotAllowed, .noTransactions, .storageUnavailable,
+            .internalError,
         ]
     }
 }

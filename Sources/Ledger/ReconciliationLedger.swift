@@ -53,7 +53,7 @@ extension SQLLedger: ReconciliationLedger {
     public func acquireLease(_ name: String, holder: String, now: Int64, ttlMillis: Int64)
         throws(VerificationError) -> Bool {
         guard ttlMillis > 0, !name.isEmpty, !holder.isEmpty else {
-            throw VerificationError(.storageUnavailable, "storage: a lease needs a name, a holder and a positive lifetime")
+            throw VerificationError(.internalError, "storage: a lease needs a name, a holder and a positive lifetime")
         }
         // One statement decides: the upsert changes the row only when it is free, expired or ours.
         return try database.withConnection { (connection) throws(VerificationError) -> Bool in

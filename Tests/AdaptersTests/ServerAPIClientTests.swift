@@ -247,7 +247,8 @@ final class ServerAPIClientTests: XCTestCase {
         XCTAssertEqual(fx.server.requests.count, 0)
     }
 
-    func testAMalformedSuccessAnswerIsUpstreamUnavailable() async throws {
+    /// Apple's fault, not the client's and not an outage: 502 UPSTREAM_INVALID_RESPONSE, not retryable.
+    func testAMalformedSuccessAnswerIsUpstreamInvalidResponse() async throws {
         fx.server.script("GET", .production, "/inApps/v1/transactions/5001", .json(200, #"{"signedTransactionInfo":1}"#))
         fx.server.script("GET", .production, "/inApps/v1/transactions/5002",
                          .json(200, #"{"signedTransactionInfo":"a","signedTransactionInfo":"b"}"#))
@@ -256,7 +257,9 @@ final class ServerAPIClientTests: XCTestCase {
             let error = await expectVerificationError { () async throws(VerificationError) in
                 try await client.getTransactionInfo(transactionId: id)
             }
-            XCTAssertEqual(error?.code, .upstreamUnavailable, id)
+            XCTAssertEqual(error?.code, .upstreamInvalidResponse, id)
+            XCTAssertEqual(error?.retryable, false, id)
         }
+        XCTAssertEqual(fx.server.requests.count, 2, "an unusable answer is not asked again")
     }
 }

@@ -47,7 +47,7 @@ final class AuditTests: LedgerTestCase {
         let ledger = try openLedger()
         var purchase = claim("alice", [transaction("1000", original: "1000")])
         purchase.audit = record(evidenceSHA256: "not-a-digest")
-        XCTAssertEqual(errorCode { () throws(VerificationError) in _ = try ledger.claim(purchase) }, .storageUnavailable)
+        XCTAssertEqual(errorCode { () throws(VerificationError) in _ = try ledger.claim(purchase) }, .internalError)
         XCTAssertNil(try ledger.owner(bundleId: "com.example.app", originalTransactionId: "1000"))
     }
 
@@ -73,7 +73,7 @@ final class AuditTests: LedgerTestCase {
                            String(repeating: "a", count: 65)] {
             XCTAssertEqual(errorCode { () throws(VerificationError) in
                 try ledger.recordAudit(record(evidenceSHA256: notADigest))
-            }, .storageUnavailable)
+            }, .internalError)
         }
         XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10), [])
     }

@@ -103,7 +103,7 @@ final class ClaimTests: LedgerTestCase {
         for wrong in [entitlement("bob", original: "1000"), entitlement("alice", original: "never-bound")] {
             XCTAssertEqual(errorCode { () throws(VerificationError) in
                 _ = try ledger.claim(claim("alice", [transaction("1000", original: "1000")], entitlements: [wrong]))
-            }, .storageUnavailable)
+            }, .internalError)
         }
         XCTAssertNil(try ledger.owner(bundleId: "com.example.app", originalTransactionId: "1000"))
     }

@@ -55,7 +55,7 @@ final class InboxTests: InboxTestCase {
         let ledger = try openLedger()
         var bad = entry("n-1", signedDate: t0)
         bad.version = "3"
-        XCTAssertEqual(errorCode { () throws(VerificationError) in _ = try ledger.enqueue(bad) }, .storageUnavailable)
+        XCTAssertEqual(errorCode { () throws(VerificationError) in _ = try ledger.enqueue(bad) }, .internalError)
         XCTAssertEqual(try ledger.inboxDepth().pending, 0)
     }
 

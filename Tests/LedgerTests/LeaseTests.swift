@@ -57,9 +57,9 @@ final class LeaseTests: LedgerTestCase {
         let ledger = try openLedger()
         XCTAssertEqual(errorCode { () throws(VerificationError) in
             _ = try ledger.acquireLease("reconciliation", holder: "a", now: t0, ttlMillis: 0)
-        }, .storageUnavailable)
+        }, .internalError)
         XCTAssertEqual(errorCode { () throws(VerificationError) in
             _ = try ledger.acquireLease("reconciliation", holder: "", now: t0, ttlMillis: 1)
-        }, .storageUnavailable)
+        }, .internalError)
     }
 }

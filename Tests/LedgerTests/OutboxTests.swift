@@ -39,7 +39,7 @@ final class OutboxTests: InboxTestCase {
         let ledger = try openLedger()
         XCTAssertEqual(errorCode { () throws(VerificationError) in
             _ = try ledger.enqueueWebhooks([event("k-1"), event("")], now: t0)
-        }, .storageUnavailable)
+        }, .internalError)
         XCTAssertEqual(try ledger.outboxDepth(), 0)
     }
 

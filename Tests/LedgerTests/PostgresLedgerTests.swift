@@ -150,7 +150,7 @@ final class PostgresLedgerTests: InboxTestCase {
         let error = errorThrown { () throws(VerificationError) in
             _ = try ledger.owner(bundleId: app, originalTransactionId: "1000\u{0}x")
         }
-        XCTAssertEqual(error?.code, .storageUnavailable)
+        XCTAssertEqual(error?.code, .internalError)
         XCTAssertEqual(try ledger.owner(bundleId: app, originalTransactionId: "1000"), "alice")
     }
 

@@ -81,7 +81,12 @@ public struct LegacyReceiptAdapter: VerificationAdapter {
             }
             switch meaning {
             case .valid:
-                return try outcome(answer.json, nonce: nonce, account: account, app: app)
+                do throws(VerificationError) {
+                    return try outcome(answer.json, nonce: nonce, account: account, app: app)
+                } catch where Self.isShapeFault(error.code) {
+                    // Apple's answer, not the client's receipt, lacks a member or has one of the wrong type.
+                    throw VerificationError(.upstreamInvalidResponse, "verifyReceipt answer: \(error.message)")
+                }
             case .sandboxReceipt where environment == .production && !switchedEnvironment:
                 guard app.allowsSandbox(forAccount: account) else {
                     throw VerificationError(.environmentNotAllowed,
@@ -175,14 +180,8 @@ public struct LegacyReceiptAdapter: VerificationAdapter {
                                         "receipt app_item_id \(found.map(String.init) ?? "absent") is not \(expected)")
             }
         }
-        // Enforced only when Apple echoes it: an answer without request_data proves nothing either way,
-        // and the gateway's own nonce ledger is what stops replays.
-        var echoedNonce: String?
-        if let nonce, let echoed = try top.string("request_data") {
-            guard echoed == nonce else {
-                throw VerificationError(.nonceInvalid, "\(app.bundleId): verifyReceipt echoed another request_data")
-            }
-            echoedNonce = echoed
+        let echoedNonce = try nonce.flatMap { (nonce) throws(VerificationError) in
+            try nonceEcho(of: nonce, in: [("response", top), ("receipt", receipt)], app: app)
         }
         let normalized = try normalizer.normalize(verifyReceiptResponse: json)
         if !normalized.unmappedFields.isEmpty {
@@ -193,6 +192,36 @@ public struct LegacyReceiptAdapter: VerificationAdapter {
                               renewals: normalized.renewals, appTransaction: normalized.appTransaction,
                               mappingVersion: normalized.mappingVersion, latestReceipt: try top.string("latest_receipt"),
                               echoedNonce: echoedNonce)
+    }
+}
+
+extension LegacyReceiptAdapter {
+    /// Codes that, inside a verifyReceipt answer, say the answer is not Apple's documented shape.
+    static func isShapeFault(_ code: VerificationError.Code) -> Bool {
+        [.malformedJSON, .duplicateJSONKey, .invalidFieldType, .missingField].contains(code)
+    }
+
+    /// The nonce as Apple echoed it (`request_data`, at the top level or inside `receipt`). Enforced
+    /// only where Apple echoes a string: a differing echo refuses; no echo proves nothing either way
+    /// (the gateway's own nonce ledger is what stops replays); an echo of another shape is not
+    /// Apple's documented one and is ignored with a log line rather than refusing a purchase.
+    func nonceEcho(of nonce: String, in places: [(String, JSONFields)], app: AppPolicy) throws(VerificationError) -> String? {
+        var echoed: String?
+        for (place, fields) in places {
+            switch fields.object["request_data"] {
+            case nil, .null?:
+                continue
+            case .string(let echo)?:
+                guard echo == nonce else {
+                    throw VerificationError(.nonceInvalid, "\(app.bundleId): verifyReceipt echoed another request_data")
+                }
+                echoed = echo
+            case let other?:
+                logger.warning("verify_receipt_request_data_ignored", ["bundleId": app.bundleId, "where": place,
+                                                                       "type": other.typeName])
+            }
+        }
+        return echoed
     }
 }
 

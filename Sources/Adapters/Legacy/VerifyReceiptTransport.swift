@@ -95,10 +95,16 @@ struct VerifyReceiptExchange {
                                            "verifyReceipt answer is larger than \(maxResponseBytes) bytes"))
         }
         let json: JSONValue
+        do throws(VerificationError) {
+            json = try StrictJSON(maxBytes: maxResponseBytes).parse(response.body)
+        } catch {
+            // Apple answers HTML during outages: not JSON is "unavailable", worth another attempt.
+            // Never the body itself: it may hold the receipt. The parser's code says what was wrong.
+            return .retry(VerificationError(.upstreamUnavailable, "verifyReceipt answer is not a JSON document (\(error.code))"))
+        }
         let status: Int64
         let retryable: Bool
         do throws(VerificationError) {
-            json = try StrictJSON(maxBytes: maxResponseBytes).parse(response.body)
             let fields = try JSONFields(json, context: "verifyReceipt response")
             guard let s = try fields.int64("status") else {
                 throw VerificationError(.missingField, "verifyReceipt response has no status")
@@ -106,8 +112,8 @@ struct VerifyReceiptExchange {
             status = s
             retryable = try fields.bool("is-retryable") ?? false
         } catch {
-            // Never the body itself: it may hold the receipt. The parser's code says what was wrong.
-            return .retry(VerificationError(.upstreamUnavailable, "verifyReceipt answer is not a usable JSON document (\(error.code))"))
+            // JSON, but not Apple's shape: upstream's fault, and asking again would get the same.
+            return .fail(VerificationError(.upstreamInvalidResponse, "verifyReceipt answer: \(error.message)"))
         }
         if status != 0, retryable || VerifyReceiptStatus(status) == .temporary {
             return .retry(VerificationError(.upstreamUnavailable, "verifyReceipt answered temporary status \(status)"))

@@ -184,7 +184,7 @@ extension AppStoreServerAPIClient {
                 break
             }
             guard let pageRevision, pageRevision != nextRevision else {
-                throw VerificationError(.upstreamUnavailable,
+                throw VerificationError(.upstreamInvalidResponse,
                                         "App Store Server API \(name): hasMore without a new revision on page \(pageNumber)")
             }
             nextRevision = pageRevision

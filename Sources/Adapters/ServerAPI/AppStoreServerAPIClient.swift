@@ -225,13 +225,13 @@ public struct AppStoreServerAPIClient: Sendable {
 
     // MARK: Response reading
 
-    /// Parses a success body strictly; an answer that is not what Apple documents is refused as a
-    /// failed upstream, not passed on as the client's malformed input.
+    /// Parses a success body strictly; an answer that is not what Apple documents is refused as
+    /// upstream's fault (UPSTREAM_INVALID_RESPONSE, 502), not passed on as the client's malformed input.
     func json(_ response: UpstreamResponse, _ call: Call) throws(VerificationError) -> JSONFields {
         do {
             return try JSONFields(try StrictJSON().parse(response.body), context: call.name)
         } catch {
-            throw VerificationError(.upstreamUnavailable, "App Store Server API \(call.name): malformed answer: \(error.message)")
+            throw VerificationError(.upstreamInvalidResponse, "App Store Server API \(call.name): malformed answer: \(error.message)")
         }
     }
 
@@ -239,7 +239,7 @@ public struct AppStoreServerAPIClient: Sendable {
         do {
             return try body()
         } catch {
-            throw VerificationError(.upstreamUnavailable, "App Store Server API \(call.name): malformed answer: \(error.message)")
+            throw VerificationError(.upstreamInvalidResponse, "App Store Server API \(call.name): malformed answer: \(error.message)")
         }
     }
 }

@@ -9,7 +9,7 @@ extension SignedDataVerifier {
     /// OIDs, every certificate signature), or a cache hit for exactly these header bytes, which
     /// implies them; (3) the ES256 signature under the leaf key; only then (4) the payload is
     /// parsed (its base64 shape is checked just before the signature), and its date picks the time the chain must be valid at; (5) the clock
-    /// and online checks. Nothing the payload says is read before it is proven to be Apple's, so a
+    /// checks (signedDate, then the registered JWT claims, `RegisteredClaims`) and online checks. Nothing the payload says is read before it is proven to be Apple's, so a
     /// foreign token is UNTRUSTED_ROOT and tampering is INVALID_SIGNATURE whatever the payload is.
     func verifiedPayload(_ jws: String, dateField: String, expected: PayloadKind?) throws(VerificationError) -> JSONValue {
         var text = jws
@@ -69,6 +69,7 @@ extension SignedDataVerifier {
         guard latest.overflow || signedMs <= latest.partialValue else {
             throw VerificationError(.signedDateInFuture, "\(dateField) \(signedMs) is later than now (\(nowMs)) plus the allowed skew")
         }
+        try RegisteredClaims.check(payload, nowMs: nowMs)
         if enableOnlineChecks {
             let nowSecond = PayloadDates.floorSeconds(nowMs)
             guard verified.validity.contains(nowSecond) else {

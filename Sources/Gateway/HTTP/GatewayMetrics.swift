@@ -33,6 +33,7 @@ public final class GatewayMetrics: Sendable {
         var requests: [String: UInt64] = [:]       // "route|status"
         var latency: [String: Histogram] = [:]     // route
         var refusals: [String: UInt64] = [:]       // error code
+        var lostWrites: [String: UInt64] = [:]     // what was not written
         var upstreamCalls: [UpstreamKey: UInt64] = [:]
         var upstreamLatency: [UpstreamSeries: Histogram] = [:]
     }
@@ -84,6 +85,13 @@ public final class GatewayMetrics: Sendable {
         state.withLock { $0.refusals[code, default: 0] += 1 }
     }
 
+    /// A ledger write that failed after the answer was decided (the audit row of a refusal, the sealed
+    /// latest receipt of a grant): loud, but neither a refusal nor a reason to take the answer back,
+    /// so it is counted apart from `iapgw_verification_refusals_total`. `what` is a code constant.
+    func recordLostWrite(_ what: String) {
+        state.withLock { $0.lostWrites[Self.labelValue(what), default: 0] += 1 }
+    }
+
     public func prometheusText() -> String {
         let s = state.withLock { $0 }
         var out = "# HELP iapgw_http_requests_total HTTP requests by route and status.\n# TYPE iapgw_http_requests_total counter\n"
@@ -98,6 +106,11 @@ public final class GatewayMetrics: Sendable {
         out += "# HELP iapgw_verification_refusals_total Refused verifications by error code.\n# TYPE iapgw_verification_refusals_total counter\n"
         for code in s.refusals.keys.sorted() {
             out += "iapgw_verification_refusals_total{code=\"\(code)\"} \(s.refusals[code]!)\n"
+        }
+        out += "# HELP iapgw_ledger_writes_lost_total Ledger writes that failed after the answer was decided, by what was lost.\n"
+        out += "# TYPE iapgw_ledger_writes_lost_total counter\n"
+        for what in s.lostWrites.keys.sorted() {
+            out += "iapgw_ledger_writes_lost_total{what=\"\(what)\"} \(s.lostWrites[what]!)\n"
         }
         out += "# HELP iapgw_upstream_calls_total Calls to Apple (each retry counted) by endpoint, environment and outcome.\n"
         out += "# TYPE iapgw_upstream_calls_total counter\n"

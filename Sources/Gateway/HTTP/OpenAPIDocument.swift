@@ -67,8 +67,9 @@ enum OpenAPIDocument {
             responses["200"] = ok("VerifyResponse")
             responses["409"] = error("bound to another account (TRANSACTION_BOUND_TO_OTHER_ACCOUNT)")
             responses["413"] = error("body too large (INPUT_TOO_LARGE)")
-            responses["422"] = error("the evidence was refused (see the error code)")
-            responses["502"] = error("Apple refused the gateway's credentials (UPSTREAM_CREDENTIALS_REJECTED)")
+            responses["422"] = error("the evidence was refused, its content included (see the error code)")
+            responses["500"] = error("the gateway's configuration or an internal fault (INVALID_CONFIGURATION, INTERNAL_ERROR); not retryable")
+            responses["502"] = error("Apple refused the gateway's credentials (UPSTREAM_CREDENTIALS_REJECTED) or answered in a shape the gateway cannot use (UPSTREAM_INVALID_RESPONSE)")
             responses["503"] = error("Apple or storage unavailable; see Retry-After")
         case "/v1/apps/{bundleId}/accounts/{account}/entitlements":
             op["summary"] = "Current entitlements of an account"
@@ -80,15 +81,15 @@ enum OpenAPIDocument {
             op["summary"] = "App Store Server Notifications (V2 signedPayload, or V1 with the shared secret); 200 once stored durably"
             op["requestBody"] = body("Notification")
             responses["200"] = ok("NotificationAccepted")
-            responses["400"] = error("malformed body")
+            responses["400"] = error("a body that is not strict JSON or not a notification's shape (MALFORMED_REQUEST)")
             responses["401"] = error("V1 notification without the shared secret", headers: ["WWW-Authenticate"])
             responses["404"] = error("unknown app (UNKNOWN_APP)")
-            responses["422"] = error("a signature or identity check failed; nothing was stored")
+            responses["422"] = error("a signature, identity or content check failed; nothing was stored")
             responses["503"] = error("storage unavailable; Apple retries")
         default: break
         }
         if authenticated {
-            responses["400"] = error("malformed request")
+            responses["400"] = error("a request the route cannot read (MALFORMED_REQUEST)")
             responses["401"] = error("missing or wrong API key (UNAUTHENTICATED); WWW-Authenticate: Bearer",
                                      headers: ["WWW-Authenticate"])
             responses["404"] = error("unknown app (UNKNOWN_APP)")
@@ -127,7 +128,8 @@ enum OpenAPIDocument {
     private static var schemas: [String: JSONValue] {
         [
             "Status": object(["status": string]),
-            "Error": object(["error": object(["code": string, "message": string, "retryable": .object(["type": "boolean"])],
+            "Error": object(["error": object(["code": string, "message": string, "retryable": .object(["type": "boolean"]),
+                                              "requestId": .object(["type": "string", "description": "the X-Request-Id of this answer; the log line with the details carries it"])],
                                              required: ["code", "message", "retryable"])], required: ["error"]),
             "NonceRequest": object(["account": string], required: ["account"]),
             "Nonce": object(["nonce": string, "expiresAt": integer]),

@@ -3,16 +3,18 @@ import HTTPServer
 import IAPCore
 
 /// Strict reading of the JSON bodies the API accepts: unknown members are refused (a typo must not
-/// drop a field silently), and every refusal is `MALFORMED_REQUEST` or a JSON code with a reason.
+/// drop a field silently), and every refusal is `MALFORMED_REQUEST` (400) with a reason: the JSON
+/// codes (MALFORMED_JSON, DUPLICATE_JSON_KEY, INVALID_FIELD_TYPE, MISSING_FIELD) are kept for the
+/// content of evidence, which is answered 422.
 struct RequestBody {
-    let fields: JSONFields
+    private let fields: JSONFields
     private let allowed: Set<String>
 
     init(_ request: HTTPRequest, allowed: Set<String>) throws(VerificationError) {
         guard Self.isJSON(contentType: request.headers["Content-Type"]) else {
             throw VerificationError(.malformedRequest, "Content-Type must be application/json")
         }
-        let value = try StrictJSON(maxBytes: max(request.body.count, 1), maxDepth: 8).parse(request.body)
+        let value = try Self.parse(request.body, maxDepth: 8)
         guard case .object(let object) = value else {
             throw VerificationError(.malformedRequest, "the body must be a JSON object")
         }
@@ -21,6 +23,24 @@ struct RequestBody {
         }
         self.fields = JSONFields(object, context: "body")
         self.allowed = allowed
+    }
+
+    /// A request body as strict JSON; any fault in it is the request's (MALFORMED_REQUEST).
+    static func parse(_ body: [UInt8], maxDepth: Int) throws(VerificationError) -> JSONValue {
+        do {
+            return try StrictJSON(maxBytes: max(body.count, 1), maxDepth: maxDepth).parse(body)
+        } catch {
+            throw VerificationError(.malformedRequest, "the body is not strict JSON: \(error.message)")
+        }
+    }
+
+    /// A string member of the body; a member of another type is the request's fault.
+    private func string(_ key: String) throws(VerificationError) -> String? {
+        do {
+            return try fields.string(key)
+        } catch {
+            throw VerificationError(.malformedRequest, error.message)
+        }
     }
 
     /// `application/json`, optionally with `charset=utf-8` (JSON is UTF-8, RFC 8259), and nothing else:
@@ -35,7 +55,7 @@ struct RequestBody {
 
     /// The claiming account: the app backend's own stable identifier for the user.
     func account() throws(VerificationError) -> String {
-        guard let account = try fields.string("account") else {
+        guard let account = try string("account") else {
             throw VerificationError(.malformedRequest, "body.account is required")
         }
         try Self.validateAccount(account)
@@ -51,10 +71,10 @@ struct RequestBody {
 
     /// Exactly one kind of purchase evidence.
     func evidence() throws(VerificationError) -> PurchaseEvidence {
-        let receipt = try fields.string("receipt")
-        let transactionId = try fields.string("transactionId")
-        let signed = try fields.string("signedTransaction")
-        let nonce = try fields.string("nonce")
+        let receipt = try string("receipt")
+        let transactionId = try string("transactionId")
+        let signed = try string("signedTransaction")
+        let nonce = try string("nonce")
         switch (receipt, transactionId, signed) {
         case (let r?, nil, nil): return .appReceipt(base64: r, nonce: nonce)
         case (nil, let t?, nil) where nonce == nil: return .transactionId(t)

@@ -52,7 +52,7 @@ public final class NotificationDecoder: Sendable {
     }
 
     public func decode(body: [UInt8], app: AppPolicy) throws(VerificationError) -> DecodedNotification {
-        let json = try StrictJSON(maxBytes: max(body.count, 1), maxDepth: 16).parse(body)
+        let json = try RequestBody.parse(body, maxDepth: 16)
         guard case .object(let object) = json else {
             throw VerificationError(.malformedRequest, "a notification body is a JSON object")
         }

@@ -123,7 +123,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     private func execute(_ sql: String, _ arguments: [SQLValue]) throws(VerificationError) -> OpaquePointer? {
         let statement = try prepared(sql)
         guard statement.parameterCount == arguments.count else {
-            throw VerificationError(.storageUnavailable, "storage: bind failed (wrong number of parameters)")
+            throw VerificationError(.internalError, "storage: bind failed (wrong number of parameters)")
         }
         // One buffer holds every value; each text value ends with NUL, and the buffer is never empty,
         // so an empty blob still has a non-null pointer (a null pointer means SQL NULL to libpq).
@@ -142,7 +142,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
                 // A text parameter is read up to its first NUL: "id\0x" would silently become "id",
                 // another key. PostgreSQL text cannot hold NUL anyway, so it is refused.
                 guard !value.utf8.contains(0) else {
-                    throw VerificationError(.storageUnavailable, "storage: bind failed (text with a NUL character)")
+                    throw VerificationError(.internalError, "storage: bind failed (text with a NUL character)")
                 }
                 offsets.append(buffer.count); buffer.append(contentsOf: value.utf8); buffer.append(0)
                 lengths.append(0); formats.append(0)

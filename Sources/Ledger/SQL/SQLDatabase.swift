@@ -80,7 +80,7 @@ extension SQLConnection {
         switch try write(sql, arguments) {
         case .changed(let count): return count
         case .constraintViolation:
-            throw VerificationError(.storageUnavailable, "storage: write failed (constraint violated)")
+            throw VerificationError(.internalError, "storage: write failed (constraint violated)")
         }
     }
 
@@ -118,7 +118,7 @@ struct SQLRow {
         return value
     }
 
-    static let corrupt = VerificationError(.storageUnavailable, "storage: a stored row does not match the schema")
+    static let corrupt = VerificationError(.internalError, "storage: a stored row does not match the schema")
 }
 
 /// A database the ledger can use from any thread. Error messages name the operation and the

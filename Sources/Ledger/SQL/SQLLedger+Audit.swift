@@ -13,7 +13,7 @@ extension SQLLedger {
         let digest = record.evidenceSHA256
         guard digest.utf8.count == 64, digest.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
         else {
-            throw VerificationError(.storageUnavailable, "storage: audit evidence digest is not lowercase hex SHA-256")
+            throw VerificationError(.internalError, "storage: audit evidence digest is not lowercase hex SHA-256")
         }
         try connection.run("""
             INSERT INTO audit_log (time, bundle_id, account, evidence_kind, evidence_sha256, transaction_ids,

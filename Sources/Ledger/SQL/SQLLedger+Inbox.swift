@@ -6,10 +6,10 @@ extension SQLLedger: NotificationLedger {
 
     public func enqueue(_ entry: InboxEntry) throws(VerificationError) -> Bool {
         guard entry.version == "1" || entry.version == "2" else {
-            throw VerificationError(.storageUnavailable, "storage: inbox entry version must be 1 or 2")
+            throw VerificationError(.internalError, "storage: inbox entry version must be 1 or 2")
         }
         guard !entry.id.isEmpty, !entry.bundleId.isEmpty else {
-            throw VerificationError(.storageUnavailable, "storage: inbox entry without an id or bundle id")
+            throw VerificationError(.internalError, "storage: inbox entry without an id or bundle id")
         }
         let eventJSON = try entry.event.map { (event) throws(VerificationError) in try NotificationJSON.encode(event) }
         // The route answers Apple 200 on return, and Apple will not send it again: the commit must
@@ -119,14 +119,14 @@ extension SQLLedger: NotificationLedger {
                                now: Int64, _ connection: any SQLConnection) throws(VerificationError) {
         if let state = outcome.newState {
             guard state.bundleId == entry.bundleId, let chain, state.originalTransactionId == chain else {
-                throw VerificationError(.storageUnavailable, "storage: lifecycle outcome for another purchase chain")
+                throw VerificationError(.internalError, "storage: lifecycle outcome for another purchase chain")
             }
             try storeState(state, now: now, connection)
             try storeOwnerEntitlement(state, connection)
         }
         for event in outcome.webhooks {
             guard event.bundleId == entry.bundleId else {
-                throw VerificationError(.storageUnavailable, "storage: webhook event for another app")
+                throw VerificationError(.internalError, "storage: webhook event for another app")
             }
             try insertWebhook(event, now: now, connection)
             if event.kind == .consumptionRequested, let transactionId = event.transactionId {
@@ -305,7 +305,7 @@ enum NotificationJSON {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(value), let text = String(data: data, encoding: .utf8) else {
-            throw VerificationError(.storageUnavailable, "storage: a value could not be encoded as JSON")
+            throw VerificationError(.internalError, "storage: a value could not be encoded as JSON")
         }
         return text
     }

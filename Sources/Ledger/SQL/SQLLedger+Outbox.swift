@@ -18,7 +18,7 @@ extension SQLLedger {
     static func insertWebhook(_ event: WebhookEvent, now: Int64, _ connection: any SQLConnection)
         throws(VerificationError) -> Bool {
         guard !event.idempotencyKey.isEmpty else {
-            throw VerificationError(.storageUnavailable, "storage: webhook event without an idempotency key")
+            throw VerificationError(.internalError, "storage: webhook event without an idempotency key")
         }
         return try connection.run("""
             INSERT INTO webhook_outbox (bundle_id, idempotency_key, event_json, created_at, next_attempt_at)
@@ -36,7 +36,7 @@ extension SQLLedger {
 
     public func leaseDueWebhooks(now: Int64, limit: Int, leaseMillis: Int64) throws(VerificationError) -> [OutboxEntry] {
         guard leaseMillis > 0 else {
-            throw VerificationError(.storageUnavailable, "storage: a webhook lease must be positive")
+            throw VerificationError(.internalError, "storage: a webhook lease must be positive")
         }
         return try database.transaction { (connection) throws(VerificationError) -> [OutboxEntry] in
             let taken = try Self.due(now: now, limit: limit, locking: true, connection)

@@ -213,12 +213,12 @@ public final class SQLLedger: Ledger {
         // An entitlement is only as good as the ownership behind it: never store one for a
         // purchase the claiming account does not own.
         guard entitlement.account == claim.account else {
-            throw VerificationError(.storageUnavailable, "storage: entitlement for another account than the claim")
+            throw VerificationError(.internalError, "storage: entitlement for another account than the claim")
         }
         if !reads.boundToClaimant.contains(entitlement.originalTransactionId) {
             switch try Self.ownerOf(entitlement.originalTransactionId, bundleId: claim.bundleId, connection) {
             case claim.account?: reads.boundToClaimant.insert(entitlement.originalTransactionId)
-            case nil: throw VerificationError(.storageUnavailable, "storage: entitlement for a purchase not bound")
+            case nil: throw VerificationError(.internalError, "storage: entitlement for a purchase not bound")
             case _?: throw Self.boundElsewhere
             }
         }
