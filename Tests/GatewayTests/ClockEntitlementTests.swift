@@ -16,10 +16,10 @@ final class ClockEntitlementTests: XCTestCase {
         }
     }
 
-    /// Sleeps until the gateway's clock is past `periodEnd` plus the skew allowance (a few seconds).
+    /// Sleeps until the gateway's clock has reached `periodEnd` less the skew allowance (a few seconds).
     private func waitUntilEnded(_ periodEnd: Int64) async throws {
         let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
-        let wait = periodEnd + skew + 100 - nowMs
+        let wait = periodEnd - skew + 100 - nowMs
         XCTAssertLessThan(wait, 6_000, "the test's subscriptions last seconds")
         if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
     }

@@ -9,22 +9,22 @@ final class EntitlementAccessTests: XCTestCase {
     let skew = EntitlementAccess.clockSkewAllowanceMillis
     let expires = F.day(30)
 
-    func testActiveEndsAsExpiredOnlyOnceTheSkewAllowancePastItsExpiryHasRunOut() {
-        XCTAssertEqual(EntitlementAccess.state(recorded: .active, periodEnd: expires, now: expires - 1), .active)
-        XCTAssertEqual(EntitlementAccess.state(recorded: .active, periodEnd: expires, now: expires + skew), .active,
-                       "the allowance errs toward the subscriber")
-        XCTAssertEqual(EntitlementAccess.state(recorded: .active, periodEnd: expires, now: expires + skew + 1), .expired)
+    func testActiveEndsAsExpiredTheSkewAllowanceBeforeItsStatedExpiry() {
+        XCTAssertEqual(EntitlementAccess.state(recorded: .active, periodEnd: expires, now: expires - skew - 1), .active)
+        XCTAssertEqual(EntitlementAccess.state(recorded: .active, periodEnd: expires, now: expires - skew), .expired,
+                       "the allowance errs toward ending access: a clock behind Apple's never extends it")
+        XCTAssertEqual(EntitlementAccess.state(recorded: .active, periodEnd: expires, now: expires + 1), .expired)
         XCTAssertEqual(EntitlementAccess.state(recorded: .active, periodEnd: nil, now: .max), .active,
                        "a purchase without an end date (non-consumable) never ends by time")
-        XCTAssertEqual(EntitlementAccess.state(recorded: .active, periodEnd: .max - 1, now: .max), .active,
-                       "an end date near the end of time does not overflow into the past")
+        XCTAssertEqual(EntitlementAccess.state(recorded: .active, periodEnd: .min + 1, now: .min), .expired,
+                       "an end date at the start of time does not wrap around into the future")
     }
 
     func testGracePeriodEndsAsBillingRetryAtItsEnd() {
         let graceEnd = F.day(46)
-        XCTAssertEqual(EntitlementAccess.state(recorded: .gracePeriod, periodEnd: graceEnd, now: graceEnd + skew), .gracePeriod)
-        XCTAssertEqual(EntitlementAccess.state(recorded: .gracePeriod, periodEnd: graceEnd, now: graceEnd + skew + 1),
-                       .billingRetry)
+        XCTAssertEqual(EntitlementAccess.state(recorded: .gracePeriod, periodEnd: graceEnd, now: graceEnd - skew - 1),
+                       .gracePeriod)
+        XCTAssertEqual(EntitlementAccess.state(recorded: .gracePeriod, periodEnd: graceEnd, now: graceEnd - skew), .billingRetry)
     }
 
     func testTheClockNeverRevivesNorEndsWhatHasNoEndDateOfItsOwn() {
@@ -46,7 +46,7 @@ final class EntitlementAccessTests: XCTestCase {
 
     func testATransactionsStateComesFromItsDatesItsRenewalAndItsRevocation() {
         let tx = f.tx("t1", bought: F.day(0), expires: expires)
-        XCTAssertEqual(EntitlementAccess.state(of: tx, renewal: nil, now: expires), .active)
+        XCTAssertEqual(EntitlementAccess.state(of: tx, renewal: nil, now: expires - skew - 1), .active)
         XCTAssertEqual(EntitlementAccess.state(of: tx, renewal: nil, now: expires + skew + 1), .expired)
         let grace = f.renewal(grace: F.day(46), retrying: true)
         XCTAssertEqual(EntitlementAccess.state(of: tx, renewal: grace, now: F.day(40)), .gracePeriod)
@@ -79,8 +79,8 @@ final class EntitlementAccessTests: XCTestCase {
             EntitlementAccess.periodEnded(bundleId: f.bundleId, originalTransactionId: f.chainId, productId: "pro.monthly",
                                           recorded: .active, periodEnd: periodEnd, now: now)
         }
-        XCTAssertNil(ended(expires, now: expires + skew), "nothing ended yet")
-        let first = try XCTUnwrap(ended(expires, now: expires + skew + 1))
+        XCTAssertNil(ended(expires, now: expires - skew - 1), "nothing ended yet")
+        let first = try XCTUnwrap(ended(expires, now: expires - skew))
         let later = try XCTUnwrap(ended(expires, now: expires + 3_600_000))
         XCTAssertEqual(first, later, "two sweeps (or two instances) make the same event")
         XCTAssertEqual(first.kind, .entitlementChanged)

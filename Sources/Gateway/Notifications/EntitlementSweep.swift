@@ -5,8 +5,8 @@ import Ledger
 /// Announces access that ends by time alone: a subscription past its expiry, a grace period past
 /// its end, with no notification to say so. Every `IAPGW_ENTITLEMENT_SWEEP_SECONDS` (default 30,
 /// 1…60) it moves the stored entitlements the clock has ended and queues their
-/// `entitlement.changed` webhooks through the outbox, so an end is announced at most the interval
-/// plus the clock-skew allowance late. Reads never wait for it: every answer judges the clock itself.
+/// `entitlement.changed` webhooks through the outbox, so an end is announced at most one interval
+/// late. Reads never wait for it: every answer judges the clock itself.
 public struct EntitlementSweep: Sendable {
     public static let defaultIntervalSeconds: Int64 = 30
     /// Rows per ledger call, and calls per pass: a backlog (a gateway that was down) is worked off

@@ -8,11 +8,11 @@
 /// its `gracePeriodExpiresDate`. Billing retry, expiry, refund and revocation have no end date of
 /// their own: only Apple's word (a notification, a reconciled status, a fresh verify) changes them.
 public enum EntitlementAccess {
-    /// How long past a period's end access still stands. It errs toward the subscriber, on purpose
-    /// and by a bounded amount: the end dates are Apple's clock, ours may run slightly ahead of it,
-    /// and a subscriber whose renewal Apple signs at the boundary must not lose access (and get an
-    /// "ended" webhook) for a moment. 2 s is far above NTP-synchronised drift and far below anything
-    /// worth having for free.
+    /// How long before a period's stated end access is already judged over. It errs toward ending
+    /// access (fail closed), by a bounded amount: the end dates are Apple's clock, ours may run a
+    /// little behind it, and access must not outlast what Apple sold. The cost is at most this much
+    /// of a paid period, which Apple's renewals (charged ahead of the expiry) make moot. 2 s is far
+    /// above NTP-synchronised drift and far below anything a subscriber would notice.
     public static let clockSkewAllowanceMillis: Int64 = 2_000
 
     /// `notificationType` of the webhook events the clock makes (not an Apple type).
@@ -96,8 +96,8 @@ public enum EntitlementAccess {
     }
 
     static func ended(_ periodEnd: Int64, now: Int64) -> Bool {
-        let (end, overflow) = periodEnd.addingReportingOverflow(clockSkewAllowanceMillis)
-        return !overflow && now > end
+        let (end, overflow) = periodEnd.subtractingReportingOverflow(clockSkewAllowanceMillis)
+        return overflow || now >= end
     }
 }
 

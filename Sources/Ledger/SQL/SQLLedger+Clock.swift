@@ -9,9 +9,9 @@ extension SQLLedger {
         let due = try database.withConnection { (connection) throws(VerificationError) in
             try connection.query("""
                 SELECT bundle_id, account, original_transaction_id FROM entitlements
-                WHERE state IN ('active', 'gracePeriod') AND expires_date < ?
+                WHERE state IN ('active', 'gracePeriod') AND expires_date <= ?
                 ORDER BY expires_date, bundle_id, account, original_transaction_id LIMIT ?
-                """, .integer(now - EntitlementAccess.clockSkewAllowanceMillis), .integer(Int64(max(0, limit)))) {
+                """, .integer(now + EntitlementAccess.clockSkewAllowanceMillis), .integer(Int64(max(0, limit)))) {
                 (row) throws(VerificationError) in (try row.requiredText(0), try row.requiredText(1), try row.requiredText(2))
             }
         }
