@@ -41,7 +41,7 @@ final class ClockEntitlementTests: XCTestCase {
         let e2e = try await start()
         let purchase = try e2e.simulator.purchase(PurchaseRequest(
             bundleId: e2e.bundleId, productId: GatewayE2E.monthly, type: .autoRenewable, owner: "device-ivy",
-            subscriptionGroupIdentifier: "demo.pro", periodSeconds: 3, price: 4_990))
+            subscriptionGroupIdentifier: "demo.pro", periodSeconds: 6, price: 4_990))
         let chain = purchase.originalTransactionId
         let expires = try XCTUnwrap(try expiresDate(of: purchase))
         let claimed = try await e2e.gw.verifySigned(purchase.signedTransaction, account: "ivy")
@@ -83,7 +83,7 @@ final class ClockEntitlementTests: XCTestCase {
         try await e2e.claim(purchase, account: "jo")
         let chain = purchase.originalTransactionId
 
-        let failed = try e2e.simulator.expire(originalTransactionId: chain, intent: 2, billingRetry: true, gracePeriodSeconds: 3)
+        let failed = try e2e.simulator.expire(originalTransactionId: chain, intent: 2, billingRetry: true, gracePeriodSeconds: 6)
         try await e2e.deliver("DID_FAIL_TO_RENEW", "GRACE_PERIOD", about: failed)
         var now = try await e2e.summary("jo", chain: chain)
         XCTAssertEqual(now?.state, "gracePeriod")
