@@ -28,6 +28,9 @@ public final class DemoHarness: Sendable {
         /// The simulator's clock (its purchase, expiry and signedDate times); tests pass a strictly
         /// increasing one so that events made one after another never share a millisecond.
         public var simulatorClock: @Sendable () -> Date = { Date() }
+        /// The gateway's entitlement sweep interval (`IAPGW_ENTITLEMENT_SWEEP_SECONDS`); nil: the
+        /// process environment's setting or the default.
+        public var entitlementSweepSeconds: Int64?
         /// productId → (type, price in milliunits, currency)
         public var catalog: [(String, TransactionType, Int64, String)] = [
             ("com.example.demo.pro.monthly", .autoRenewable, 4_990, "USD"),
@@ -78,7 +81,10 @@ public final class DemoHarness: Sendable {
         let configuration = try ConfigLoader.loadAll(configDirectory: directory)
         let mappings = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Mappings")
-        let assembly = GatewayAssembly(configuration: configuration, mappingsDirectory: mappings, logger: logger)
+        var environment = ProcessInfo.processInfo.environment
+        if let seconds = options.entitlementSweepSeconds { environment["IAPGW_ENTITLEMENT_SWEEP_SECONDS"] = String(seconds) }
+        let assembly = GatewayAssembly(configuration: configuration, mappingsDirectory: mappings, environment: environment,
+                                       logger: logger)
         let service = try assembly.makeService()
         let server = try assembly.makeServer(service: service)
         try server.start()

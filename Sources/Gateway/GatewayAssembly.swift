@@ -70,8 +70,9 @@ public struct GatewayAssembly {
                               metrics: metrics)
     }
 
-    /// The background work of a running gateway: the inbox drained through the state machine, and
-    /// the webhook outbox delivered. Cancel the returned task to stop both.
+    /// The background work of a running gateway: the inbox drained through the state machine, the
+    /// webhook outbox delivered, reconciliation, and the sweep of entitlements the clock ends.
+    /// Cancel the returned task to stop them all.
     public func startBackgroundWork(service: GatewayService) throws(VerificationError) -> Task<Void, Never> {
         let gateway = configuration.gateway
         let processor = NotificationProcessor(apps: service.apps, ledger: service.ledger, logger: logger, now: service.now)
@@ -89,11 +90,13 @@ public struct GatewayAssembly {
                                                                   + gateway.timeouts.requestSeconds) * 1000,
                                            now: service.now)
         let maintenance = try ReconciliationSchedule(service: service, environment: environment, logger: logger)
+        let sweep = try EntitlementSweep(service: service, environment: environment, logger: logger)
         return Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await processor.run() }
                 group.addTask { await dispatcher.run() }
                 group.addTask { await maintenance.run() }
+                group.addTask { await sweep.run() }
             }
         }
     }

@@ -113,10 +113,11 @@ public final class GatewayService: Sendable {
         case .entitlements(let bundleId, let account):
             let app = try authorizedApp(bundleId, request)
             try RequestBody.validateAccount(account)
+            let now = now()
             let entitlements = try ledger.entitlements(bundleId: app.bundleId, account: account)
             return .json(200, JSONValue.object([
                 "account": .string(account),
-                "entitlements": .array(entitlements.map { Self.json($0, policy: app) }),
+                "entitlements": .array(entitlements.map { Self.json(EntitlementAccess.current($0, now: now), policy: app) }),
             ]).jsonText)
         case .comparisons(let bundleId):
             let app = try authorizedApp(bundleId, request)
@@ -297,10 +298,12 @@ public final class GatewayService: Sendable {
         // credits per newly granted id must not pay out a refund).
         let revoked = Set(outcome.transactions.filter { $0.revocationDate != nil }.map(\.transactionId))
         let chains = Set(entitlements.map(\.originalTransactionId))
+        // As they stand now: the claim stored facts, the clock may have ended some since they were signed.
         let stored = claim.entitlements.filter { chains.contains($0.originalTransactionId) }
+            .map { EntitlementAccess.current($0, now: context.now) }
         var answer: [String: JSONValue] = [
             "account": .string(account),
-            "verdict": .string("granted"),
+            "verdict": .string(VerifyVerdict.of(stored, policy: app.gracePeriodPolicy).rawValue),
             "adapter": .string(outcome.adapter.rawValue),
             "environment": .string(outcome.environment.rawValue),
             "mappingVersion": .string(outcome.mappingVersion),
@@ -365,11 +368,12 @@ public final class GatewayService: Sendable {
         return LedgerDigest.sha256Hex(text)
     }
 
+    /// `e` must already stand at the answer's time (`EntitlementAccess.current`).
     static func json(_ e: Entitlement, policy: AppPolicy) -> JSONValue {
         var object: [String: JSONValue] = [
             "productId": .string(e.productId), "state": .string(e.state.rawValue),
             "originalTransactionId": .string(e.originalTransactionId), "source": .string(e.source),
-            "grantsAccess": .bool(EntitlementCalculator.grantsAccess(e.state, policy: policy.gracePeriodPolicy)),
+            "grantsAccess": .bool(EntitlementAccess.grantsAccess(e.state, policy: policy.gracePeriodPolicy)),
         ]
         if let expires = e.expiresDate { object["expiresDate"] = .int(expires) }
         return .object(object)

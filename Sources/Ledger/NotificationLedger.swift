@@ -68,6 +68,13 @@ public protocol NotificationLedger: Sendable {
     @discardableResult
     func enqueueWebhooks(_ events: [WebhookEvent], now: Int64) throws(VerificationError) -> Int
 
+    /// Moves up to `limit` stored entitlements whose period ended before `now` (as `EntitlementAccess`
+    /// judges it: active past its expiry, grace past its end) to the state the clock gives them, each
+    /// atomically with its `entitlementChanged` event (`EntitlementAccess.periodEnded`: one key per
+    /// chain and transition, so repeated or concurrent sweeps queue it once). Returns how many moved.
+    @discardableResult
+    func advanceEntitlementsByClock(now: Int64, limit: Int) throws(VerificationError) -> Int
+
     /// Undelivered events with `nextAttemptAt <= now`, earliest due first (a read: operations, tests).
     func dueWebhooks(now: Int64, limit: Int) throws(VerificationError) -> [OutboxEntry]
 

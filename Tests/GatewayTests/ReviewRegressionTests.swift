@@ -121,12 +121,14 @@ final class WebhookBodyTests: XCTestCase {
         let event = WebhookEvent(kind: .entitlementChanged, idempotencyKey: "k1", bundleId: "com.example.demo",
                                  originalTransactionId: "100", transactionId: "101", productId: "p", state: .refunded,
                                  expiresDate: nil, notificationType: "REFUND", subtype: nil, occurredAt: 5)
-        let body = WebhookDispatcher.body(event, account: "alice")
+        let policy = AppPolicy.GracePeriodPolicy(grantDuringGracePeriod: true, grantDuringBillingRetry: false)
+        let body = WebhookDispatcher.body(event, account: "alice", policy: policy)
         let json = try StrictJSON().parse(body)
         XCTAssertEqual(json["account"], "alice")
         XCTAssertEqual(json["state"], "refunded")
+        XCTAssertEqual(json["grantsAccess"], .bool(false))
         XCTAssertEqual(json["idempotencyKey"], "k1")
-        XCTAssertNil(try StrictJSON().parse(WebhookDispatcher.body(event, account: nil))["account"])
+        XCTAssertNil(try StrictJSON().parse(WebhookDispatcher.body(event, account: nil, policy: policy))["account"])
         XCTAssertEqual(WebhookDispatcher.signature(secret: "s", timestamp: "10", body: body),
                        "sha256=" + HMACSHA256.hex(key: Array("s".utf8), message: Array("10.\(body)".utf8)))
     }

@@ -84,10 +84,6 @@ final class CanonicalModelTests: XCTestCase {
         XCTAssertEqual(again, t)
     }
 
-    func testOnlyActiveAndGracePeriodGrantAccess() {
-        XCTAssertEqual(Entitlement.State.allCases.filter(\.grantsAccess), [.active, .gracePeriod])
-    }
-
     func testErrorCodesAreUniqueAndUpperSnakeCase() {
         let raw = VerificationError.Code.all.map(\.rawValue)
         XCTAssertEqual(Set(raw).count, raw.count)

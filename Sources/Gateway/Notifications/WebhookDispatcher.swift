@@ -35,8 +35,9 @@ public final class WebhookDispatcher: Sendable {
     }
 
     /// The event as JSON, with the account that owns the chain when one does (so the backend
-    /// needs no mapping of its own from Apple's ids to its users).
-    static func body(_ event: WebhookEvent, account: String?) -> String {
+    /// needs no mapping of its own from Apple's ids to its users), and whether its state grants
+    /// access under the app's policy.
+    static func body(_ event: WebhookEvent, account: String?, policy: AppPolicy.GracePeriodPolicy) -> String {
         var o: [String: JSONValue] = [
             "kind": .string(event.kind.rawValue), "idempotencyKey": .string(event.idempotencyKey),
             "bundleId": .string(event.bundleId), "notificationType": .string(event.notificationType),
@@ -45,7 +46,10 @@ public final class WebhookDispatcher: Sendable {
         if let v = event.originalTransactionId { o["originalTransactionId"] = .string(v) }
         if let v = event.transactionId { o["transactionId"] = .string(v) }
         if let v = event.productId { o["productId"] = .string(v) }
-        if let v = event.state { o["state"] = .string(v.rawValue) }
+        if let v = event.state {
+            o["state"] = .string(v.rawValue)
+            o["grantsAccess"] = .bool(EntitlementAccess.grantsAccess(v, policy: policy))
+        }
         if let v = event.expiresDate { o["expiresDate"] = .int(v) }
         if let v = event.subtype { o["subtype"] = .string(v) }
         if let account { o["account"] = .string(account) }
@@ -73,7 +77,7 @@ public final class WebhookDispatcher: Sendable {
             let account = try entry.event.originalTransactionId.flatMap { (chain) throws(VerificationError) in
                 try ledger.owner(bundleId: entry.event.bundleId, originalTransactionId: chain)
             }
-            let body = Self.body(entry.event, account: account)
+            let body = Self.body(entry.event, account: account, policy: app.gracePeriodPolicy)
             let timestamp = String(now() / 1000)
             let secret: String
             do {

@@ -1,7 +1,8 @@
 import IAPCore
 
-/// What an account may use now, derived from canonical facts alone: the same answer whichever
-/// adapter produced them. One entitlement per purchase chain (`originalTransactionId`).
+/// What an account may use now, derived from canonical facts alone (states by `EntitlementAccess`):
+/// the same answer whichever adapter produced them. One entitlement per purchase chain
+/// (`originalTransactionId`).
 public enum EntitlementCalculator {
     public static func entitlements(account: String, transactions: [CanonicalTransaction],
                                     renewals: [CanonicalRenewal], now: Int64) -> [Entitlement] {
@@ -9,10 +10,11 @@ public enum EntitlementCalculator {
         let chains = Dictionary(grouping: transactions) { $0.originalTransactionId ?? $0.transactionId }
         return chains.keys.sorted().compactMap { chain in
             guard let current = currentTransaction(chains[chain]!) else { return nil }
-            return Entitlement(account: account, productId: current.productId,
-                               state: DerivedEntitlementState.of(current, renewal: renewalByChain[chain], now: now),
-                               expiresDate: current.expiresDate, originalTransactionId: chain,
-                               source: current.source)
+            let renewal = renewalByChain[chain]
+            let state = EntitlementAccess.state(of: current, renewal: renewal, now: now)
+            return Entitlement(account: account, productId: current.productId, state: state,
+                               expiresDate: EntitlementAccess.periodEnd(of: current, renewal: renewal, in: state),
+                               originalTransactionId: chain, source: current.source)
         }
     }
 
@@ -22,16 +24,6 @@ public enum EntitlementCalculator {
         let live = chain.filter { $0.isUpgraded != true }
         return (live.isEmpty ? chain : live).max { a, b in
             (a.purchaseDate ?? 0, a.expiresDate ?? 0, a.transactionId) < (b.purchaseDate ?? 0, b.expiresDate ?? 0, b.transactionId)
-        }
-    }
-
-    /// Whether a state grants access under the app's policy (billing retry only if it says so).
-    public static func grantsAccess(_ state: Entitlement.State, policy: AppPolicy.GracePeriodPolicy) -> Bool {
-        switch state {
-        case .active: true
-        case .gracePeriod: policy.grantDuringGracePeriod
-        case .billingRetry: policy.grantDuringBillingRetry
-        case .expired, .revoked, .refunded: false
         }
     }
 }

@@ -132,13 +132,18 @@ public struct AppAccountTokenCheck: PurchaseCheck {
     }
 }
 
-/// The transaction a client presents on its own (a transaction ID, a signed transaction) grants
-/// nothing once revoked or refunded, and says so — even when the rest of its chain came with it.
-/// (A receipt with many purchases keeps its refunded ones: they are answered as `revoked`, never granted.)
+/// Evidence whose presented purchases are all refunded or revoked grants nothing, and says so with
+/// the same refusal for every kind of evidence: the transaction a client presents on its own (a
+/// transaction ID, a signed transaction), even when the rest of its chain came with it, and a
+/// receipt whose every purchase is refunded or revoked. (A receipt that still holds a live purchase
+/// keeps its refunded ones: they are answered as `revoked`, never granted.)
 public struct RevocationCheck: PurchaseCheck {
     public init() {}
     public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
-        guard context.evidenceKind != .receipt else { return }
+        if context.evidenceKind == .receipt {
+            guard !outcome.transactions.isEmpty, outcome.transactions.allSatisfy({ $0.revocationDate != nil }) else { return }
+            throw VerificationError(.transactionRevoked, "every purchase in the receipt was refunded or revoked")
+        }
         let presented = outcome.presentedTransactionId.flatMap { id in outcome.transactions.first { $0.transactionId == id } }
             ?? (outcome.transactions.count == 1 ? outcome.transactions.first : nil)
         guard let t = presented, let date = t.revocationDate else { return }

@@ -120,8 +120,8 @@ public struct PurchaseComparator: Sendable {
         var out: [ComparisonDifference] = []
         let productId = l.productId
         let known = knownDifferences.transaction
-        let lState = DerivedEntitlementState.of(l, renewal: leftRenewal, now: now)
-        let rState = DerivedEntitlementState.of(r, renewal: rightRenewal, now: now)
+        let lState = EntitlementAccess.state(of: l, renewal: leftRenewal, now: now)
+        let rState = EntitlementAccess.state(of: r, renewal: rightRenewal, now: now)
         let expiryDiffers = l.expiresDate != r.expiresDate && !known.contains("expiresDate")
         let revocationDiffers = (l.revocationDate == nil) != (r.revocationDate == nil)
         let stateDiffers = lState != rState && (revocationDiffers || !expiryDiffers)
@@ -175,23 +175,5 @@ public struct PurchaseComparator: Sendable {
 
     private static func renewalsByChain(_ renewals: [CanonicalRenewal]) -> [String: CanonicalRenewal] {
         Dictionary(renewals.map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
-    }
-}
-
-/// A transaction's entitlement state derived from its own facts (and its chain's renewal info),
-/// the way the gateway's entitlement calculator derives a chain's state from its current transaction.
-public enum DerivedEntitlementState {
-    public static func of(_ t: CanonicalTransaction, renewal: CanonicalRenewal?, now: Int64) -> Entitlement.State {
-        if t.revocationDate != nil {
-            // Family Sharing ending is a revocation, not a refund.
-            return t.inAppOwnershipType == .familyShared ? .revoked : .refunded
-        }
-        guard let expires = t.expiresDate else { return .active }
-        if expires > now { return .active }
-        if let renewal {
-            if let grace = renewal.gracePeriodExpiresDate, grace > now { return .gracePeriod }
-            if renewal.isInBillingRetryPeriod == true { return .billingRetry }
-        }
-        return .expired
     }
 }

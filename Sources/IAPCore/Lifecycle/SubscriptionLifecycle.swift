@@ -74,7 +74,17 @@ public enum SubscriptionLifecycle {
         state.lastSignedDate = max(current?.lastSignedDate ?? .min, event.signedDate)
 
         var out: [WebhookEvent] = []
-        if entitlementChanged(from: current, to: state) { out.append(webhooks.entitlementChanged(state)) }
+        // What the app was last told is the stored state as the clock has moved it since: an end
+        // the clock made is announced once (the sweep's event, same key), never again by this event.
+        let told = current.map { EntitlementAccess.current($0, now: now) }
+        if let current, let ended = EntitlementAccess.periodEnded(
+            bundleId: current.bundleId, originalTransactionId: current.originalTransactionId, productId: current.productId,
+            recorded: current.state, periodEnd: current.periodEnd, now: now) {
+            out.append(ended)
+        }
+        if entitlementChanged(from: told, to: EntitlementAccess.current(state, now: now)) {
+            out.append(webhooks.entitlementChanged(state))
+        }
         if renewalPreferenceChanged(from: current, to: state),
            ["DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS"].contains(event.notificationType.rawValue) {
             out.append(webhooks.notice(.renewalPreferenceChanged, state: state))
@@ -114,33 +124,25 @@ public enum SubscriptionLifecycle {
         return state
     }
 
-    /// The state `rule` gives at `now`, and the grace period end worth keeping with it.
+    /// The state `rule` gives at `now`, and the grace period end worth keeping with it. Dates are
+    /// judged by `EntitlementAccess`, as every reader judges them later.
     static func entitlementState(_ rule: LifecycleClassification.EntitlementRule, transaction: CanonicalTransaction,
                                  renewal: CanonicalRenewal?, now: Int64) -> (Entitlement.State, Int64?) {
         let graceEnd = renewal?.gracePeriodExpiresDate
         switch rule {
         case .transactionDates:
-            if transaction.revocationDate != nil {
-                return (transaction.inAppOwnershipType == .familyShared ? .revoked : .refunded, nil)
-            }
-            guard let expires = transaction.expiresDate else {
-                // Only subscriptions end by date; one without an end date is malformed: not entitled.
-                return (transaction.type == .autoRenewable ? .expired : .active, nil)
-            }
-            return (expires > now ? .active : .expired, nil)
+            return (EntitlementAccess.state(of: transaction, renewal: nil, now: now), nil)
         case .gracePeriod:
             // Apple said "grace"; without an end date (or past it) only billing retry is certain.
-            if let graceEnd, graceEnd > now { return (.gracePeriod, graceEnd) }
-            return (.billingRetry, graceEnd)
+            guard graceEnd != nil else { return (.billingRetry, nil) }
+            return (EntitlementAccess.state(recorded: .gracePeriod, periodEnd: graceEnd, now: now), graceEnd)
         case .billingRetry:
             return (.billingRetry, graceEnd)
         case .gracePeriodExpired:
             return (renewal?.isInBillingRetryPeriod == false ? .expired : .billingRetry, graceEnd)
         case .currentStatus:
-            let (byDates, _) = entitlementState(.transactionDates, transaction: transaction, renewal: renewal, now: now)
-            guard byDates == .expired, renewal?.isInBillingRetryPeriod == true else { return (byDates, nil) }
-            if let graceEnd, graceEnd > now { return (.gracePeriod, graceEnd) }
-            return (.billingRetry, graceEnd)
+            let state = EntitlementAccess.state(of: transaction, renewal: renewal, now: now)
+            return (state, state == .gracePeriod || state == .billingRetry ? graceEnd : nil)
         case .expired:
             return (.expired, nil)
         case .refunded:

@@ -70,16 +70,16 @@ public struct CanonicalRenewal: Codable, Hashable, Sendable {
     }
 }
 
-/// What an account may use now, derived from canonical facts (never from what the client says).
+/// What an account may use, derived from canonical facts (never from what the client says). Stored
+/// as the facts last said; `EntitlementAccess` says what it is at a given time and whether it grants.
 public struct Entitlement: Codable, Hashable, Sendable {
     public enum State: String, Codable, Sendable, CaseIterable {
         case active, gracePeriod, billingRetry, expired, revoked, refunded
-        /// Whether the account may use the product in this state (billing retry depends on policy).
-        public var grantsAccess: Bool { self == .active || self == .gracePeriod }
     }
     public var account: String
     public var productId: String
     public var state: State
+    /// When `state`'s period ends: the subscription's expiry; in grace, the grace period's end.
     public var expiresDate: Int64?
     public var originalTransactionId: String
     public var source: String

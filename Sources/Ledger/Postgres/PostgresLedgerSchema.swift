@@ -6,7 +6,7 @@
 /// AUTOINCREMENT is an identity column, WITHOUT ROWID has no equivalent (a table is a heap with its
 /// primary-key index either way), and partial indexes keep their WHERE clauses.
 enum PostgresLedgerSchema {
-    static let migrations: [String] = [v1, v2, v3, v4]
+    static let migrations: [String] = [v1, v2, v3, v4, v5]
 
     static let v1 = """
         CREATE TABLE nonces (
@@ -181,5 +181,12 @@ enum PostgresLedgerSchema {
             holder TEXT NOT NULL,
             expires_at BIGINT NOT NULL
         );
+        """
+
+    /// The entitlements whose period can still end by time alone (`EntitlementAccess`: active and
+    /// in grace), by end date: what the clock sweep reads every pass, without scanning the rest.
+    static let v5 = """
+        CREATE INDEX entitlements_ending_by_time ON entitlements (expires_date)
+            WHERE state IN ('active', 'gracePeriod');
         """
 }

@@ -169,9 +169,8 @@ extension SQLLedger: NotificationLedger {
         throws(VerificationError) {
         guard let account = try ownerOf(state.originalTransactionId, bundleId: state.bundleId, connection) else { return }
         // In grace the product stays usable until the grace period ends, not until the lapsed expiry.
-        let expires = state.state == .gracePeriod ? (state.gracePeriodExpiresDate ?? state.expiresDate) : state.expiresDate
         try upsertEntitlement(bundleId: state.bundleId, account: account, originalTransactionId: state.originalTransactionId,
-                              productId: state.productId, state: state.state.rawValue, expiresDate: expires,
+                              productId: state.productId, state: state.state.rawValue, expiresDate: state.periodEnd,
                               source: state.source, factTime: state.lastSignedDate, connection)
     }
 

@@ -1,0 +1,54 @@
+import Foundation
+import IAPCore
+import Ledger
+
+/// Announces access that ends by time alone: a subscription past its expiry, a grace period past
+/// its end, with no notification to say so. Every `IAPGW_ENTITLEMENT_SWEEP_SECONDS` (default 30,
+/// 1…60) it moves the stored entitlements the clock has ended and queues their
+/// `entitlement.changed` webhooks through the outbox, so an end is announced at most one interval
+/// late. Reads never wait for it: every answer judges the clock itself.
+public struct EntitlementSweep: Sendable {
+    public static let defaultIntervalSeconds: Int64 = 30
+    /// Rows per ledger call, and calls per pass: a backlog (a gateway that was down) is worked off
+    /// over several passes instead of holding the storage for one long one.
+    static let batchSize = 200
+    static let maxBatchesPerPass = 50
+
+    let ledger: any NotificationLedger
+    let intervalSeconds: Int64
+    let logger: Logger
+    let now: @Sendable () -> Int64
+
+    public init(service: GatewayService, environment: [String: String], logger: Logger) throws(VerificationError) {
+        ledger = service.ledger
+        intervalSeconds = try ReconciliationSchedule.setting("IAPGW_ENTITLEMENT_SWEEP_SECONDS", environment,
+                                                             default: Self.defaultIntervalSeconds, range: 1...60)
+        self.logger = logger
+        now = service.now
+    }
+
+    /// One bounded pass; returns how many entitlements the clock ended.
+    @discardableResult
+    public func sweep() throws(VerificationError) -> Int {
+        var moved = 0
+        for _ in 0..<Self.maxBatchesPerPass {
+            let batch = try ledger.advanceEntitlementsByClock(now: now(), limit: Self.batchSize)
+            moved += batch
+            if batch < Self.batchSize { break }
+        }
+        return moved
+    }
+
+    /// Sweeps at start (a restarted gateway catches up at once), then every interval, until cancelled.
+    public func run() async {
+        while !Task.isCancelled {
+            do {
+                let moved = try sweep()
+                if moved > 0 { logger.info("entitlements_ended_by_time", ["count": String(moved)]) }
+            } catch {
+                logger.error("entitlement_sweep_failed", ["code": error.code.rawValue])
+            }
+            try? await Task.sleep(for: .seconds(intervalSeconds))
+        }
+    }
+}
