@@ -349,9 +349,13 @@ public final class GatewayService: Sendable {
     }
 
     /// An audit row that cannot be written is logged and counted: loud, but not a reason to take
-    /// back an answer Apple already gave.
+    /// back an answer Apple already gave. A refusal because storage is unavailable is not written
+    /// at all: the write would wait out the storage deadline a second time before the client hears.
     private func recordAudit(_ record: AuditRecord, _ log: Logger) async {
-        do {
+        do throws(VerificationError) {
+            if record.errorCode == .storageUnavailable {
+                throw VerificationError(.storageUnavailable, "storage is unavailable")
+            }
             try await ledger.recordAudit(record)
         } catch {
             metrics.recordRefusal(code: "AUDIT_NOT_WRITTEN")

@@ -9,15 +9,15 @@ import Synchronization
 ///
 /// Also the one owner of what a storage failure tells a client: a plain "storage unavailable"
 /// (engine codes such as `SQLite 13: database or disk is full` go to the log, with the request id),
-/// and of readiness, which reflects whether the last write succeeded.
+/// and of readiness, which reflects whether writes succeed.
 public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger, ReconciliationLedger, Sendable {
     /// The synchronous ledger the calls run on (tests and command-line tools read it directly).
     public let ledger: SQLLedger
     public let executor: StorageExecutor
     private let logger: Logger
-    /// Whether the last write the engine answered failed: readiness says "not ready" until a write
-    /// succeeds again (a real one, or the readiness probe's own).
-    private let lastWriteFailed = Atomic<Bool>(false)
+    /// Set when a write fails for the storage's sake; cleared only by the readiness probe's own
+    /// write succeeding (a background call that happened to write nothing proves nothing).
+    private let writesFailing = Atomic<Bool>(false)
 
     /// A readiness probe answers within this, however long the storage deadline is.
     public static let readinessDeadline: Duration = .seconds(1)
@@ -53,16 +53,11 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
         async throws(VerificationError) -> R {
         let ledger = ledger
         do {
-            let result = try await executor.run(deadline: deadline) { () throws(VerificationError) -> R in try body(ledger) }
-            if isWrite { lastWriteFailed.store(false, ordering: .relaxed) }
-            return result
+            return try await executor.run(deadline: deadline) { () throws(VerificationError) -> R in try body(ledger) }
         } catch {
             // Any other refusal (a reused nonce, a purchase of another account) was the engine answering.
-            guard error.code == .storageUnavailable else {
-                if isWrite { lastWriteFailed.store(false, ordering: .relaxed) }
-                throw error
-            }
-            if isWrite { lastWriteFailed.store(true, ordering: .relaxed) }
+            guard error.code == .storageUnavailable else { throw error }
+            if isWrite { writesFailing.store(true, ordering: .relaxed) }
             logger.warning("storage_failed", ["operation": String(operation.prefix { $0 != "(" }), "detail": error.message])
             throw VerificationError(.storageUnavailable, "the gateway's storage is unavailable; try again later")
         }
@@ -119,13 +114,14 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
         }
     }
 
-    /// Answers within `readinessDeadline`. While the last write failed, the probe writes too (and
-    /// only a write that succeeds makes the ledger ready again): with a full disk reads still
-    /// succeed, and a probe that only read would say "ready" while every grant fails.
+    /// Answers within `readinessDeadline`. After a write failed, the probe writes (and only that
+    /// write succeeding makes the ledger ready again): with a full disk reads still succeed, and a
+    /// probe that only read would say "ready" while every grant fails.
     public func ping() async throws(VerificationError) {
         let deadline = min(Self.readinessDeadline, executor.limits.deadline)
-        if lastWriteFailed.load(ordering: .relaxed) {
+        if writesFailing.load(ordering: .relaxed) {
             try await call("ping", isWrite: true, deadline: deadline) { (l) throws(VerificationError) in try l.probeWrite() }
+            writesFailing.store(false, ordering: .relaxed)
         } else {
             try await call("ping", isWrite: false, deadline: deadline) { (l) throws(VerificationError) in try l.ping() }
         }
