@@ -142,7 +142,8 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let familySharingNotAllowed = Code(rawValue: "FAMILY_SHARING_NOT_ALLOWED")
         /// The evidence carries no purchase at all.
         public static let noTransactions = Code(rawValue: "NO_TRANSACTIONS")
-        /// The gateway's own storage failed; nothing was granted.
+        /// The gateway's own storage failed or did not answer within its deadline (a claim still running
+        /// then may have been stored: a retry answers it as already granted).
         public static let storageUnavailable = Code(rawValue: "STORAGE_UNAVAILABLE")
 
         /// Every code above, for documentation and for tests that check the list is complete.
