@@ -57,7 +57,8 @@ public struct GatewayAssembly {
                              normalizer: try ServerAPINormalizer(serverMapping),
                              options: serverAPIOptions, logger: logger),
         ])
-        let ledger = try SQLLedger(storage: gateway.storageURL)
+        let ledger = try AsyncSQLLedger(storage: gateway.storageURL, deadline: .seconds(gateway.timeouts.storageSeconds),
+                                        logger: logger)
         let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
                                         store: ledger, legacyMappingVersion: legacyMapping.id,
                                         serverAPIMappingVersion: serverMapping.id, logger: logger)

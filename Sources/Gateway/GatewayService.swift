@@ -25,6 +25,8 @@ public final class GatewayService: Sendable {
     let comparisons: (any ComparisonLedger)?
     /// Shared with the upstream HTTP client (as its observer) when the assembly builds both.
     public let metrics: GatewayMetrics
+    /// What `/metrics` reports from storage, without waiting on it.
+    let storageGauges: StorageGauges
 
     public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger,
                 notifications: NotificationDecoder? = nil,
@@ -46,6 +48,10 @@ public final class GatewayService: Sendable {
         self.sealer = receiptSealer
         self.logger = logger
         self.now = now
+        let bundleIds = apps.keys.sorted()
+        storageGauges = StorageGauges { () async throws(VerificationError) -> String in
+            try await Self.storageGauges(ledger: ledger, comparisons: comparisons, bundleIds: bundleIds)
+        }
     }
 
     /// The one entry point: route, authenticate, run, and turn every refusal into its JSON error.
@@ -82,7 +88,7 @@ public final class GatewayService: Sendable {
         case .health:
             return .json(200, #"{"status":"ok"}"#)
         case .ready:
-            try ledger.ping()
+            try await ledger.ping()
             // A trust root or secret that became unreadable since start makes every verification of
             // its app fail: not ready. The probe is public, so the details go to the log only.
             let problems = configurationProblems()
@@ -95,16 +101,16 @@ public final class GatewayService: Sendable {
             return .json(200, OpenAPIDocument.json)
         case .metrics:
             return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
-                                body: Array((metrics.prometheusText() + (try stateGauges())).utf8))
+                                body: Array((metrics.prometheusText() + (await storageGauges.text()) + chainCacheGauges()).utf8))
         case .dashboard:
             // The app comes from the query (the page has one URL for every app); its own key opens it.
             let app = try authorizedApp(try DashboardEndpoint.bundleId(request), request)
             guard let comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
-            return try DashboardEndpoint.answer(request, app: app, ledger: comparisons)
+            return try await DashboardEndpoint.answer(request, app: app, ledger: comparisons)
         case .issueNonce(let bundleId):
             let app = try authorizedApp(bundleId, request)
             let account = try RequestBody(request, allowed: ["account"]).account()
-            let nonce = try ledger.issueNonce(bundleId: bundleId, account: account,
+            let nonce = try await ledger.issueNonce(bundleId: bundleId, account: account,
                                               ttlSeconds: Int(app.noncePolicy.ttlSeconds), now: now())
             return .json(200, JSONValue.object(["nonce": .string(nonce.value), "expiresAt": .int(nonce.expiresAt)]).jsonText)
         case .verify(let bundleId):
@@ -114,7 +120,7 @@ public final class GatewayService: Sendable {
             let app = try authorizedApp(bundleId, request)
             try RequestBody.validateAccount(account)
             let now = now()
-            let entitlements = try ledger.entitlements(bundleId: app.bundleId, account: account)
+            let entitlements = try await ledger.entitlements(bundleId: app.bundleId, account: account)
             return .json(200, JSONValue.object([
                 "account": .string(account),
                 "entitlements": .array(entitlements.map { Self.json(EntitlementAccess.current($0, now: now), policy: app) }),
@@ -122,7 +128,7 @@ public final class GatewayService: Sendable {
         case .comparisons(let bundleId):
             let app = try authorizedApp(bundleId, request)
             guard let comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
-            return try ComparisonsEndpoint.answer(request, app: app, ledger: comparisons)
+            return try await ComparisonsEndpoint.answer(request, app: app, ledger: comparisons)
         case .notification(let bundleId):
             return try await receiveNotification(request, bundleId: bundleId, log: log)
         case .methodNotAllowed(let allowed):
@@ -142,35 +148,40 @@ public final class GatewayService: Sendable {
         }
     }
 
-    /// Gauges read from the ledger at scrape time: inbox and outbox depth, and per app the
-    /// migration comparisons and how many agreed (app labels are configured bundle ids: bounded).
-    private func stateGauges() throws(VerificationError) -> String {
-        let inbox = try ledger.inboxDepth()
+    /// Gauges read from the ledger: inbox and outbox depth, and per app the migration comparisons
+    /// and how many agreed (app labels are configured bundle ids: bounded).
+    static func storageGauges(ledger: any Ledger & NotificationLedger, comparisons: (any ComparisonLedger)?,
+                              bundleIds: [String]) async throws(VerificationError) -> String {
+        let inbox = try await ledger.inboxDepth()
         var out = "# HELP iapgw_inbox_entries Notification inbox entries by state.\n# TYPE iapgw_inbox_entries gauge\n"
         out += "iapgw_inbox_entries{state=\"pending\"} \(inbox.pending)\n"
         out += "iapgw_inbox_entries{state=\"retrying\"} \(inbox.retrying)\n"
         out += "iapgw_inbox_entries{state=\"parked\"} \(inbox.parked)\n"
         out += "# HELP iapgw_outbox_depth Webhook events not yet delivered.\n# TYPE iapgw_outbox_depth gauge\n"
-        out += "iapgw_outbox_depth \(try ledger.outboxDepth())\n"
-        // Verified-chain cache of every JWS verifier (Server API adapter and notifications).
+        out += "iapgw_outbox_depth \(try await ledger.outboxDepth())\n"
+        if let comparisons {
+            out += "# HELP iapgw_comparisons Stored migration comparisons by app and outcome.\n# TYPE iapgw_comparisons gauge\n"
+            for bundleId in bundleIds {
+                let counts = try await comparisons.comparisonCounts(bundleId: bundleId, from: nil, to: nil)
+                out += "iapgw_comparisons{app=\"\(bundleId)\",outcome=\"agreed\"} \(counts.agreed)\n"
+                out += "iapgw_comparisons{app=\"\(bundleId)\",outcome=\"disagreed\"} \(counts.total - counts.agreed)\n"
+            }
+        }
+        return out
+    }
+
+    /// The verified-chain cache of every JWS verifier (Server API adapter and notifications).
+    private func chainCacheGauges() -> String {
         var hits = notifications?.chainCacheCounts.hits ?? 0
         var misses = notifications?.chainCacheCounts.misses ?? 0
         if let serverAPI = adapters.adapter(.serverAPI) as? ServerAPIAdapter {
             hits += serverAPI.chainCacheCounts.hits
             misses += serverAPI.chainCacheCounts.misses
         }
-        out += "# HELP iapgw_chain_cache_lookups_total Verified certificate-chain cache lookups.\n"
+        var out = "# HELP iapgw_chain_cache_lookups_total Verified certificate-chain cache lookups.\n"
         out += "# TYPE iapgw_chain_cache_lookups_total counter\n"
         out += "iapgw_chain_cache_lookups_total{result=\"hit\"} \(hits)\n"
         out += "iapgw_chain_cache_lookups_total{result=\"miss\"} \(misses)\n"
-        if let comparisons {
-            out += "# HELP iapgw_comparisons Stored migration comparisons by app and outcome.\n# TYPE iapgw_comparisons gauge\n"
-            for bundleId in apps.keys.sorted() {
-                let counts = try comparisons.comparisonCounts(bundleId: bundleId, from: nil, to: nil)
-                out += "iapgw_comparisons{app=\"\(bundleId)\",outcome=\"agreed\"} \(counts.agreed)\n"
-                out += "iapgw_comparisons{app=\"\(bundleId)\",outcome=\"disagreed\"} \(counts.total - counts.agreed)\n"
-            }
-        }
         return out
     }
 
@@ -208,7 +219,7 @@ public final class GatewayService: Sendable {
             log.warning("notification_refused", ["bundleId": app.bundleId, "code": error.code.rawValue])
             throw error
         }
-        let fresh = try ledger.enqueue(InboxEntry(
+        let fresh = try await ledger.enqueue(InboxEntry(
             id: decoded.id, bundleId: app.bundleId, version: decoded.version,
             notificationType: decoded.notificationType.rawValue, subtype: decoded.subtype?.rawValue,
             signedDate: decoded.signedDate, environment: decoded.environment.rawValue, receivedAt: now(),
@@ -240,7 +251,7 @@ public final class GatewayService: Sendable {
         } catch {
             audit.errorCode = error.code
             audit.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
-            recordAudit(audit, log)
+            await recordAudit(audit, log)
             metrics.recordRefusal(code: error.code.rawValue)
             throw error
         }
@@ -252,7 +263,7 @@ public final class GatewayService: Sendable {
         if case .appReceipt(_, let nonce) = evidence {
             // Consumed before Apple is asked: a nonce buys one attempt, so a replay race cannot win twice.
             if let nonce {
-                try ledger.consumeNonce(nonce, bundleId: app.bundleId, account: account, now: now())
+                try await ledger.consumeNonce(nonce, bundleId: app.bundleId, account: account, now: now())
             } else if app.noncePolicy.requiredForReceipts {
                 throw VerificationError(.nonceRequired, "\(app.bundleId) requires a nonce with every receipt")
             }
@@ -287,13 +298,13 @@ public final class GatewayService: Sendable {
         granted.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
         // One ledger step: refuses a chain refunded after this evidence was signed, binds, grants,
         // audits, and reads back the ledger's view (a newer notification may already know better).
-        let claim = try ledger.claim(PurchaseClaim(bundleId: app.bundleId, account: account,
+        let claim = try await ledger.claim(PurchaseClaim(bundleId: app.bundleId, account: account,
                                                    transactions: outcome.transactions, entitlements: entitlements,
                                                    now: context.now, factTimes: Self.factTimes(outcome, now: context.now),
                                                    presentedTransactionId: outcome.presentedTransactionId,
                                                    audit: granted))
         audit = granted
-        if let latest = outcome.latestReceipt { keepLatestReceipt(latest, app: app, outcome: outcome, log: log) }
+        if let latest = outcome.latestReceipt { await keepLatestReceipt(latest, app: app, outcome: outcome, log: log) }
         // Refunded and revoked purchases are answered as such, never as granted (a backend that
         // credits per newly granted id must not pay out a refund).
         let revoked = Set(outcome.transactions.filter { $0.revocationDate != nil }.map(\.transactionId))
@@ -331,14 +342,14 @@ public final class GatewayService: Sendable {
 
     /// The newest legacy receipt, sealed with the gateway's key and bound to its row, for apps that
     /// stay on verifyReceipt and are re-verified later. Never logged; skipped without a key.
-    private func keepLatestReceipt(_ receipt: String, app: AppPolicy, outcome: AdapterOutcome, log: Logger) {
+    private func keepLatestReceipt(_ receipt: String, app: AppPolicy, outcome: AdapterOutcome, log: Logger) async {
         guard let sealer else { return }
         let chains = Set(outcome.transactions.compactMap { $0.originalTransactionId ?? $0.transactionId })
         for chain in chains.sorted() {
             let binding = Array("\(app.bundleId)\0\(chain)".utf8)
             do {
                 let sealed = try sealer.seal(Array(receipt.utf8), associatedData: binding)
-                try ledger.storeLatestReceipt(bundleId: app.bundleId, originalTransactionId: chain, sealedReceipt: Data(sealed))
+                try await ledger.storeLatestReceipt(bundleId: app.bundleId, originalTransactionId: chain, sealedReceipt: Data(sealed))
             } catch {
                 // The grant stands (Apple said yes); only later re-verification of this chain is lost.
                 metrics.recordLostWrite("latest_receipt")
@@ -348,10 +359,14 @@ public final class GatewayService: Sendable {
     }
 
     /// An audit row that cannot be written is logged and counted: loud, but not a reason to take
-    /// back an answer Apple already gave.
-    private func recordAudit(_ record: AuditRecord, _ log: Logger) {
-        do {
-            try ledger.recordAudit(record)
+    /// back an answer Apple already gave. A refusal because storage is unavailable is not written
+    /// at all: the write would wait out the storage deadline a second time before the client hears.
+    private func recordAudit(_ record: AuditRecord, _ log: Logger) async {
+        do throws(VerificationError) {
+            if record.errorCode == .storageUnavailable {
+                throw VerificationError(.storageUnavailable, "storage is unavailable")
+            }
+            try await ledger.recordAudit(record)
         } catch {
             metrics.recordLostWrite("audit")
             log.error("audit_not_written", ["bundleId": record.bundleId, "code": error.code.rawValue])

@@ -150,13 +150,15 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let productTypeMismatch = Code(rawValue: "PRODUCT_TYPE_MISMATCH")
         /// The price or currency differs from the catalog's.
         public static let priceMismatch = Code(rawValue: "PRICE_MISMATCH")
-        /// The transaction was refunded or revoked: it grants nothing.
+        /// The presented transaction (transaction id, signed transaction), or every purchase of a receipt,
+        /// was refunded or revoked: it grants nothing.
         public static let transactionRevoked = Code(rawValue: "TRANSACTION_REVOKED")
         /// A family-shared purchase where the app's policy does not accept family sharing.
         public static let familySharingNotAllowed = Code(rawValue: "FAMILY_SHARING_NOT_ALLOWED")
         /// The evidence carries no purchase at all.
         public static let noTransactions = Code(rawValue: "NO_TRANSACTIONS")
-        /// The gateway's own storage failed; nothing was granted.
+        /// The gateway's own storage failed or did not answer within its deadline (a claim still running
+        /// then may have been stored: a retry answers it as already granted).
         public static let storageUnavailable = Code(rawValue: "STORAGE_UNAVAILABLE")
         /// The gateway broke one of its own invariants (a bug, or a stored row that no longer matches
         /// the schema): nothing was granted, and trying again will not help until an operator looks.

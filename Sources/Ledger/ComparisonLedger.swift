@@ -36,9 +36,9 @@ public struct ComparisonCounts: Sendable, Equatable, Codable {
 /// Where migration comparisons are kept, with their per-field results.
 public protocol ComparisonLedger: Sendable {
     /// Stores one comparison and its differences atomically; storing the same id twice replaces it.
-    func recordComparison(_ comparison: PurchaseComparison) throws(VerificationError)
+    func recordComparison(_ comparison: PurchaseComparison) async throws(VerificationError)
     /// Matching comparisons, newest first, at most `query.limit` (0...1000), with all their differences.
-    func comparisons(_ query: ComparisonQuery) throws(VerificationError) -> [PurchaseComparison]
+    func comparisons(_ query: ComparisonQuery) async throws(VerificationError) -> [PurchaseComparison]
     /// Totals for one app within the optional time range (no kind/field/product filter).
-    func comparisonCounts(bundleId: String, from: Int64?, to: Int64?) throws(VerificationError) -> ComparisonCounts
+    func comparisonCounts(bundleId: String, from: Int64?, to: Int64?) async throws(VerificationError) -> ComparisonCounts
 }

@@ -7,6 +7,9 @@ import IAPCore
 ///
 /// This is the seam between the gateway and its storage engine (SQLite today, PostgreSQL for
 /// several instances): it speaks only the canonical model and plain values, never SQL types.
+/// The calls are async: the gateway's implementation (`AsyncSQLLedger`) runs each on a storage
+/// thread with a deadline, never on Swift's cooperative pool; `SQLLedger` has the same calls,
+/// synchronous, for tests and tools (it does not conform, so it cannot be handed to the gateway).
 /// Every implementation must give the same guarantees:
 /// - `consumeNonce` succeeds at most once per nonce, across all connections and processes;
 /// - `claim` is all-or-nothing, and an ownership key is bound to exactly one account forever;
@@ -14,11 +17,11 @@ import IAPCore
 public protocol Ledger: Sendable {
     /// Issues a fresh single-use nonce for one account of one app, valid for `ttlSeconds` after `now`
     /// (1 second to 1 day; anything else is `INVALID_CONFIGURATION`).
-    func issueNonce(bundleId: String, account: String, ttlSeconds: Int, now: Int64) throws(VerificationError) -> IssuedNonce
+    func issueNonce(bundleId: String, account: String, ttlSeconds: Int, now: Int64) async throws(VerificationError) -> IssuedNonce
 
     /// Uses up a nonce. Unknown, expired, or issued for another app or account: `NONCE_INVALID`;
     /// already used: `NONCE_REUSED`.
-    func consumeNonce(_ value: String, bundleId: String, account: String, now: Int64) throws(VerificationError)
+    func consumeNonce(_ value: String, bundleId: String, account: String, now: Int64) async throws(VerificationError)
 
     /// Binds every transaction's purchase to the claiming account, records the transactions, stores
     /// the entitlements and appends the claim's audit record, all in one atomic step, and answers
@@ -26,33 +29,33 @@ public protocol Ledger: Sendable {
     /// belongs to another account nothing is written and `TRANSACTION_BOUND_TO_OTHER_ACCOUNT` is
     /// thrown; if the presented transaction's chain was refunded or revoked by a fact newer than the
     /// claim's, `TRANSACTION_REVOKED`.
-    func claim(_ claim: PurchaseClaim) throws(VerificationError) -> ClaimOutcome
+    func claim(_ claim: PurchaseClaim) async throws(VerificationError) -> ClaimOutcome
 
     /// The stored entitlements of one account of one app, ordered by original transaction id.
-    func entitlements(bundleId: String, account: String) throws(VerificationError) -> [Entitlement]
+    func entitlements(bundleId: String, account: String) async throws(VerificationError) -> [Entitlement]
 
     /// The account a purchase is bound to, if any.
-    func owner(bundleId: String, originalTransactionId: String) throws(VerificationError) -> String?
+    func owner(bundleId: String, originalTransactionId: String) async throws(VerificationError) -> String?
 
     /// Every stored transaction of one purchase (its renewals too), oldest grant first.
-    func transactions(bundleId: String, originalTransactionId: String) throws(VerificationError) -> [CanonicalTransaction]
+    func transactions(bundleId: String, originalTransactionId: String) async throws(VerificationError) -> [CanonicalTransaction]
 
     /// Appends one audit record. The record holds a hash of the evidence, never the evidence.
-    func recordAudit(_ record: AuditRecord) throws(VerificationError)
+    func recordAudit(_ record: AuditRecord) async throws(VerificationError)
 
     /// The newest `limit` audit records of one app, newest first.
-    func auditRecords(bundleId: String, limit: Int) throws(VerificationError) -> [AuditRecord]
+    func auditRecords(bundleId: String, limit: Int) async throws(VerificationError) -> [AuditRecord]
 
     /// Stores the latest receipt of a purchase. The bytes are opaque to the ledger: the gateway
     /// seals (encrypts and authenticates) them before the call, so the ledger never holds a
     /// readable receipt and needs no key.
-    func storeLatestReceipt(bundleId: String, originalTransactionId: String, sealedReceipt: Data) throws(VerificationError)
+    func storeLatestReceipt(bundleId: String, originalTransactionId: String, sealedReceipt: Data) async throws(VerificationError)
 
     /// The sealed bytes last stored for a purchase, exactly as given.
-    func latestReceipt(bundleId: String, originalTransactionId: String) throws(VerificationError) -> Data?
+    func latestReceipt(bundleId: String, originalTransactionId: String) async throws(VerificationError) -> Data?
 
     /// Proves the storage answers (readiness probe).
-    func ping() throws(VerificationError)
+    func ping() async throws(VerificationError)
 }
 
 /// A nonce handed to a client, to be sent back with its purchase evidence.

@@ -26,7 +26,7 @@ public protocol NotificationLedger: Sendable {
     // MARK: Inbox
 
     /// Stores a verified notification durably. False if (bundleId, id) was already stored: nothing changes.
-    func enqueue(_ entry: InboxEntry) throws(VerificationError) -> Bool
+    func enqueue(_ entry: InboxEntry) async throws(VerificationError) -> Bool
 
     /// Applies up to `limit` due entries, oldest `signedDate` first (then `receivedAt`), each
     /// atomically (an entry whose chain another instance is applying right now waits for a later call). `apply` gets the entry and its chain's stored state (nil for a new chain or
@@ -34,72 +34,72 @@ public protocol NotificationLedger: Sendable {
     /// ledger. A throw from `apply`, or an outcome the ledger refuses, fails that entry only.
     /// Throws only when the storage itself fails.
     func processPending(limit: Int, now: Int64,
-                        _ apply: (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome)
-        throws(VerificationError) -> ProcessReport
+                        _ apply: @escaping @Sendable (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome)
+        async throws(VerificationError) -> ProcessReport
 
-    func subscriptionState(bundleId: String, originalTransactionId: String) throws(VerificationError) -> SubscriptionState?
+    func subscriptionState(bundleId: String, originalTransactionId: String) async throws(VerificationError) -> SubscriptionState?
 
-    func inboxDepth() throws(VerificationError) -> InboxDepth
+    func inboxDepth() async throws(VerificationError) -> InboxDepth
 
     /// Entries of one app with `signedDate >= since`, oldest first, processed or not (audit, replay).
-    func inboxEntries(bundleId: String, since: Int64, limit: Int) throws(VerificationError) -> [InboxEntry]
+    func inboxEntries(bundleId: String, since: Int64, limit: Int) async throws(VerificationError) -> [InboxEntry]
 
     /// Makes entries of one app with `signedDate >= since` pending again (parked ones too, with their
     /// attempts reset); the next `processPending` applies them through the same machine, which
     /// ignores what is older than the state. Returns how many entries were reset.
     @discardableResult
-    func markForReplay(bundleId: String, since: Int64) throws(VerificationError) -> Int
+    func markForReplay(bundleId: String, since: Int64) async throws(VerificationError) -> Int
 
     /// Entries that failed `maxAttempts` times and wait for an operator (or a replay), oldest first.
-    func parkedEntries(limit: Int) throws(VerificationError) -> [ParkedInboxEntry]
+    func parkedEntries(limit: Int) async throws(VerificationError) -> [ParkedInboxEntry]
 
     /// Drops the raw bodies of entries received before `olderThan`; the rows (and their parsed
     /// events) stay. Returns how many bodies were dropped.
     @discardableResult
-    func purgeRawBodies(olderThan: Int64) throws(VerificationError) -> Int
+    func purgeRawBodies(olderThan: Int64) async throws(VerificationError) -> Int
 
     /// How many distinct notifications of a type the lifecycle did not know were processed.
-    func unknownNotificationCounts() throws(VerificationError) -> [UnknownNotificationCount]
+    func unknownNotificationCounts() async throws(VerificationError) -> [UnknownNotificationCount]
 
     // MARK: Webhook outbox
 
     /// Adds events due at `now`; an event whose (bundleId, idempotencyKey) is already queued or
     /// delivered is skipped. Returns how many were added. (`processPending` does this itself.)
     @discardableResult
-    func enqueueWebhooks(_ events: [WebhookEvent], now: Int64) throws(VerificationError) -> Int
+    func enqueueWebhooks(_ events: [WebhookEvent], now: Int64) async throws(VerificationError) -> Int
 
     /// Moves up to `limit` stored entitlements whose period ended before `now` (as `EntitlementAccess`
     /// judges it: active past its expiry, grace past its end) to the state the clock gives them, each
     /// atomically with its `entitlementChanged` event (`EntitlementAccess.periodEnded`: one key per
     /// chain and transition, so repeated or concurrent sweeps queue it once). Returns how many moved.
     @discardableResult
-    func advanceEntitlementsByClock(now: Int64, limit: Int) throws(VerificationError) -> Int
+    func advanceEntitlementsByClock(now: Int64, limit: Int) async throws(VerificationError) -> Int
 
     /// Undelivered events with `nextAttemptAt <= now`, earliest due first (a read: operations, tests).
-    func dueWebhooks(now: Int64, limit: Int) throws(VerificationError) -> [OutboxEntry]
+    func dueWebhooks(now: Int64, limit: Int) async throws(VerificationError) -> [OutboxEntry]
 
     /// Takes up to `limit` due events for delivery by this caller: they are not due again for anyone
     /// (another instance included) until `now + leaseMillis`, unless marked failed or delivered
     /// sooner. A deliverer that dies mid-way leaves them to be retried once the lease runs out, so
     /// delivery stays at-least-once without two instances sending the same event at the same time.
-    func leaseDueWebhooks(now: Int64, limit: Int, leaseMillis: Int64) throws(VerificationError) -> [OutboxEntry]
+    func leaseDueWebhooks(now: Int64, limit: Int, leaseMillis: Int64) async throws(VerificationError) -> [OutboxEntry]
 
-    func markDelivered(_ seq: Int64, at now: Int64) throws(VerificationError)
+    func markDelivered(_ seq: Int64, at now: Int64) async throws(VerificationError)
 
     /// Counts a failed attempt; the caller computes the backoff.
-    func markFailed(_ seq: Int64, nextAttemptAt: Int64) throws(VerificationError)
+    func markFailed(_ seq: Int64, nextAttemptAt: Int64) async throws(VerificationError)
 
     /// Events not yet delivered.
-    func outboxDepth() throws(VerificationError) -> Int
+    func outboxDepth() async throws(VerificationError) -> Int
 
     // MARK: Consumption requests (Apple waits 12 hours for the answer)
 
     /// Unanswered requests made at or after `notBefore` (pass `now - 12h`), oldest first.
-    func pendingConsumptionRequests(notBefore: Int64, limit: Int) throws(VerificationError) -> [ConsumptionRequest]
+    func pendingConsumptionRequests(notBefore: Int64, limit: Int) async throws(VerificationError) -> [ConsumptionRequest]
 
     /// False if the request is unknown or was already answered.
     @discardableResult
-    func markConsumptionAnswered(bundleId: String, transactionId: String, at now: Int64) throws(VerificationError) -> Bool
+    func markConsumptionAnswered(bundleId: String, transactionId: String, at now: Int64) async throws(VerificationError) -> Bool
 }
 
 /// One notification as received and verified, before processing.

@@ -7,21 +7,21 @@ public protocol ReconciliationLedger: Sendable {
     /// before `expiringBefore` (near expiry or already past it), or in billing retry. Read from the
     /// lifecycle's `subscription_states` and from claimed entitlements (a chain no notification
     /// ever named). Distinct ids, soonest expiry first.
-    func chainsToReconcile(bundleId: String, expiringBefore: Int64, limit: Int) throws(VerificationError) -> [String]
+    func chainsToReconcile(bundleId: String, expiringBefore: Int64, limit: Int) async throws(VerificationError) -> [String]
 
     /// Chains of one app with a sealed latest receipt (legacy re-verification), ordered by id.
-    func chainsWithLatestReceipt(bundleId: String, limit: Int) throws(VerificationError) -> [String]
+    func chainsWithLatestReceipt(bundleId: String, limit: Int) async throws(VerificationError) -> [String]
 
     /// Takes or renews the lease `name` for `holder` until `now + ttlMillis`. True if `holder` now
     /// holds it: it was free, expired, or already `holder`'s. Across instances on one database at
     /// most one holder has an unexpired lease.
-    func acquireLease(_ name: String, holder: String, now: Int64, ttlMillis: Int64) throws(VerificationError) -> Bool
+    func acquireLease(_ name: String, holder: String, now: Int64, ttlMillis: Int64) async throws(VerificationError) -> Bool
 
     /// Gives the lease up if `holder` has it, so another instance need not wait for it to expire.
-    func releaseLease(_ name: String, holder: String) throws(VerificationError)
+    func releaseLease(_ name: String, holder: String) async throws(VerificationError)
 }
 
-extension SQLLedger: ReconciliationLedger {
+extension SQLLedger {
     public func chainsToReconcile(bundleId: String, expiringBefore: Int64, limit: Int)
         throws(VerificationError) -> [String] {
         try database.withConnection { (connection) throws(VerificationError) in

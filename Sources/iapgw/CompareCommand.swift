@@ -53,7 +53,7 @@ struct CompareCommand: Subcommand {
             }
         }
         if let reportPath {
-            let html = try service.migrationReportHTML(bundleId: bundleId)
+            let html = try runAsync { try await service.migrationReportHTML(bundleId: bundleId) }
             guard FileManager.default.createFile(atPath: reportPath, contents: Data(html.utf8)) else {
                 throw VerificationError(.storageUnavailable, "cannot write \(reportPath)")
             }

@@ -33,7 +33,8 @@ struct NotificationsCommand: Subcommand {
             guard let sinceText else { throw UsageError(message: "replay needs --since") }
             guard daysText == nil else { throw UsageError(message: "--older-than-days is for purge") }
             let since = try Self.parseTime(sinceText)
-            let (reset, report) = try NotificationMaintenance.replay(service: try makeService(), since: since, bundleId: bundleId)
+            let service = try makeService()
+            let (reset, report) = try runAsync { try await NotificationMaintenance.replay(service: service, since: since, bundleId: bundleId) }
             guard case .object(var summary) = NotificationMaintenance.json(report) else { return 1 }
             summary["reset"] = .int(Int64(reset))
             print(JSONValue.object(summary).jsonText)
@@ -43,7 +44,8 @@ struct NotificationsCommand: Subcommand {
         guard let daysText, let days = Int64(daysText), (1...3_650).contains(days) else {
             throw UsageError(message: "purge needs --older-than-days 1 to 3650")
         }
-        let purged = try NotificationMaintenance.purge(service: try makeService(), olderThanDays: days)
+        let service = try makeService()
+        let purged = try runAsync { try await NotificationMaintenance.purge(service: service, olderThanDays: days) }
         print(JSONValue.object(["purged": .int(Int64(purged)), "olderThanDays": .int(days)]).jsonText)
         return 0
     }

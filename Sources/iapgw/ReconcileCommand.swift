@@ -35,7 +35,7 @@ struct ReconcileCommand: Subcommand {
         let reconciler = try Reconciler(service: service, logger: logger)
         let start = since
         let report = try runAsync { await reconciler.reconcile(since: start) ?? ReconciliationReport() }
-        let drained = try NotificationMaintenance.drain(service: service)
+        let drained = try runAsync { try await NotificationMaintenance.drain(service: service) }
         guard case .object(var summary) = report.json else { return 1 }
         summary["inbox"] = NotificationMaintenance.json(drained)
         print(JSONValue.object(summary).jsonText)

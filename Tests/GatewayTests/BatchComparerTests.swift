@@ -37,7 +37,7 @@ final class BatchComparerTests: XCTestCase {
         return try BatchComparer(service: b.gw.harness.service, bundleId: b.gw.bundleId, options: options)
     }
 
-    private func ledger(_ b: Backlog) throws -> any ComparisonLedger { try XCTUnwrap(b.gw.harness.service.comparisons) }
+    private func ledger(_ b: Backlog) throws -> SQLLedger { b.gw.harness.service.storedLedger }
 
     /// The report's numbers against the ledger's own counts and queries.
     private func assertReportMatchesStoredComparisons(_ summary: BatchSummary, _ b: Backlog,

@@ -19,7 +19,7 @@ final class ConsumptionTests: XCTestCase {
         try await gw.simulator.sendNotification(type: "CONSUMPTION_REQUEST", purchase: coins, to: gw.harness.notificationURL)
         try await gw.waitUntilInboxIsDrained()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let pending = try service.ledger.pendingConsumptionRequests(notBefore: now - ConsumptionResponder.windowMillis, limit: 10)
+        let pending = try service.storedLedger.pendingConsumptionRequests(notBefore: now - ConsumptionResponder.windowMillis, limit: 10)
         XCTAssertEqual(pending.map(\.transactionId), [coins.transactionId])
 
         var enabled = service.apps
@@ -41,7 +41,7 @@ final class ConsumptionTests: XCTestCase {
         XCTAssertEqual(pastTheWindow, 0)
         XCTAssertEqual(answered, 1)
         XCTAssertEqual(again, 0)
-        XCTAssertEqual(try service.ledger.pendingConsumptionRequests(notBefore: 0, limit: 10), [])
+        XCTAssertEqual(try service.storedLedger.pendingConsumptionRequests(notBefore: 0, limit: 10), [])
     }
 
     func testConsumptionBodyDeclaresOnlyWhatThePolicyStatesAndLeavesTheRestUndeclared() {

@@ -52,7 +52,7 @@ final class DashboardTests: XCTestCase {
         XCTAssertTrue(answer.text.contains("not ready"))
     }
 
-    func testDashboardPagesThroughMoreComparisonsThanOneLedgerQueryAnswers() throws {
+    func testDashboardPagesThroughMoreComparisonsThanOneLedgerQueryAnswers() async throws {
         let ledger = try SQLLedger(storage: FileManager.default.temporaryDirectory
             .appendingPathComponent("dash-\(UUID().uuidString).sqlite").path)
         // 2,500 comparisons, five per millisecond, so page boundaries fall inside a millisecond.
@@ -62,7 +62,7 @@ final class DashboardTests: XCTestCase {
             try ledger.recordComparison(c)
         }
 
-        let loaded = try DashboardEndpoint.load(F.app, from: nil, to: nil, ledger: ledger)
+        let loaded = try await DashboardEndpoint.load(F.app, from: nil, to: nil, ledger: AsyncSQLLedger(ledger))
 
         XCTAssertEqual(loaded.comparisons.count, 2_500)
         XCTAssertEqual(Set(loaded.comparisons.map(\.id)).count, 2_500)

@@ -72,7 +72,7 @@ final class PlantedDiscrepancyPrecisionTests: XCTestCase {
         XCTAssertEqual(summary.total, 60)
         XCTAssertEqual(summary.failed, 0, "\(summary.failedByCode)")
 
-        let stored = try XCTUnwrap(gw.harness.service.comparisons).comparisons(ComparisonQuery(bundleId: gw.bundleId, limit: 1000))
+        let stored = try gw.harness.service.storedLedger.comparisons(ComparisonQuery(bundleId: gw.bundleId, limit: 1000))
         XCTAssertEqual(stored.count, 60)
         let reported = stored.flatMap(\.differences)
         let expected = Set(planted.map(ExpectedDifference.init))

@@ -126,7 +126,7 @@ final class ReconciliationTests: XCTestCase {
         let capture = LogCapture()
         let gw = try await GatewayE2E.start(self)
         let service = gw.harness.service
-        let ledger = try XCTUnwrap(service.ledger as? any ReconciliationLedger)
+        let ledger = service.storedLedger
         let purchase = try gw.buy(owner: "device-alice")
         try await gw.simulator.sendNotification(type: "SUBSCRIBED", subtype: "INITIAL_BUY", purchase: purchase, to: nil)
         gw.simulator.faults.setLatency(milliseconds: 400)
@@ -153,7 +153,7 @@ final class ReconciliationTests: XCTestCase {
     func testPassIsSkippedWhileAnotherInstanceHoldsTheLeaseAndRunsOnceItIsFree() async throws {
         let gw = try await GatewayE2E.start(self)
         let service = gw.harness.service
-        let ledger = try XCTUnwrap(service.ledger as? any ReconciliationLedger)
+        let ledger = service.storedLedger
         let reconciler = try Reconciler(service: service)
         XCTAssertTrue(try ledger.acquireLease("reconciliation", holder: "another-instance", now: service.now(),
                                               ttlMillis: 60_000))
@@ -178,8 +178,8 @@ extension GatewayE2E {
     /// background worker may hold an entry in its transaction when this looks.
     func waitUntilInboxIsDrained() async throws {
         for _ in 0..<200 {
-            try NotificationMaintenance.drain(service: harness.service)
-            if try harness.service.ledger.inboxDepth().pending == 0 { return }
+            try await NotificationMaintenance.drain(service: harness.service)
+            if try harness.service.storedLedger.inboxDepth().pending == 0 { return }
             try await Task.sleep(for: .milliseconds(25))
         }
         XCTFail("the inbox did not drain")

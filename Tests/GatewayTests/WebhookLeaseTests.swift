@@ -26,7 +26,7 @@ final class WebhookLeaseTests: XCTestCase {
             connectTimeout: .seconds(2), requestTimeout: .seconds(2)))
         // Each delivery seems to take a minute (a slow receiver, a stalled database checkout): after the
         // first, the batch's lease (2 × (4 s + 1 s)) has long run out.
-        let dispatcher = WebhookDispatcher(apps: [bundleId: app(webhookURL: receiver.url)], ledger: ledger, client: client,
+        let dispatcher = WebhookDispatcher(apps: [bundleId: app(webhookURL: receiver.url)], ledger: AsyncSQLLedger(ledger), client: client,
                                            environment: ["HOOK_SECRET": "hook-secret"], logger: .disabled,
                                            attemptTimeoutMillis: 4_000,
                                            now: { 1_000 + Int64(receiver.deliveries.count) * 60_000 })

@@ -50,7 +50,7 @@ enum OpenAPIDocument {
         var responses: [String: JSONValue] = [:]
         switch path {
         case "/healthz": op["summary"] = "Liveness"; responses["200"] = ok("Status")
-        case "/readyz": op["summary"] = "Readiness (storage reachable)"; responses["200"] = ok("Status"); responses["503"] = error("not ready")
+        case "/readyz": op["summary"] = "Readiness (storage answers within 1 s and takes writes)"; responses["200"] = ok("Status"); responses["503"] = error("not ready")
         case "/openapi.json": op["summary"] = "This document"; responses["200"] = .object(["description": "OpenAPI 3 document"])
         case "/metrics": op["summary"] = "Prometheus metrics"; responses["200"] = .object(["description": "text/plain metrics"])
         case "/dashboard":

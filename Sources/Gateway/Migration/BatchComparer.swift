@@ -118,13 +118,13 @@ public struct BatchComparer: Sendable {
                         serverAPI: .failed(VerificationError.Code.rateLimited.rawValue, mappingVersion: router.serverAPIMappingVersion),
                         id: Self.comparisonId(bundleId: app.bundleId, digest: job.digest), bundleId: app.bundleId,
                         evidenceKind: AppPolicy.EvidenceKind.receipt.rawValue, evidenceSHA256: job.digest, now: service.now())
-                    storageError = storageError ?? record(failed, state: state, into: &summary)
+                    if storageError == nil { storageError = await record(failed, state: state, into: &summary) }
                 case .compared(let comparison):
                     // After an interruption a failure may only be the cancellation itself: not a finding.
                     if Task.isCancelled, !comparison.agreed, comparison.legacyError != nil || comparison.serverAPIError != nil {
                         break
                     }
-                    storageError = storageError ?? record(comparison, state: state, into: &summary)
+                    if storageError == nil { storageError = await record(comparison, state: state, into: &summary) }
                 }
                 if storageError != nil { group.cancelAll() }
                 summary.elapsedSeconds = Self.seconds(ContinuousClock.now - started)
@@ -140,9 +140,9 @@ public struct BatchComparer: Sendable {
     }
 
     private func record(_ comparison: PurchaseComparison, state: BatchStateFile?,
-                        into summary: inout BatchSummary) -> VerificationError? {
+                        into summary: inout BatchSummary) async -> VerificationError? {
         do throws(VerificationError) {
-            try router.store.recordComparison(comparison)
+            try await router.store.recordComparison(comparison)
             let record = BatchRecord(comparison)
             try state?.append(record)
             summary.add(record, resumed: false)

@@ -7,11 +7,11 @@ enum ComparisonsEndpoint {
     static let defaultLimit = 100
     static let allowedParameters: Set<String> = ["from", "to", "class", "field", "productId", "limit"]
 
-    static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger) throws(VerificationError)
+    static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger) async throws(VerificationError)
         -> HTTPResponse {
         let query = try parse(request.query, bundleId: app.bundleId)
-        let found = try ledger.comparisons(query)
-        let counts = try ledger.comparisonCounts(bundleId: app.bundleId, from: query.from, to: query.to)
+        let found = try await ledger.comparisons(query)
+        let counts = try await ledger.comparisonCounts(bundleId: app.bundleId, from: query.from, to: query.to)
         return .json(200, JSONValue.object([
             "bundleId": .string(app.bundleId),
             "counts": .object(["total": .int(Int64(counts.total)), "agreed": .int(Int64(counts.agreed))]),

@@ -20,14 +20,14 @@ enum DashboardEndpoint {
     }
 
     static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger,
-                       criteria: ReadinessCriteria = .standard) throws(VerificationError) -> HTTPResponse {
+                       criteria: ReadinessCriteria = .standard) async throws(VerificationError) -> HTTPResponse {
         if let unknown = request.query.keys.sorted().first(where: { !allowedParameters.contains($0) }) {
             throw VerificationError(.malformedRequest, "unknown query parameter \(unknown.prefix(64))")
         }
         var window = request.query
         window["app"] = nil
         let range = try ComparisonsEndpoint.parse(window, bundleId: app.bundleId)
-        let (comparisons, truncated) = try load(app.bundleId, from: range.from, to: range.to, ledger: ledger)
+        let (comparisons, truncated) = try await load(app.bundleId, from: range.from, to: range.to, ledger: ledger)
         let report = MigrationReport(bundleId: app.bundleId, comparisons: comparisons, criteria: criteria, truncated: truncated)
         return HTTPResponse(status: 200, headers: [
             ("Content-Type", "text/html; charset=utf-8"),
@@ -43,13 +43,13 @@ enum DashboardEndpoint {
     /// ledger answers at most 1000 per query). The cursor is inclusive and ids are deduplicated,
     /// so comparisons sharing a millisecond across a page boundary are neither lost nor doubled.
     static func load(_ bundleId: String, from: Int64?, to: Int64?, ledger: any ComparisonLedger)
-        throws(VerificationError) -> (comparisons: [PurchaseComparison], truncated: Bool) {
+        async throws(VerificationError) -> (comparisons: [PurchaseComparison], truncated: Bool) {
         let pageSize = SQLLedger.maxComparisonLimit
         var seen: Set<String> = []
         var all: [PurchaseComparison] = []
         var cursor = to
         while all.count < maxComparisons {
-            let page = try ledger.comparisons(ComparisonQuery(bundleId: bundleId, from: from, to: cursor, limit: pageSize))
+            let page = try await ledger.comparisons(ComparisonQuery(bundleId: bundleId, from: from, to: cursor, limit: pageSize))
             let fresh = page.filter { seen.insert($0.id).inserted }
             all += fresh
             // A short page is the last one; a page with nothing new means a single millisecond holds
@@ -57,7 +57,7 @@ enum DashboardEndpoint {
             guard page.count == pageSize, !fresh.isEmpty, let oldest = page.last?.comparedAt else { break }
             cursor = oldest
         }
-        let counts = try ledger.comparisonCounts(bundleId: bundleId, from: from, to: to)
+        let counts = try await ledger.comparisonCounts(bundleId: bundleId, from: from, to: to)
         return (Array(all.prefix(maxComparisons)), counts.total > min(all.count, maxComparisons))
     }
 }
@@ -65,9 +65,9 @@ enum DashboardEndpoint {
 extension GatewayService {
     /// The migration report for an app's stored comparisons, as the self-contained HTML page the
     /// dashboard serves (`iapgw compare --report`).
-    public func migrationReportHTML(bundleId: String, criteria: ReadinessCriteria = .standard) throws(VerificationError) -> String {
+    public func migrationReportHTML(bundleId: String, criteria: ReadinessCriteria = .standard) async throws(VerificationError) -> String {
         guard let store = comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
-        let (comparisons, truncated) = try DashboardEndpoint.load(bundleId, from: nil, to: nil, ledger: store)
+        let (comparisons, truncated) = try await DashboardEndpoint.load(bundleId, from: nil, to: nil, ledger: store)
         return MigrationReportHTML.render(MigrationReport(bundleId: bundleId, comparisons: comparisons, criteria: criteria,
                                                           truncated: truncated))
     }

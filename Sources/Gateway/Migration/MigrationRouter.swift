@@ -58,7 +58,7 @@ public struct MigrationRouter: Sendable {
             async let serverResult = Self.attempt(serverAPI, evidence, account, app)
             let (l, s) = await (legacyResult, serverResult)
             let comparison = compare(legacy: l, serverAPI: s, app: app, evidence: evidence, digest: evidenceSHA256)
-            store(comparison)
+            await store(comparison)
             return Answer(outcome: s, answeringAdapter: .serverAPI, comparison: comparison)
         case .shadow, .cutover:
             let (primary, secondary) = mode == .shadow ? (legacy, serverAPI) : (serverAPI, legacy)
@@ -68,7 +68,7 @@ public struct MigrationRouter: Sendable {
                 Task.detached(priority: .utility) {
                     let secondaryResult = await Self.attempt(secondary, evidence, account, app)
                     let (l, s) = mode == .shadow ? (primaryResult, secondaryResult) : (secondaryResult, primaryResult)
-                    router.store(router.compare(legacy: l, serverAPI: s, app: app, evidence: evidence, digest: evidenceSHA256))
+                    await router.store(router.compare(legacy: l, serverAPI: s, app: app, evidence: evidence, digest: evidenceSHA256))
                 }
             }
             return Answer(outcome: primaryResult, answeringAdapter: primary.id, comparison: nil)
@@ -102,9 +102,9 @@ public struct MigrationRouter: Sendable {
     }
 
     /// A comparison that cannot be stored is logged: it must never take back an answer.
-    private func store(_ comparison: PurchaseComparison) {
+    private func store(_ comparison: PurchaseComparison) async {
         do {
-            try store.recordComparison(comparison)
+            try await store.recordComparison(comparison)
             logger.info("comparison_recorded", ["bundleId": comparison.bundleId, "agreed": String(comparison.agreed),
                                                 "differences": String(comparison.differences.count)])
         } catch {

@@ -29,10 +29,10 @@ public struct EntitlementSweep: Sendable {
 
     /// One bounded pass; returns how many entitlements the clock ended.
     @discardableResult
-    public func sweep() throws(VerificationError) -> Int {
+    public func sweep() async throws(VerificationError) -> Int {
         var moved = 0
         for _ in 0..<Self.maxBatchesPerPass {
-            let batch = try ledger.advanceEntitlementsByClock(now: now(), limit: Self.batchSize)
+            let batch = try await ledger.advanceEntitlementsByClock(now: now(), limit: Self.batchSize)
             moved += batch
             if batch < Self.batchSize { break }
         }
@@ -43,7 +43,7 @@ public struct EntitlementSweep: Sendable {
     public func run() async {
         while !Task.isCancelled {
             do {
-                let moved = try sweep()
+                let moved = try await sweep()
                 if moved > 0 { logger.info("entitlements_ended_by_time", ["count": String(moved)]) }
             } catch {
                 logger.error("entitlement_sweep_failed", ["code": error.code.rawValue])

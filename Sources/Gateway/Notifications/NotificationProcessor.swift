@@ -21,10 +21,10 @@ public final class NotificationProcessor: Sendable {
 
     /// Applies what is due now; returns what happened.
     @discardableResult
-    public func drain(limit: Int = 200) throws(VerificationError) -> ProcessReport {
+    public func drain(limit: Int = 200) async throws(VerificationError) -> ProcessReport {
         let now = now()
         let apps = apps
-        let report = try ledger.processPending(limit: limit, now: now) { (entry, state) throws(VerificationError) in
+        let report = try await ledger.processPending(limit: limit, now: now) { (entry, state) throws(VerificationError) in
             guard let app = apps[entry.bundleId] else {
                 throw VerificationError(.unknownApp, "no policy for \(entry.bundleId)")
             }
@@ -45,7 +45,7 @@ public final class NotificationProcessor: Sendable {
     public func run(interval: Duration = .milliseconds(200)) async {
         while !Task.isCancelled {
             do {
-                while try drain().processed > 0 {}
+                while try await drain().processed > 0 {}
             } catch {
                 logger.error("notification_processing_failed", ["code": error.code.rawValue])
             }

@@ -68,14 +68,15 @@ public final class WebhookDispatcher: Sendable {
         // timeout, so another instance never sends the same event while we still may.
         let lease = Int64(max(1, limit)) * (attemptTimeoutMillis + 1_000)
         let leasedAt = now()
-        for entry in try ledger.leaseDueWebhooks(now: leasedAt, limit: limit, leaseMillis: lease) {
+        for entry in try await ledger.leaseDueWebhooks(now: leasedAt, limit: limit, leaseMillis: lease) {
             guard let app = apps[entry.event.bundleId], let webhook = app.webhook else {
                 // No receiver configured: nothing will ever take it, so it is not retried forever.
-                try ledger.markDelivered(entry.seq, at: now())
+                try await ledger.markDelivered(entry.seq, at: now())
                 continue
             }
-            let account = try entry.event.originalTransactionId.flatMap { (chain) throws(VerificationError) in
-                try ledger.owner(bundleId: entry.event.bundleId, originalTransactionId: chain)
+            var account: String?
+            if let chain = entry.event.originalTransactionId {
+                account = try await ledger.owner(bundleId: entry.event.bundleId, originalTransactionId: chain)
             }
             let body = Self.body(entry.event, account: account, policy: app.gracePeriodPolicy)
             let timestamp = String(now() / 1000)
@@ -85,7 +86,7 @@ public final class WebhookDispatcher: Sendable {
             } catch {
                 // A configuration problem, not the receiver's: say which, and try again later.
                 logger.error("webhook_secret_unavailable", ["bundleId": entry.event.bundleId, "code": error.code.rawValue])
-                try ledger.markFailed(entry.seq, nextAttemptAt: now() + Self.backoffMs(afterAttempts: entry.attempts))
+                try await ledger.markFailed(entry.seq, nextAttemptAt: now() + Self.backoffMs(afterAttempts: entry.attempts))
                 continue
             }
             // The slack is not a bound: a stalled storage checkout can outlast it. An attempt that might
@@ -106,11 +107,11 @@ public final class WebhookDispatcher: Sendable {
                 ok = false
             }
             if ok {
-                try ledger.markDelivered(entry.seq, at: now())
+                try await ledger.markDelivered(entry.seq, at: now())
                 delivered += 1
             } else {
                 let next = now() + Self.backoffMs(afterAttempts: entry.attempts)
-                try ledger.markFailed(entry.seq, nextAttemptAt: next)
+                try await ledger.markFailed(entry.seq, nextAttemptAt: next)
                 logger.warning("webhook_failed", ["bundleId": entry.event.bundleId, "attempts": String(entry.attempts + 1)])
             }
         }

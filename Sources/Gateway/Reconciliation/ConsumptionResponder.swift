@@ -42,7 +42,7 @@ public final class ConsumptionResponder: Sendable {
     public func answerPending(limit: Int = 200, failures: inout [String]) async -> Int {
         guard let serverAPI else { return 0 }
         let pending: [ConsumptionRequest]
-        do { pending = try ledger.pendingConsumptionRequests(notBefore: now() - Self.windowMillis, limit: limit) } catch {
+        do { pending = try await ledger.pendingConsumptionRequests(notBefore: now() - Self.windowMillis, limit: limit) } catch {
             failures.append("*:consumption:\(error.code.rawValue)")
             return 0
         }
@@ -52,8 +52,8 @@ public final class ConsumptionResponder: Sendable {
             do throws(VerificationError) {
                 let client = try serverAPI.client(for: app)
                 try await client.sendConsumptionData(transactionId: request.transactionId, body: Self.body(policy),
-                                                     environment: try environment(of: request, app: app))
-                if try ledger.markConsumptionAnswered(bundleId: request.bundleId, transactionId: request.transactionId,
+                                                     environment: try await environment(of: request, app: app))
+                if try await ledger.markConsumptionAnswered(bundleId: request.bundleId, transactionId: request.transactionId,
                                                       at: now()) {
                     answered += 1
                 }
@@ -65,9 +65,9 @@ public final class ConsumptionResponder: Sendable {
         return answered
     }
 
-    private func environment(of request: ConsumptionRequest, app: AppPolicy) throws(VerificationError) -> ServerAPIEnvironment {
+    private func environment(of request: ConsumptionRequest, app: AppPolicy) async throws(VerificationError) -> ServerAPIEnvironment {
         if let chain = request.originalTransactionId,
-           let state = try ledger.subscriptionState(bundleId: request.bundleId, originalTransactionId: chain) {
+           let state = try await ledger.subscriptionState(bundleId: request.bundleId, originalTransactionId: chain) {
             return state.environment == .sandbox ? .sandbox : .production
         }
         return app.allows(.production) ? .production : .sandbox

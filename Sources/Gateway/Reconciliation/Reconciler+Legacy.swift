@@ -11,24 +11,24 @@ extension Reconciler {
     func reverifyReceipts(_ app: AppPolicy, into report: inout ReconciliationReport) async {
         guard let legacy, let sealer else { return }
         let chains: [String]
-        do { chains = try ledger.chainsWithLatestReceipt(bundleId: app.bundleId, limit: options.maxChainsPerApp) } catch {
+        do { chains = try await ledger.chainsWithLatestReceipt(bundleId: app.bundleId, limit: options.maxChainsPerApp) } catch {
             return report.fail(app.bundleId, "receipts", error)
         }
         // A receipt holds every chain of its customer: each distinct receipt is sent once.
         var sent = Set<String>()
         for chain in chains {
             do throws(VerificationError) {
-                guard let sealed = try ledger.latestReceipt(bundleId: app.bundleId, originalTransactionId: chain) else { continue }
+                guard let sealed = try await ledger.latestReceipt(bundleId: app.bundleId, originalTransactionId: chain) else { continue }
                 let binding = Array("\(app.bundleId)\0\(chain)".utf8)
                 let receipt = String(decoding: try sealer.open(Array(sealed), associatedData: binding), as: UTF8.self)
                 guard sent.insert(LedgerDigest.sha256Hex(receipt)).inserted else { continue }
                 // The owner decides whether Sandbox answers are acceptable (App Review accounts).
-                let account = try ledger.owner(bundleId: app.bundleId, originalTransactionId: chain) ?? ""
+                let account = try await ledger.owner(bundleId: app.bundleId, originalTransactionId: chain) ?? ""
                 let outcome = try await legacy.verify(.appReceipt(base64: receipt, nonce: nil), account: account, for: app)
                 report.receiptsReverified += 1
-                report.receiptEventsEnqueued += try enqueueReceiptFacts(outcome, app: app)
+                report.receiptEventsEnqueued += try await enqueueReceiptFacts(outcome, app: app)
                 if let latest = outcome.latestReceipt, latest != receipt {
-                    try ledger.storeLatestReceipt(bundleId: app.bundleId, originalTransactionId: chain,
+                    try await ledger.storeLatestReceipt(bundleId: app.bundleId, originalTransactionId: chain,
                                                   sealedReceipt: Data(try sealer.seal(Array(latest.utf8), associatedData: binding)))
                 }
             } catch {
@@ -37,7 +37,7 @@ extension Reconciler {
         }
     }
 
-    private func enqueueReceiptFacts(_ outcome: AdapterOutcome, app: AppPolicy) throws(VerificationError) -> Int {
+    private func enqueueReceiptFacts(_ outcome: AdapterOutcome, app: AppPolicy) async throws(VerificationError) -> Int {
         let now = now()
         var latestByChain: [String: CanonicalTransaction] = [:]
         for t in outcome.transactions {
@@ -54,7 +54,7 @@ extension Reconciler {
             let expired = transaction.expiresDate.flatMap { $0 <= now ? $0 : nil }
             let signedDate = [transaction.purchaseDate, transaction.revocationDate, expired].compactMap { $0 }.max() ?? 0
             let raw = JSONValue.object(["source": .string("verifyReceipt"), "originalTransactionId": .string(chain)])
-            if try enqueueReconciled(app: app, chain: chain, signedDate: signedDate, transaction: transaction,
+            if try await enqueueReconciled(app: app, chain: chain, signedDate: signedDate, transaction: transaction,
                                      renewal: outcome.renewals.first { $0.originalTransactionId == chain },
                                      version: "1", rawBody: Data(raw.jsonText.utf8)) {
                 enqueued += 1

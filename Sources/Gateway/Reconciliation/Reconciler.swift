@@ -89,37 +89,36 @@ public final class Reconciler: Sendable {
             return true
         }) else { return nil }
         defer { running.withLock { $0 = false } }
-        guard takeLease() else {
+        guard await takeLease() else {
             logger.info("reconciliation_skipped", ["reason": "another instance holds the lease"])
             return nil
         }
-        // Renewal and release take turns under one lock, so a renewal never lands after the release
-        // (which would keep other instances out for a whole lease); a lost lease ends the pass at
-        // the next app, before anything else is asked of Apple or answered to it.
-        let lease = LeaseFlags()
+        // Renewal and release take turns: the release waits for the heartbeat to end (a renewal in
+        // flight lands first), so a renewal never lands after the release (which would keep other
+        // instances out for a whole lease); a lost lease ends the pass at the next app, before
+        // anything else is asked of Apple or answered to it.
+        let lost = LeaseLost()
         let heartbeat = Task { [self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(max(options.leaseMillis / 3, 1)))
-                lease.state.withLock { state in
-                    guard !state.released, !state.lost else { return }
-                    if !takeLease() {
-                        state.lost = true
-                        logger.error("reconciliation_lease_lost", [:])
-                    }
+                guard !Task.isCancelled else { return }
+                if !(await takeLease()) {
+                    lost.flag.store(true, ordering: .relaxed)
+                    logger.error("reconciliation_lease_lost", [:])
+                    return
                 }
             }
         }
-        defer {
-            heartbeat.cancel()
-            lease.state.withLock { state in
-                state.released = true
-                do throws(VerificationError) { try ledger.releaseLease(Self.leaseName, holder: leaseHolder) } catch {
-                    logger.warning("reconciliation_lease_release_failed", ["code": error.code.rawValue])
-                }
-            }
+        let report = await pass(since: since, stillHeld: { !lost.flag.load(ordering: .relaxed) })
+        heartbeat.cancel()
+        await heartbeat.value
+        do throws(VerificationError) { try await ledger.releaseLease(Self.leaseName, holder: leaseHolder) } catch {
+            logger.warning("reconciliation_lease_release_failed", ["code": error.code.rawValue])
         }
-        let stillHeld = { lease.state.withLock { !$0.lost } }
+        return report
+    }
 
+    private func pass(since: Int64?, stillHeld: () -> Bool) async -> ReconciliationReport {
         var report = ReconciliationReport()
         for app in apps.values.sorted(by: { $0.bundleId < $1.bundleId }) {
             guard stillHeld() else { break }
@@ -143,19 +142,14 @@ public final class Reconciler: Sendable {
         return report
     }
 
-    private struct LeaseState {
-        var released = false
-        var lost = false
-    }
-
-    private final class LeaseFlags: Sendable {
-        let state = Mutex(LeaseState())
+    private final class LeaseLost: Sendable {
+        let flag = Atomic<Bool>(false)
     }
 
     /// Takes or renews the cross-instance lease; a storage failure counts as not holding it.
-    private func takeLease() -> Bool {
+    private func takeLease() async -> Bool {
         do {
-            return try ledger.acquireLease(Self.leaseName, holder: leaseHolder, now: now(), ttlMillis: options.leaseMillis)
+            return try await ledger.acquireLease(Self.leaseName, holder: leaseHolder, now: now(), ttlMillis: options.leaseMillis)
         } catch {
             logger.error("reconciliation_lease_failed", ["code": error.code.rawValue])
             return false
@@ -192,7 +186,7 @@ public final class Reconciler: Sendable {
                 for _ in 0..<options.maxHistoryPages {
                     let page = try await client.getNotificationHistory(startDate: start, endDate: end, paginationToken: token,
                                                                        environment: environment)
-                    for item in page.notificationHistory { enqueueHistory(item.signedPayload, app: app, into: &report) }
+                    for item in page.notificationHistory { await enqueueHistory(item.signedPayload, app: app, into: &report) }
                     guard page.hasMore else { complete = true; break }
                     guard let next = page.paginationToken, next != token else {
                         throw VerificationError(.upstreamUnavailable, "notification history: hasMore without a new paginationToken")
@@ -207,12 +201,12 @@ public final class Reconciler: Sendable {
         }
     }
 
-    private func enqueueHistory(_ signedPayload: String, app: AppPolicy, into report: inout ReconciliationReport) {
+    private func enqueueHistory(_ signedPayload: String, app: AppPolicy, into report: inout ReconciliationReport) async {
         report.historyRead += 1
         let body = Array(JSONValue.object(["signedPayload": .string(signedPayload)]).jsonText.utf8)
         do throws(VerificationError) {
             let decoded = try decoder.decode(body: body, app: app)
-            let fresh = try ledger.enqueue(InboxEntry(
+            let fresh = try await ledger.enqueue(InboxEntry(
                 id: decoded.id, bundleId: app.bundleId, version: decoded.version,
                 notificationType: decoded.notificationType.rawValue, subtype: decoded.subtype?.rawValue,
                 signedDate: decoded.signedDate, environment: decoded.environment.rawValue, receivedAt: now(),
@@ -232,7 +226,7 @@ public final class Reconciler: Sendable {
         let client: AppStoreServerAPIClient
         do throws(VerificationError) {
             client = try serverAPI.client(for: app)
-            chains = try ledger.chainsToReconcile(bundleId: app.bundleId, expiringBefore: now() + options.expiryHorizonMillis,
+            chains = try await ledger.chainsToReconcile(bundleId: app.bundleId, expiringBefore: now() + options.expiryHorizonMillis,
                                                   limit: options.maxChainsPerApp)
         } catch {
             return report.fail(app.bundleId, "statuses", error)
@@ -241,7 +235,7 @@ public final class Reconciler: Sendable {
         var seen = Set<String>()
         for chain in chains where !seen.contains(chain) {
             do throws(VerificationError) {
-                let order = try statusOrder(app, chain: chain)
+                let order = try await statusOrder(app, chain: chain)
                 let answer = try await client.getAllSubscriptionStatuses(transactionId: chain, order: order)
                 report.statusChainsRead += 1
                 for item in answer.data.flatMap(\.lastTransactions) where seen.insert(item.originalTransactionId).inserted {
@@ -252,7 +246,7 @@ public final class Reconciler: Sendable {
                         "signedTransactionInfo": .string(item.signedTransactionInfo),
                         "signedRenewalInfo": item.signedRenewalInfo.map(JSONValue.string) ?? .null,
                     ])
-                    if try enqueueReconciled(app: app, chain: item.originalTransactionId, signedDate: signedDate,
+                    if try await enqueueReconciled(app: app, chain: item.originalTransactionId, signedDate: signedDate,
                                              transaction: transaction, renewal: renewal, version: "2",
                                              rawBody: Data(raw.jsonText.utf8)) {
                         report.statusEventsEnqueued += 1
@@ -265,8 +259,8 @@ public final class Reconciler: Sendable {
     }
 
     /// Where the chain was seen (its stored environment), else every host the app may use.
-    private func statusOrder(_ app: AppPolicy, chain: String) throws(VerificationError) -> ServerAPIEnvironmentOrder {
-        if let environment = try ledger.subscriptionState(bundleId: app.bundleId, originalTransactionId: chain)?.environment {
+    private func statusOrder(_ app: AppPolicy, chain: String) async throws(VerificationError) -> ServerAPIEnvironmentOrder {
+        if let environment = try await ledger.subscriptionState(bundleId: app.bundleId, originalTransactionId: chain)?.environment {
             if environment == .production { return .productionOnly }
             if environment == .sandbox { return .sandboxOnly }
         }
@@ -281,7 +275,7 @@ public final class Reconciler: Sendable {
     /// One reconciled fact as a GATEWAY_RECONCILED_STATUS inbox entry. The id is a function of the
     /// chain and the fact's date, so reading the same answer twice enqueues it once.
     func enqueueReconciled(app: AppPolicy, chain: String, signedDate: Int64, transaction: CanonicalTransaction,
-                           renewal: CanonicalRenewal?, version: String, rawBody: Data) throws(VerificationError) -> Bool {
+                           renewal: CanonicalRenewal?, version: String, rawBody: Data) async throws(VerificationError) -> Bool {
         guard let environment = transaction.environment else {
             throw VerificationError(.missingField, "a reconciled transaction names no environment")
         }
@@ -289,7 +283,7 @@ public final class Reconciler: Sendable {
                                    notificationType: SubscriptionLifecycle.reconciledStatus, subtype: nil,
                                    signedDate: signedDate, environment: environment, transaction: transaction,
                                    renewal: renewal)
-        return try ledger.enqueue(InboxEntry(
+        return try await ledger.enqueue(InboxEntry(
             id: event.id, bundleId: app.bundleId, version: version, notificationType: event.notificationType.rawValue,
             subtype: nil, signedDate: signedDate, environment: environment.rawValue, receivedAt: now(),
             rawBody: rawBody, event: event))

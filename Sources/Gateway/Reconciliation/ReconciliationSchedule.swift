@@ -38,8 +38,8 @@ public struct ReconciliationSchedule: Sendable {
     }
 
     /// Drops raw bodies received more than `days` days before now; returns how many.
-    public static func purge(_ ledger: any NotificationLedger, days: Int64, now: Int64) throws(VerificationError) -> Int {
-        try ledger.purgeRawBodies(olderThan: now - days * 86_400_000)
+    public static func purge(_ ledger: any NotificationLedger, days: Int64, now: Int64) async throws(VerificationError) -> Int {
+        try await ledger.purgeRawBodies(olderThan: now - days * 86_400_000)
     }
 
     public func run() async {
@@ -47,7 +47,7 @@ public struct ReconciliationSchedule: Sendable {
         while !Task.isCancelled {
             if lastPurge.map({ now() - $0 >= 86_400_000 }) ?? true {
                 do {
-                    let purged = try Self.purge(ledger, days: retentionDays, now: now())
+                    let purged = try await Self.purge(ledger, days: retentionDays, now: now())
                     logger.info("notification_bodies_purged", ["count": String(purged), "retentionDays": String(retentionDays)])
                     lastPurge = now()
                 } catch {

@@ -27,6 +27,9 @@ public struct GatewayConfig: Sendable, Equatable {
     public struct Timeouts: Sendable, Equatable {
         public var connectSeconds: Int64 = 5
         public var requestSeconds: Int64 = 15
+        /// How long a request waits for any one storage call before it answers 503 STORAGE_UNAVAILABLE
+        /// (also PostgreSQL's statement and lock timeouts, SQLite's busy timeout).
+        public var storageSeconds: Int64 = 5
         public init() {}
     }
 
@@ -86,6 +89,7 @@ struct GatewayConfigDecoder {
             let t = try f.object()
             if let g = t.optional("connectSeconds") { config.timeouts.connectSeconds = try g.integer(in: 1...300) }
             if let g = t.optional("requestSeconds") { config.timeouts.requestSeconds = try g.integer(in: 1...600) }
+            if let g = t.optional("storageSeconds") { config.timeouts.storageSeconds = try g.integer(in: 1...60) }
             try t.finish()
         }
         if let f = o.optional("limits") {

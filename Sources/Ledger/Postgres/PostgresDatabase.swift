@@ -16,9 +16,11 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
 
     private let url: String
     private let idle = Mutex<[PostgresConnection]>([])
+    let maxConnections: Int
     /// One permit per connection the pool may have open (idle or in use).
     private let permits: DispatchSemaphore
-    private let checkoutTimeout: DispatchTimeInterval
+    /// The longest any wait lasts: for a pooled connection, a statement, a lock.
+    private let waitMilliseconds: Int
 
     /// Transient conflicts between instances (a deadlock, a serialization failure) are retried
     /// this many times in all before the error reaches the caller.
@@ -27,11 +29,12 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     /// Connects once (so a wrong URL fails at start, not at the first request) and applies
     /// `migrations` not yet applied.
     init(url: String, migrations: [String], maxConnections: Int = 8,
-         checkoutTimeout: DispatchTimeInterval = .seconds(30)) throws(VerificationError) {
+         waitMilliseconds: Int = 5_000) throws(VerificationError) {
         self.url = url
+        self.maxConnections = max(1, maxConnections)
         self.permits = DispatchSemaphore(value: max(1, maxConnections))
-        self.checkoutTimeout = checkoutTimeout
-        let first = try PostgresConnection.open(url: url)
+        self.waitMilliseconds = waitMilliseconds
+        let first = try open()
         idle.withLock { $0.append(first) }
         try SchemaMigrator.migrate(self, migrations: migrations)
     }
@@ -39,7 +42,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     // MARK: Pool
 
     private func checkOut() throws(VerificationError) -> PostgresConnection {
-        guard permits.wait(timeout: .now() + checkoutTimeout) == .success else {
+        guard permits.wait(timeout: .now() + .milliseconds(waitMilliseconds)) == .success else {
             throw VerificationError(.storageUnavailable, "storage: no PostgreSQL connection became free in time")
         }
         // The most recently used connection first: the others may idle out and be dropped.
@@ -47,11 +50,24 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
             if candidate.isUsable { return candidate }
         }
         do {
-            return try PostgresConnection.open(url: url)
+            return try open()
         } catch {
             permits.signal()
             throw error
         }
+    }
+
+    /// A new session whose waits end: a frozen or overloaded server, or another instance holding a
+    /// chain's lock, fails the statement after `waitMilliseconds` instead of holding the caller; a
+    /// session of a paused instance idle in its transaction is ended by the server, freeing its locks.
+    /// (The connect itself gives up after `connect_timeout`.)
+    private func open() throws(VerificationError) -> PostgresConnection {
+        let connection = try PostgresConnection.open(url: url, connectTimeoutSeconds: max(1, (waitMilliseconds + 999) / 1000))
+        try connection.executeScript("""
+            SET statement_timeout = \(waitMilliseconds); SET lock_timeout = \(waitMilliseconds);
+            SET idle_in_transaction_session_timeout = \(2 * waitMilliseconds)
+            """, operation: "configure")
+        return connection
     }
 
     private func checkIn(_ connection: PostgresConnection) {

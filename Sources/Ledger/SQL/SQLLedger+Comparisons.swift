@@ -1,7 +1,7 @@
 import Foundation
 import IAPCore
 
-extension SQLLedger: ComparisonLedger {
+extension SQLLedger {
     public static let maxComparisonLimit = 1000
 
     public func recordComparison(_ c: PurchaseComparison) throws(VerificationError) {

@@ -1,7 +1,7 @@
 import Foundation
 import IAPCore
 
-extension SQLLedger: NotificationLedger {
+extension SQLLedger {
     // MARK: Enqueue
 
     public func enqueue(_ entry: InboxEntry) throws(VerificationError) -> Bool {

@@ -4,24 +4,33 @@ import IAPCore
 /// The ledger's logic, written once over `SQLDatabase`: SQLite (`sqlite:PATH`, the default for one
 /// gateway instance) or PostgreSQL (`postgres://…`, for several instances sharing one database).
 /// Every guarantee of `Ledger`, `NotificationLedger`, `ComparisonLedger` and `ReconciliationLedger`
-/// holds on both; the same test suite runs against each.
-public final class SQLLedger: Ledger {
+/// holds on both; the same test suite runs against each. Its calls block their thread: the gateway
+/// reaches it through `AsyncSQLLedger`, which runs them on storage threads of their own.
+public final class SQLLedger: Sendable {
     let database: any SQLDatabase
 
     /// Opens the ledger at `storage`: `sqlite:PATH` (or a plain path), `postgres://…` or
     /// `postgresql://…`. Creates what is missing (an SQLite file and its directory) and applies the
     /// schema migrations not yet applied; refuses a database from a newer schema.
-    public convenience init(storage: String) throws(VerificationError) {
+    ///
+    /// No engine wait lasts longer than `deadline`: SQLite's busy timeout; PostgreSQL's
+    /// `statement_timeout`, `lock_timeout` (a chain lock another instance holds) and the wait for a
+    /// pooled connection. A session idle inside a transaction for twice as long (an instance paused
+    /// mid-claim, holding a chain's lock) is ended by the server, which releases its locks.
+    public convenience init(storage: String, deadline: Duration = .seconds(5)) throws(VerificationError) {
+        let milliseconds = max(1, Int(deadline / .milliseconds(1)))
         switch LedgerStorage(storage) {
         case .postgres(let url):
-            self.init(database: try PostgresDatabase(url: url, migrations: PostgresLedgerSchema.migrations))
+            self.init(database: try PostgresDatabase(url: url, migrations: PostgresLedgerSchema.migrations,
+                                                     waitMilliseconds: milliseconds))
         case .sqlite:
-            try self.init(storage: storage, migrations: LedgerSchema.migrations)
+            try self.init(storage: storage, migrations: LedgerSchema.migrations,
+                          busyTimeoutMilliseconds: Int32(clamping: milliseconds))
         }
     }
 
     /// An SQLite ledger; tests pass other migration lists to prove versioning.
-    convenience init(storage: String, migrations: [String]) throws(VerificationError) {
+    convenience init(storage: String, migrations: [String], busyTimeoutMilliseconds: Int32 = 5_000) throws(VerificationError) {
         guard case .sqlite(let path) = LedgerStorage(storage) else {
             throw VerificationError(.storageUnavailable, "storage: not an SQLite path")
         }
@@ -34,12 +43,17 @@ public final class SQLLedger: Ledger {
         } catch {
             throw VerificationError(.storageUnavailable, "storage: cannot create the ledger's directory")
         }
-        self.init(database: try SQLiteDatabase(path: path, migrations: migrations))
+        self.init(database: try SQLiteDatabase(path: path, migrations: migrations,
+                                               busyTimeoutMilliseconds: busyTimeoutMilliseconds))
     }
 
     init(database: any SQLDatabase) {
         self.database = database
     }
+
+    /// How many calls the engine can run at once: PostgreSQL's pool size; SQLite has one connection
+    /// (a second thread waits on it, so a call is ready the moment the connection is free).
+    public var concurrentCalls: Int { (database as? PostgresDatabase)?.maxConnections ?? 2 }
 
     // MARK: Nonces
 
@@ -349,6 +363,17 @@ public final class SQLLedger: Ledger {
     public func ping() throws(VerificationError) {
         _ = try database.withConnection { (connection) throws(VerificationError) in
             try connection.query("SELECT 1") { (row) throws(VerificationError) in try row.requiredInteger(0) }
+        }
+    }
+
+    /// Proves the storage takes writes again (readiness after a failed write): commits a row large
+    /// enough to need new pages (64 KiB) and removes it in the same transaction, so a full disk or
+    /// database still refuses it while a write that fits in a page already there would pass.
+    public func probeWrite() throws(VerificationError) {
+        try database.transaction { (connection) throws(VerificationError) in
+            try connection.run("INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, 0)",
+                               .text("readiness-probe-\(UUID().uuidString)"), .text(String(repeating: "0", count: 65_536)))
+            try connection.run("DELETE FROM leases WHERE name LIKE 'readiness-probe-%'")
         }
     }
 }

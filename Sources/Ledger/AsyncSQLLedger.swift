@@ -1,0 +1,250 @@
+import Foundation
+import IAPCore
+import Synchronization
+
+/// The ledger as the gateway uses it: `SQLLedger`'s synchronous calls, each run on a
+/// `StorageExecutor` thread and awaited with a deadline, so storage that stops answering (a frozen
+/// PostgreSQL, a stalled disk) costs a caller at most the deadline and never a thread of Swift's
+/// cooperative pool.
+///
+/// Also the one owner of what a storage failure tells a client: a plain "storage unavailable"
+/// (engine codes such as `SQLite 13: database or disk is full` go to the log, with the request id),
+/// and of readiness, which reflects whether writes succeed.
+public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger, ReconciliationLedger, Sendable {
+    /// The synchronous ledger the calls run on (tests and command-line tools read it directly).
+    public let ledger: SQLLedger
+    public let executor: StorageExecutor
+    private let logger: Logger
+    /// Set when a write fails for the storage's sake; cleared only by the readiness probe's own
+    /// write succeeding (a background call that happened to write nothing proves nothing).
+    private let writesFailing = Atomic<Bool>(false)
+
+    /// A readiness probe answers within this, however long the storage deadline is.
+    public static let readinessDeadline: Duration = .seconds(1)
+
+    public init(_ ledger: SQLLedger, deadline: Duration = .seconds(5), logger: Logger = .disabled) {
+        self.ledger = ledger
+        self.logger = logger
+        executor = StorageExecutor(limits: .init(threads: ledger.concurrentCalls, deadline: deadline))
+    }
+
+    /// Opens the ledger at `storage` (see `SQLLedger.init(storage:deadline:)`).
+    public convenience init(storage: String, deadline: Duration = .seconds(5), logger: Logger = .disabled)
+        throws(VerificationError) {
+        self.init(try SQLLedger(storage: storage, deadline: deadline), deadline: deadline, logger: logger)
+    }
+
+    // MARK: Calls
+
+    private func read<R: Sendable>(_ operation: String = #function,
+                                   _ body: @escaping @Sendable (SQLLedger) throws(VerificationError) -> R)
+        async throws(VerificationError) -> R {
+        try await call(operation, isWrite: false, deadline: nil, body)
+    }
+
+    private func write<R: Sendable>(_ operation: String = #function,
+                                    _ body: @escaping @Sendable (SQLLedger) throws(VerificationError) -> R)
+        async throws(VerificationError) -> R {
+        try await call(operation, isWrite: true, deadline: nil, body)
+    }
+
+    private func call<R: Sendable>(_ operation: String, isWrite: Bool, deadline: Duration?,
+                                   _ body: @escaping @Sendable (SQLLedger) throws(VerificationError) -> R)
+        async throws(VerificationError) -> R {
+        let ledger = ledger
+        do {
+            return try await executor.run(deadline: deadline) { () throws(VerificationError) -> R in try body(ledger) }
+        } catch {
+            // Any other refusal (a reused nonce, a purchase of another account) was the engine answering.
+            guard error.code == .storageUnavailable else { throw error }
+            if isWrite { writesFailing.store(true, ordering: .relaxed) }
+            logger.warning("storage_failed", ["operation": String(operation.prefix { $0 != "(" }), "detail": error.message])
+            throw VerificationError(.storageUnavailable, "the gateway's storage is unavailable; try again later")
+        }
+    }
+
+    // MARK: Ledger
+
+    public func issueNonce(bundleId: String, account: String, ttlSeconds: Int, now: Int64)
+        async throws(VerificationError) -> IssuedNonce {
+        try await write { (l) throws(VerificationError) in try l.issueNonce(bundleId: bundleId, account: account, ttlSeconds: ttlSeconds, now: now) }
+    }
+
+    public func consumeNonce(_ value: String, bundleId: String, account: String, now: Int64) async throws(VerificationError) {
+        try await write { (l) throws(VerificationError) in try l.consumeNonce(value, bundleId: bundleId, account: account, now: now) }
+    }
+
+    public func claim(_ claim: PurchaseClaim) async throws(VerificationError) -> ClaimOutcome {
+        try await write { (l) throws(VerificationError) in try l.claim(claim) }
+    }
+
+    public func entitlements(bundleId: String, account: String) async throws(VerificationError) -> [Entitlement] {
+        try await read { (l) throws(VerificationError) in try l.entitlements(bundleId: bundleId, account: account) }
+    }
+
+    public func owner(bundleId: String, originalTransactionId: String) async throws(VerificationError) -> String? {
+        try await read { (l) throws(VerificationError) in try l.owner(bundleId: bundleId, originalTransactionId: originalTransactionId) }
+    }
+
+    public func transactions(bundleId: String, originalTransactionId: String)
+        async throws(VerificationError) -> [CanonicalTransaction] {
+        try await read { (l) throws(VerificationError) in
+            try l.transactions(bundleId: bundleId, originalTransactionId: originalTransactionId)
+        }
+    }
+
+    public func recordAudit(_ record: AuditRecord) async throws(VerificationError) {
+        try await write { (l) throws(VerificationError) in try l.recordAudit(record) }
+    }
+
+    public func auditRecords(bundleId: String, limit: Int) async throws(VerificationError) -> [AuditRecord] {
+        try await read { (l) throws(VerificationError) in try l.auditRecords(bundleId: bundleId, limit: limit) }
+    }
+
+    public func storeLatestReceipt(bundleId: String, originalTransactionId: String, sealedReceipt: Data)
+        async throws(VerificationError) {
+        try await write { (l) throws(VerificationError) in
+            try l.storeLatestReceipt(bundleId: bundleId, originalTransactionId: originalTransactionId, sealedReceipt: sealedReceipt)
+        }
+    }
+
+    public func latestReceipt(bundleId: String, originalTransactionId: String) async throws(VerificationError) -> Data? {
+        try await read { (l) throws(VerificationError) in
+            try l.latestReceipt(bundleId: bundleId, originalTransactionId: originalTransactionId)
+        }
+    }
+
+    /// Answers within `readinessDeadline`. After a write failed, the probe writes (and only that
+    /// write succeeding makes the ledger ready again): with a full disk reads still succeed, and a
+    /// probe that only read would say "ready" while every grant fails.
+    public func ping() async throws(VerificationError) {
+        let deadline = min(Self.readinessDeadline, executor.limits.deadline)
+        if writesFailing.load(ordering: .relaxed) {
+            try await call("ping", isWrite: true, deadline: deadline) { (l) throws(VerificationError) in try l.probeWrite() }
+            writesFailing.store(false, ordering: .relaxed)
+        } else {
+            try await call("ping", isWrite: false, deadline: deadline) { (l) throws(VerificationError) in try l.ping() }
+        }
+    }
+
+    // MARK: NotificationLedger
+
+    public func enqueue(_ entry: InboxEntry) async throws(VerificationError) -> Bool {
+        try await write { (l) throws(VerificationError) in try l.enqueue(entry) }
+    }
+
+    public func processPending(limit: Int, now: Int64,
+                               _ apply: @escaping @Sendable (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome)
+        async throws(VerificationError) -> ProcessReport {
+        try await write { (l) throws(VerificationError) in try l.processPending(limit: limit, now: now, apply) }
+    }
+
+    public func subscriptionState(bundleId: String, originalTransactionId: String)
+        async throws(VerificationError) -> SubscriptionState? {
+        try await read { (l) throws(VerificationError) in
+            try l.subscriptionState(bundleId: bundleId, originalTransactionId: originalTransactionId)
+        }
+    }
+
+    public func inboxDepth() async throws(VerificationError) -> InboxDepth {
+        try await read { (l) throws(VerificationError) in try l.inboxDepth() }
+    }
+
+    public func inboxEntries(bundleId: String, since: Int64, limit: Int) async throws(VerificationError) -> [InboxEntry] {
+        try await read { (l) throws(VerificationError) in try l.inboxEntries(bundleId: bundleId, since: since, limit: limit) }
+    }
+
+    @discardableResult
+    public func markForReplay(bundleId: String, since: Int64) async throws(VerificationError) -> Int {
+        try await write { (l) throws(VerificationError) in try l.markForReplay(bundleId: bundleId, since: since) }
+    }
+
+    public func parkedEntries(limit: Int) async throws(VerificationError) -> [ParkedInboxEntry] {
+        try await read { (l) throws(VerificationError) in try l.parkedEntries(limit: limit) }
+    }
+
+    @discardableResult
+    public func purgeRawBodies(olderThan: Int64) async throws(VerificationError) -> Int {
+        try await write { (l) throws(VerificationError) in try l.purgeRawBodies(olderThan: olderThan) }
+    }
+
+    public func unknownNotificationCounts() async throws(VerificationError) -> [UnknownNotificationCount] {
+        try await read { (l) throws(VerificationError) in try l.unknownNotificationCounts() }
+    }
+
+    @discardableResult
+    public func enqueueWebhooks(_ events: [WebhookEvent], now: Int64) async throws(VerificationError) -> Int {
+        try await write { (l) throws(VerificationError) in try l.enqueueWebhooks(events, now: now) }
+    }
+
+    @discardableResult
+    public func advanceEntitlementsByClock(now: Int64, limit: Int) async throws(VerificationError) -> Int {
+        try await write { (l) throws(VerificationError) in try l.advanceEntitlementsByClock(now: now, limit: limit) }
+    }
+
+    public func dueWebhooks(now: Int64, limit: Int) async throws(VerificationError) -> [OutboxEntry] {
+        try await read { (l) throws(VerificationError) in try l.dueWebhooks(now: now, limit: limit) }
+    }
+
+    public func leaseDueWebhooks(now: Int64, limit: Int, leaseMillis: Int64) async throws(VerificationError) -> [OutboxEntry] {
+        try await write { (l) throws(VerificationError) in try l.leaseDueWebhooks(now: now, limit: limit, leaseMillis: leaseMillis) }
+    }
+
+    public func markDelivered(_ seq: Int64, at now: Int64) async throws(VerificationError) {
+        try await write { (l) throws(VerificationError) in try l.markDelivered(seq, at: now) }
+    }
+
+    public func markFailed(_ seq: Int64, nextAttemptAt: Int64) async throws(VerificationError) {
+        try await write { (l) throws(VerificationError) in try l.markFailed(seq, nextAttemptAt: nextAttemptAt) }
+    }
+
+    public func outboxDepth() async throws(VerificationError) -> Int {
+        try await read { (l) throws(VerificationError) in try l.outboxDepth() }
+    }
+
+    public func pendingConsumptionRequests(notBefore: Int64, limit: Int) async throws(VerificationError) -> [ConsumptionRequest] {
+        try await read { (l) throws(VerificationError) in try l.pendingConsumptionRequests(notBefore: notBefore, limit: limit) }
+    }
+
+    @discardableResult
+    public func markConsumptionAnswered(bundleId: String, transactionId: String, at now: Int64)
+        async throws(VerificationError) -> Bool {
+        try await write { (l) throws(VerificationError) in
+            try l.markConsumptionAnswered(bundleId: bundleId, transactionId: transactionId, at: now)
+        }
+    }
+
+    // MARK: ComparisonLedger
+
+    public func recordComparison(_ comparison: PurchaseComparison) async throws(VerificationError) {
+        try await write { (l) throws(VerificationError) in try l.recordComparison(comparison) }
+    }
+
+    public func comparisons(_ query: ComparisonQuery) async throws(VerificationError) -> [PurchaseComparison] {
+        try await read { (l) throws(VerificationError) in try l.comparisons(query) }
+    }
+
+    public func comparisonCounts(bundleId: String, from: Int64?, to: Int64?) async throws(VerificationError) -> ComparisonCounts {
+        try await read { (l) throws(VerificationError) in try l.comparisonCounts(bundleId: bundleId, from: from, to: to) }
+    }
+
+    // MARK: ReconciliationLedger
+
+    public func chainsToReconcile(bundleId: String, expiringBefore: Int64, limit: Int) async throws(VerificationError) -> [String] {
+        try await read { (l) throws(VerificationError) in
+            try l.chainsToReconcile(bundleId: bundleId, expiringBefore: expiringBefore, limit: limit)
+        }
+    }
+
+    public func chainsWithLatestReceipt(bundleId: String, limit: Int) async throws(VerificationError) -> [String] {
+        try await read { (l) throws(VerificationError) in try l.chainsWithLatestReceipt(bundleId: bundleId, limit: limit) }
+    }
+
+    public func acquireLease(_ name: String, holder: String, now: Int64, ttlMillis: Int64) async throws(VerificationError) -> Bool {
+        try await write { (l) throws(VerificationError) in try l.acquireLease(name, holder: holder, now: now, ttlMillis: ttlMillis) }
+    }
+
+    public func releaseLease(_ name: String, holder: String) async throws(VerificationError) {
+        try await write { (l) throws(VerificationError) in try l.releaseLease(name, holder: holder) }
+    }
+}
