@@ -48,7 +48,8 @@ final class DashboardTests: XCTestCase {
         XCTAssertEqual(answer.status, 200, answer.text)
         XCTAssertEqual(answer.headers["content-type"], "text/html; charset=utf-8")
         XCTAssertEqual(answer.headers["content-security-policy"], MigrationReportHTML.contentSecurityPolicy)
-        XCTAssertEqual(answer.text, MigrationReportHTML.render(MigrationReport(bundleId: gw.bundleId, comparisons: stored)))
+        XCTAssertEqual(answer.text, MigrationReportHTML.render(MigrationReport(
+            bundleId: gw.bundleId, comparisons: stored, criteria: ReadinessCriteria(app: try XCTUnwrap(gw.harness.service.apps[gw.bundleId])))))
         XCTAssertTrue(answer.text.contains("not ready"))
     }
 

@@ -19,8 +19,7 @@ enum DashboardEndpoint {
         return app
     }
 
-    static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger,
-                       criteria: ReadinessCriteria = .standard) throws(VerificationError) -> HTTPResponse {
+    static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger) throws(VerificationError) -> HTTPResponse {
         if let unknown = request.query.keys.sorted().first(where: { !allowedParameters.contains($0) }) {
             throw VerificationError(.malformedRequest, "unknown query parameter \(unknown.prefix(64))")
         }
@@ -28,7 +27,8 @@ enum DashboardEndpoint {
         window["app"] = nil
         let range = try ComparisonsEndpoint.parse(window, bundleId: app.bundleId)
         let (comparisons, truncated) = try load(app.bundleId, from: range.from, to: range.to, ledger: ledger)
-        let report = MigrationReport(bundleId: app.bundleId, comparisons: comparisons, criteria: criteria, truncated: truncated)
+        let report = MigrationReport(bundleId: app.bundleId, comparisons: comparisons, criteria: ReadinessCriteria(app: app),
+                                     truncated: truncated)
         return HTTPResponse(status: 200, headers: [
             ("Content-Type", "text/html; charset=utf-8"),
             // The header repeats the page's own policy, so even a proxy that strips <meta> cannot loosen it.
@@ -65,10 +65,15 @@ enum DashboardEndpoint {
 extension GatewayService {
     /// The migration report for an app's stored comparisons, as the self-contained HTML page the
     /// dashboard serves (`iapgw compare --report`).
-    public func migrationReportHTML(bundleId: String, criteria: ReadinessCriteria = .standard) throws(VerificationError) -> String {
+    public func migrationReportHTML(bundleId: String) throws(VerificationError) -> String {
+        MigrationReportHTML.render(try migrationReport(bundleId: bundleId))
+    }
+
+    /// The report (verdict, failures, cutover impact) over every stored comparison of the app.
+    public func migrationReport(bundleId: String) throws(VerificationError) -> MigrationReport {
         guard let store = comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
+        guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
         let (comparisons, truncated) = try DashboardEndpoint.load(bundleId, from: nil, to: nil, ledger: store)
-        return MigrationReportHTML.render(MigrationReport(bundleId: bundleId, comparisons: comparisons, criteria: criteria,
-                                                          truncated: truncated))
+        return MigrationReport(bundleId: bundleId, comparisons: comparisons, criteria: ReadinessCriteria(app: app), truncated: truncated)
     }
 }
