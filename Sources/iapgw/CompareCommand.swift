@@ -15,8 +15,8 @@ struct CompareCommand: Subcommand {
           --input        one JSON object per line: {"receipt": "<base64>", "account": "..."} (account optional)
           --concurrency  receipts in flight at once, 1 to 256 (default 4)
           --json         write the summary (counts by class, comparison ids) as JSON
-          --report       write the migration report (the dashboard's page: charts, side-by-side table,
-                         readiness verdict) for every comparison stored for the app
+          --report       write the migration report (the dashboard's page: verdict, cutover impact, failures,
+                         charts, side-by-side table) for every comparison stored for the app
           --state        where compared receipts are remembered for resuming (default <input>.state)
         exit: 0 every receipt compared, 1 refused input or storage failure, 130 interrupted (run again to resume)
         """
@@ -47,6 +47,8 @@ struct CompareCommand: Subcommand {
         let summary = try Self.runInterruptibly { try await comparer.run(receipts) { printer.update($0, final: $1) } }
 
         print(summary.text)
+        let report = try service.migrationReport(bundleId: bundleId)
+        print(report.verdictText)
         if let jsonPath {
             guard FileManager.default.createFile(atPath: jsonPath, contents: Data((summary.json.jsonText + "\n").utf8)) else {
                 throw VerificationError(.storageUnavailable, "cannot write \(jsonPath)")

@@ -256,6 +256,28 @@ public struct MigrationReport: Sendable {
         verdict = primary.isReady ? .ready : .notReady(reasons: primary.unmet)
     }
 
+    /// The verdict, its unmet criteria and the cutover impact as lines for a terminal (`iapgw compare`),
+    /// over every stored comparison of the app (not only this run's).
+    public var verdictText: String {
+        var lines = ["verdict (\(criteria.primaryEnvironment), over distinct purchase chains): \(verdict.label)"]
+        if case .notReady(let reasons) = verdict { lines += reasons.map { "  - \($0)" } }
+        for e in environments where e.environment != criteria.primaryEnvironment {
+            lines.append("  \(e.environment), judged apart: \(e.isReady ? "ready" : "not ready") (\(e.chains) purchase chain(s))")
+        }
+        if refusedByBoth > 0 { lines.append("  refused by both paths (junk, not counted): \(refusedByBoth) comparison(s)") }
+        let counts = Dictionary(grouping: impact, by: \.change).mapValues(\.count)
+        lines.append("if you cut over now: \(counts[.losesAccess] ?? 0) purchase(s) would lose access, "
+                     + "\(counts[.gainsAccess] ?? 0) would gain access, \(counts[.differentExpiry] ?? 0) would see another expiry")
+        for row in impact {
+            func state(_ s: Entitlement.State?, _ expires: Int64?) -> String {
+                (s?.rawValue ?? "absent") + (expires.map { " until \(Self.isoDate($0))" } ?? "")
+            }
+            lines.append("  \(row.change.rawValue): account \(row.account ?? "(unknown)"), \(row.productId), "
+                         + "\(state(row.legacyState, row.legacyExpiresDate)) -> \(state(row.serverAPIState, row.serverAPIExpiresDate))")
+        }
+        return lines.joined(separator: "\n")
+    }
+
     /// The environment verdict the app's verdict is.
     public var primary: EnvironmentVerdict { environments.first { $0.environment == criteria.primaryEnvironment }! }
 
