@@ -135,6 +135,17 @@ final class CutoverVerdictTests: XCTestCase {
             }
             let failures = try await gw.send("GET", "\(gw.appURL)/comparisons?failure=UPSTREAM_CREDENTIALS_REJECTED")
             XCTAssertEqual(failures.json["comparisons"]?.arrayValue?.map { $0["account"]?.stringValue }, ["later"])
+
+            // The dashboard shows the failure class: code, path, product, count, first/last seen, a sample.
+            let page = try await gw.send("GET", "\(gw.harness.gatewayURL)/dashboard?app=\(gw.bundleId)").text
+            let table = try XCTUnwrap(page.range(of: "<table id=\"failure-classes\">").map { String(page[$0.lowerBound...]) })
+            let row = try XCTUnwrap(table.components(separatedBy: "</tr>").first { $0.contains("UPSTREAM_CREDENTIALS_REJECTED") })
+            XCTAssertTrue(row.contains("<td>serverAPI</td>"), row)
+            XCTAssertTrue(row.contains("<td class=\"id\">\(GatewayE2E.removeAds)</td><td>1</td>"), row)
+            XCTAssertTrue(row.contains("account <span class=\"id\">later</span>"), row)
+            XCTAssertTrue(row.contains("transaction <span class=\"id\">\(later.transactionId)</span>"), row)
+            XCTAssertTrue(row.contains("<time title=\""), "first and last seen as dates: \(row)")
+            XCTAssertTrue(row.contains(explained ? "key rotated on 2 Nov" : "no: blocks the cutover"), row)
         }
     }
 }
