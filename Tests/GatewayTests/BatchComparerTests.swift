@@ -83,6 +83,9 @@ final class BatchComparerTests: XCTestCase {
         try assertReportMatchesStoredComparisons(summary, b)
         print(summary.text)
 
+        XCTAssertTrue(summary.text.contains("200 receipt(s), one comparison each: 196 agreed"), "the summary says what it counts")
+        XCTAssertTrue(summary.text.contains("  comparisons with entitlementMismatch: 2"), summary.text)
+
         // What `iapgw compare` prints after the batch and `--report` renders: the cutover impact.
         let report = try b.gw.harness.service.migrationReport(bundleId: b.gw.bundleId)
         XCTAssertEqual(report.impact.map { "\($0.change.rawValue) \($0.account ?? "-")" },

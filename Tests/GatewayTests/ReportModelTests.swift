@@ -295,4 +295,28 @@ final class ReportModelTests: XCTestCase {
         XCTAssertTrue(html.contains("content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\""))
         XCTAssertEqual(html.components(separatedBy: "<svg").count - 1, 3, "per day, by class, by field")
     }
+
+    func testAProductMismatchIsOneFindingWithTheRenewalFieldsItCausedAttached() {
+        let legacy = "\"com.example.demo.pro.monthly\"", server = "\"com.example.demo.pro.yearly\""
+        let product = F.disagreeing("product", at: F.day1, [
+            ComparisonDifference(kind: .fieldMismatch, transactionId: "2000000000000201", productId: F.monthly,
+                                 field: "productId", legacyValue: legacy, serverAPIValue: server),
+            ComparisonDifference(kind: .fieldMismatch, transactionId: "2000000000000200", productId: F.monthly,
+                                 field: "renewal.autoRenewProductId", legacyValue: legacy, serverAPIValue: server),
+            ComparisonDifference(kind: .fieldMismatch, transactionId: "2000000000000200", productId: F.monthly,
+                                 field: "renewal.productId", legacyValue: legacy, serverAPIValue: server),
+            // Another cause in the same comparison stays its own finding.
+            ComparisonDifference(kind: .fieldMismatch, transactionId: "2000000000000200", productId: F.monthly,
+                                 field: "renewal.autoRenewStatus", legacyValue: "1", serverAPIValue: "0"),
+        ])
+        let report = MigrationReport(bundleId: F.app, comparisons: [product], criteria: F.criteria())
+
+        XCTAssertEqual(report.rows.map { $0.field ?? "-" }, ["productId", "renewal.autoRenewStatus"], "one cause, one finding")
+        XCTAssertEqual(report.rows.first?.related.compactMap(\.field), ["renewal.autoRenewProductId", "renewal.productId"])
+        XCTAssertEqual(report.differencesByClass.first { $0.kind == .fieldMismatch }?.count, 2, "the class chart counts findings")
+        XCTAssertEqual(Set(report.differencesByField.map(\.field)), ["productId", "renewal.autoRenewStatus"])
+        let html = MigrationReportHTML.render(report)
+        XCTAssertTrue(html.contains("Findings by class (one per cause)"), "the chart says what it counts")
+        XCTAssertTrue(html.contains("related: renewal.autoRenewProductId, renewal.productId"))
+    }
 }

@@ -23,9 +23,9 @@ public enum MigrationReportHTML {
         html += impactSection(report)
         html += failuresSection(report)
         html += "<section><h2>Agreement of comparisons per day</h2>\n\(perDayChart(report))</section>\n"
-        html += "<div class=\"charts\"><section><h2>Disagreements by class</h2>\n"
+        html += "<div class=\"charts\"><section><h2>Findings by class (one per cause)</h2>\n"
         html += barChart(id: "by-class", report.differencesByClass.map { ($0.kind.rawValue, $0.count) })
-        html += "</section><section><h2>Disagreements by field</h2>\n"
+        html += "</section><section><h2>Findings by field</h2>\n"
         html += report.differencesByField.isEmpty ? "<p class=\"none\">No field disagreed.</p>"
             : barChart(id: "by-field", report.differencesByField.map { ($0.field, $0.count) })
         html += "</section></div>\n"
@@ -210,7 +210,9 @@ public enum MigrationReportHTML {
             + "<th>Legacy (verifyReceipt)</th><th>New (Server API)</th></tr>\n"
         for row in r.rows {
             s += "<tr><td class=\"value\">\(escape(row.transactionId))</td><td class=\"value\">\(escape(row.productId ?? ""))</td>"
-                + "<td>\(escape(row.kind.rawValue))</td><td>\(escape(row.field ?? MigrationReport.wholeTransaction))</td>"
+                + "<td>\(escape(row.kind.rawValue))</td><td>\(escape(row.field ?? MigrationReport.wholeTransaction))"
+                + (row.related.isEmpty ? "" : "<br><span class=\"none\">related: "
+                    + escape(row.related.compactMap(\.field).sorted().joined(separator: ", ")) + "</span>") + "</td>"
                 + "<td class=\"value legacy\">\(value(row.legacyValue))</td><td class=\"value new\">\(value(row.serverAPIValue))</td></tr>\n"
         }
         return s + "</table></section>\n"

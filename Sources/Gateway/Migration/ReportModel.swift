@@ -48,7 +48,8 @@ public struct MigrationReport: Sendable {
         public init(total: Int, agreed: Int) { self.total = total; self.agreed = agreed }
     }
 
-    /// One field of one disagreeing transaction: the side-by-side row.
+    /// One finding: the primary field of one disagreeing transaction, side by side, with the
+    /// differences the same cause produced elsewhere attached (`related`), so one cause is one row.
     public struct SideBySideRow: Sendable, Equatable {
         public var comparisonId: String
         public var comparedAt: Int64
@@ -59,6 +60,24 @@ public struct MigrationReport: Sendable {
         public var field: String?
         public var legacyValue: String?
         public var serverAPIValue: String?
+        /// Differences of the same comparison that follow from this one (same values on a related field).
+        public var related: [ComparisonDifference] = []
+    }
+
+    /// Fields whose difference follows from a difference of the primary field with the same values:
+    /// another product shows again as the renewal's product and auto-renew product. Any `renewal.X`
+    /// with the same values as `X` follows from it too.
+    static let consequences: [String: Set<String>] = ["productId": ["renewal.productId", "renewal.autoRenewProductId"]]
+
+    /// A comparison's differences grouped by cause: each primary with its consequences attached.
+    static func findings(_ differences: [ComparisonDifference]) -> [(primary: ComparisonDifference, related: [ComparisonDifference])] {
+        func follows(_ other: ComparisonDifference, from d: ComparisonDifference) -> Bool {
+            guard let field = d.field, let f = other.field, f != field else { return false }
+            return consequences[field, default: []].union(["renewal." + field]).contains(f)
+                && other.legacyValue == d.legacyValue && other.serverAPIValue == d.serverAPIValue
+        }
+        let primaries = differences.filter { d in !differences.contains { follows(d, from: $0) } }
+        return primaries.map { p in (p, differences.filter { follows($0, from: p) }) }
     }
 
     /// One readiness criterion with its numbers ("87 purchase chains (at least 100)").
@@ -148,9 +167,9 @@ public struct MigrationReport: Sendable {
     /// Per canonical field that differed at least once: transactions (of comparisons where both
     /// paths answered) on which that field agreed. Fields that never differed agree everywhere.
     public var perField: [(field: String, rate: Rate)]
-    /// Differences by class, every class listed (zero included), in `Kind.allCases` order.
+    /// Findings (one per cause) by class, every class listed (zero included), in `Kind.allCases` order.
     public var differencesByClass: [(kind: ComparisonDifference.Kind, count: Int)]
-    /// Differences by field, most frequent first ("(transaction)" for present-in-one-path-only).
+    /// Findings by primary field, most frequent first ("(transaction)" for present-in-one-path-only).
     public var differencesByField: [(field: String, count: Int)]
     public var rows: [SideBySideRow]
     /// Production first, then Sandbox, then any other environment seen.
@@ -205,18 +224,18 @@ public struct MigrationReport: Sendable {
             return (field, Rate(total: total, agreed: total - differing))
         }
 
-        let all = mine.flatMap(\.differences)
-        differencesByClass = ComparisonDifference.Kind.allCases.map { kind in (kind, all.filter { $0.kind == kind }.count) }
-        var byField: [String: Int] = [:]
-        for d in all { byField[d.field ?? Self.wholeTransaction, default: 0] += 1 }
-        differencesByField = byField.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { ($0.key, $0.value) }
-
         rows = mine.reversed().flatMap { c in
-            c.differences.map { d in
+            Self.findings(c.differences).map { d, related in
                 SideBySideRow(comparisonId: c.id, comparedAt: c.comparedAt, transactionId: d.transactionId, productId: d.productId,
-                              kind: d.kind, field: d.field, legacyValue: d.legacyValue, serverAPIValue: d.serverAPIValue)
+                              kind: d.kind, field: d.field, legacyValue: d.legacyValue, serverAPIValue: d.serverAPIValue,
+                              related: related)
             }
         }
+        let findings = rows
+        differencesByClass = ComparisonDifference.Kind.allCases.map { kind in (kind, findings.filter { $0.kind == kind }.count) }
+        var byField: [String: Int] = [:]
+        for d in findings { byField[d.field ?? Self.wholeTransaction, default: 0] += 1 }
+        differencesByField = byField.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { ($0.key, $0.value) }
 
         failures = Self.failureClasses(mine, explained: criteria.thresholds.explainedFailures)
 
