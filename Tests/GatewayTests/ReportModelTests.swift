@@ -319,4 +319,50 @@ final class ReportModelTests: XCTestCase {
         XCTAssertTrue(html.contains("Findings by class (one per cause)"), "the chart says what it counts")
         XCTAssertTrue(html.contains("related: renewal.autoRenewProductId, renewal.productId"))
     }
+
+    func testThePageShowsDatesAsUTCAndARecordOnOneSideAsAFieldTableWithIdsKeptWhole() {
+        let html = MigrationReportHTML.render(MigrationReport(bundleId: F.app, comparisons: F.planted, criteria: F.criteria()))
+
+        XCTAssertTrue(html.contains("<time title=\"1796000000000\">2026-11-30T00:53:20.000Z</time> <span class=\"ms\">1796000000000</span>"),
+                      "an expiry as a UTC date, the milliseconds beside it where the sides differ")
+        XCTAssertFalse(html.contains("<td class=\"value legacy\">1796000000000"), "never a bare millisecond count")
+        XCTAssertTrue(html.contains("<table class=\"record\"><tr><th>transactionId</th><td class=\"id\">&quot;2000000000000104&quot;</td></tr></table>"),
+                      "a record found on one side only is a field table, not raw JSON")
+        XCTAssertTrue(html.contains("<td class=\"id\">2000000000000101</td>"), "ids sit in cells that never wrap")
+        XCTAssertTrue(html.contains(".id,.code{font-family:monospace;white-space:nowrap}time{white-space:nowrap}"), "ids and dates never wrap")
+    }
+
+    func testBreakdownsPerProductEnvironmentAndAppVersion() {
+        var comparisons = F.agreed(3, at: F.day1, prefix: "a") + F.agreed(2, at: F.day1, prefix: "s", environment: "Sandbox")
+        comparisons[0].appVersion = "1.0"
+        comparisons[1].appVersion = "2.0"
+        comparisons[2].appVersion = "2.0"
+        comparisons[2].productIds = [F.monthly, "com.example.demo.removeads"]
+        comparisons[2].serverAPIError = "UPSTREAM_UNAVAILABLE"
+        let report = MigrationReport(bundleId: F.app, comparisons: comparisons + [F.planted[1]], criteria: F.criteria())
+
+        XCTAssertEqual(report.breakdowns.map { "\($0.dimension) \($0.value) \($0.comparisons)/\($0.agreed)/\($0.withFindings)/\($0.failed)" }, [
+            "product com.example.demo.pro.monthly 6/4/1/1", "product com.example.demo.removeads 1/0/0/1",
+            "environment Production 4/2/1/1", "environment Sandbox 2/2/0/0",
+            "appVersion 1.0 1/1/0/0", "appVersion 2.0 2/1/0/1",
+        ])
+        XCTAssertTrue(MigrationReportHTML.render(report).contains("<table id=\"breakdowns\">"))
+    }
+
+    func testCSVHasOneRowPerFindingAndPerFailedPathAndDefusesFormulas() {
+        var failed = F.agreed(1, at: F.day1, prefix: "f")[0]
+        failed.serverAPIError = "UPSTREAM_UNAVAILABLE"
+        failed.account = "=HYPERLINK(\"x\")"
+        let csv = MigrationReportCSV.render(MigrationReport(bundleId: F.app, comparisons: F.planted + [failed], criteria: F.criteria()))
+        let lines = csv.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+
+        XCTAssertEqual(lines.count, 1 + 4 + 1, "header, four findings, one failed path")
+        XCTAssertEqual(lines[0], MigrationReportCSV.header.map { "\"\($0)\"" }.joined(separator: ","))
+        XCTAssertTrue(lines.contains { $0.hasPrefix("\"disagreement\",\"expiry\",\"2026-11-02T12:00:00.020Z\"") && $0.contains("\"2026-11-30T00:53:20.000Z\"") },
+                      "dates as UTC ISO-8601: \(lines)")
+        XCTAssertTrue(lines.contains { $0.contains("\"\"\"com.example.demo.pro.monthly\"\"\"") }, "quotes doubled")
+        let failure = try? XCTUnwrap(lines.first { $0.hasPrefix("\"failure\"") })
+        XCTAssertTrue(failure?.contains("\"'=HYPERLINK(\"\"x\"\")\"") == true, failure ?? "")
+        XCTAssertTrue(failure?.contains("\"UPSTREAM_UNAVAILABLE\",\"\",\"serverAPI\"") == true, failure ?? "")
+    }
 }

@@ -107,6 +107,7 @@ final class ComparisonLedgerTests: LedgerTestCase {
         var c = comparison("chains", at: 5_000, [difference(.onlyInLegacy, field: nil)])
         c.account = "alice"
         c.environment = "Production"
+        c.appVersion = "3.1"
         c.purchases = [
             ComparedPurchase(originalTransactionId: "t-onlyInLegacy", productId: "pro", productType: "Non-Consumable",
                              legacyState: .active, legacyExpiresDate: nil, serverAPIState: nil, serverAPIExpiresDate: nil,

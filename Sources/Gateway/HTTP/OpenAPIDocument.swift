@@ -45,7 +45,8 @@ enum OpenAPIDocument {
             }
         }
         if path == "/dashboard" {
-            for (name, type, required) in [("app", "string", true), ("from", "integer", false), ("to", "integer", false)] {
+            for (name, type, required) in [("app", "string", true), ("from", "integer", false), ("to", "integer", false),
+                                           ("format", "string", false)] {
                 parameters.append(.object(["name": .string(name), "in": "query", "required": .bool(required),
                                            "schema": .object(["type": .string(type)])]))
             }
@@ -61,8 +62,9 @@ enum OpenAPIDocument {
         case "/metrics": op["summary"] = "Prometheus metrics"; responses["200"] = .object(["description": "text/plain metrics"])
         case "/dashboard":
             op["summary"] = "Migration dashboard of one app (?app=BUNDLE, Bearer key of that app): readiness verdict per environment with every unmet criterion, cutover impact, path failures by class, agreement per day and field, disagreements by class and field (inline SVG), side-by-side table"
-            responses["200"] = .object(["description": "self-contained HTML page (no scripts, nothing loaded from the network)",
-                                        "content": .object(["text/html": .object(["schema": string])])])
+            responses["200"] = .object(["description": "self-contained HTML page (no scripts, nothing loaded from the network); with format=csv the disagreements (one row per finding) and path failures as CSV",
+                                        "content": .object(["text/html": .object(["schema": string]),
+                                                            "text/csv": .object(["schema": string])])])
         case "/v1/apps/{bundleId}/nonces":
             op["summary"] = "Issue a single-use nonce bound to an account, to send with a receipt"
             op["requestBody"] = body("NonceRequest")
@@ -160,7 +162,7 @@ enum OpenAPIDocument {
                 "agreed": .object(["type": "boolean"]), "transactionCount": integer, "productIds": array(string),
                 "legacyMappingVersion": string, "serverAPIMappingVersion": string, "legacyError": string,
                 "serverAPIError": string, "differences": array(ref("ComparisonDifference")),
-                "account": string, "environment": string, "purchases": array(ref("ComparedPurchase")),
+                "account": string, "environment": string, "appVersion": string, "purchases": array(ref("ComparedPurchase")),
             ]),
             "CutoverImpact": object([
                 "bundleId": string, "refusedByBoth": integer, "truncated": .object(["type": "boolean"]),

@@ -11,6 +11,7 @@ extension PurchaseComparison {
         self.account = account.isEmpty ? nil : account
         let answered = [legacy, serverAPI].compactMap { try? $0.get() }
         environment = answered.first?.environment.rawValue
+        appVersion = answered.compactMap { $0.appTransaction?.applicationVersion }.first
         func entitlements(_ result: Result<AdapterOutcome, VerificationError>) -> [String: Entitlement] {
             guard case .success(let o) = result else { return [:] }
             let list = EntitlementCalculator.entitlements(account: account, transactions: o.transactions,

@@ -59,6 +59,7 @@ enum ComparisonsEndpoint {
         o["productIds"] = .array(c.productIds.map(JSONValue.string))
         if let v = c.account { o["account"] = .string(v) }
         if let v = c.environment { o["environment"] = .string(v) }
+        if let v = c.appVersion { o["appVersion"] = .string(v) }
         o["purchases"] = .array(c.purchases.map(json))
         return .object(o)
     }

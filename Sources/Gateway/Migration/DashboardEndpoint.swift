@@ -2,13 +2,14 @@ import HTTPServer
 import IAPCore
 import Ledger
 
-/// GET /dashboard?app=BUNDLE[&from=MS&to=MS] with `Authorization: Bearer <that app's API key>`:
-/// the migration report of the app's stored comparisons as one HTML page.
+/// GET /dashboard?app=BUNDLE[&from=MS&to=MS][&format=csv] with `Authorization: Bearer <that app's API key>`:
+/// the migration report of the app's stored comparisons as one HTML page (or its findings and
+/// failures as CSV).
 ///
 /// The key travels in the header only, never in the URL (a `?key=` would land in access logs,
 /// browser history and referrers). Each app's key shows that app's data only.
 enum DashboardEndpoint {
-    static let allowedParameters: Set<String> = ["app", "from", "to"]
+    static let allowedParameters: Set<String> = ["app", "from", "to", "format"]
     /// Comparisons read into one page at most; beyond it the page says it shows the newest only.
     static let maxComparisons = 20_000
 
@@ -25,10 +26,19 @@ enum DashboardEndpoint {
         }
         var window = request.query
         window["app"] = nil
+        let format = window.removeValue(forKey: "format") ?? "html"
+        guard ["html", "csv"].contains(format) else { throw VerificationError(.malformedRequest, "format must be html or csv") }
         let range = try ComparisonsEndpoint.parse(window, bundleId: app.bundleId)
         let (comparisons, truncated) = try load(app.bundleId, from: range.from, to: range.to, ledger: ledger)
         let report = MigrationReport(bundleId: app.bundleId, comparisons: comparisons, criteria: ReadinessCriteria(app: app),
                                      truncated: truncated)
+        if format == "csv" {
+            return HTTPResponse(status: 200, headers: [
+                ("Content-Type", "text/csv; charset=utf-8"),
+                ("Content-Disposition", "attachment; filename=\"migration-findings.csv\""),
+                ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"),
+            ], body: Array(MigrationReportCSV.render(report).utf8))
+        }
         return HTTPResponse(status: 200, headers: [
             ("Content-Type", "text/html; charset=utf-8"),
             // The header repeats the page's own policy, so even a proxy that strips <meta> cannot loosen it.

@@ -29,6 +29,7 @@ public enum MigrationReportHTML {
         html += report.differencesByField.isEmpty ? "<p class=\"none\">No field disagreed.</p>"
             : barChart(id: "by-field", report.differencesByField.map { ($0.field, $0.count) })
         html += "</section></div>\n"
+        html += breakdownTable(report)
         html += perFieldTable(report)
         html += sideBySideTable(report)
         html += "</body></html>\n"
@@ -61,8 +62,9 @@ public enum MigrationReportHTML {
     .stats{display:flex;gap:24px;margin:8px 0}.stats div{background:#f4f4f6;padding:8px 12px;border-radius:6px}
     .charts{display:flex;gap:32px;flex-wrap:wrap}table{border-collapse:collapse;margin:8px 0;font-size:13px}
     th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f4f4f6}
-    td.value{font-family:monospace;max-width:360px;word-break:break-all}td.legacy{background:#fff5e6}td.new{background:#eaf2ff}
-    .none{color:#666}svg text{font-family:sans-serif;font-size:12px}.id,.code{font-family:monospace;white-space:nowrap}
+    td.value{font-family:monospace;max-width:420px;overflow-wrap:anywhere}.ms{color:#666;font-size:11px}
+    table.record{margin:0;font-size:12px}table.record th{font-weight:normal;text-align:right}td.legacy{background:#fff5e6}td.new{background:#eaf2ff}
+    .none{color:#666}svg text{font-family:sans-serif;font-size:12px}.id,.code{font-family:monospace;white-space:nowrap}time{white-space:nowrap}
     li.met{color:#2e6b3a}li.unmet{color:#a12a20;font-weight:bold}ul.criteria{margin:0;padding-left:16px}#verdict-reasons{font-size:14px;margin:6px 0 0}
     """
 
@@ -194,6 +196,17 @@ public enum MigrationReportHTML {
         return s + "\n</svg>\n"
     }
 
+    private static func breakdownTable(_ r: MigrationReport) -> String {
+        guard !r.breakdowns.isEmpty else { return "" }
+        var s = "<section><h2>Comparisons per product, environment and app version</h2><table id=\"breakdowns\">"
+            + "<tr><th>By</th><th>Value</th><th>Comparisons</th><th>Agreed</th><th>With findings</th><th>Path failures</th></tr>\n"
+        for b in r.breakdowns {
+            s += "<tr><td>\(escape(b.dimension))</td><td class=\"id\">\(escape(b.value))</td><td>\(b.comparisons)</td>"
+                + "<td>\(b.agreed)</td><td>\(b.withFindings)</td><td>\(b.failed)</td></tr>\n"
+        }
+        return s + "</table></section>\n"
+    }
+
     private static func perFieldTable(_ r: MigrationReport) -> String {
         guard !r.perField.isEmpty else { return "" }
         var s = "<section><h2>Agreement per field</h2><table id=\"per-field\"><tr><th>Field</th><th>Transactions agreed</th><th>Rate</th></tr>\n"
@@ -209,17 +222,33 @@ public enum MigrationReportHTML {
         s += "<table id=\"side-by-side\"><tr><th>Transaction</th><th>Product</th><th>Class</th><th>Field</th>"
             + "<th>Legacy (verifyReceipt)</th><th>New (Server API)</th></tr>\n"
         for row in r.rows {
-            s += "<tr><td class=\"value\">\(escape(row.transactionId))</td><td class=\"value\">\(escape(row.productId ?? ""))</td>"
+            s += "<tr><td class=\"id\">\(escape(row.transactionId))</td><td class=\"id\">\(escape(row.productId ?? ""))</td>"
                 + "<td>\(escape(row.kind.rawValue))</td><td>\(escape(row.field ?? MigrationReport.wholeTransaction))"
                 + (row.related.isEmpty ? "" : "<br><span class=\"none\">related: "
                     + escape(row.related.compactMap(\.field).sorted().joined(separator: ", ")) + "</span>") + "</td>"
-                + "<td class=\"value legacy\">\(value(row.legacyValue))</td><td class=\"value new\">\(value(row.serverAPIValue))</td></tr>\n"
+                + "<td class=\"value legacy\">\(value(row.legacyValue, other: row.serverAPIValue, field: row.field))</td>"
+                + "<td class=\"value new\">\(value(row.serverAPIValue, other: row.legacyValue, field: row.field))</td></tr>\n"
         }
         return s + "</table></section>\n"
     }
 
-    private static func value(_ v: String?) -> String {
+    /// A canonical value for people: dates as UTC ISO-8601 (the milliseconds beside them when the
+    /// other side differs), a record found on one side only as a field table, anything else as its JSON text.
+    static func value(_ v: String?, other: String?, field: String?) -> String {
         guard let v else { return "<em class=\"none\">absent</em>" }
+        if let field, isDate(field), let millis = Int64(v) {
+            return date(millis) + (other != v ? " <span class=\"ms\">\(millis)</span>" : "")
+        }
+        if field == nil, let record = try? StrictJSON().parse(Array(v.utf8)).objectValue {
+            return "<table class=\"record\">" + record.keys.sorted().map { key in
+                let text = record[key]!.jsonText
+                let shown = isDate(key) ? Int64(text).map(date) ?? escape(text) : escape(text)
+                return "<tr><th>\(escape(key))</th><td class=\"id\">\(shown)</td></tr>"
+            }.joined() + "</table>"
+        }
         return escape(v)
     }
+
+    /// Canonical date fields are integer milliseconds whose names end in "Date" (expiresDate, renewal.renewalDate, ...).
+    static func isDate(_ field: String) -> Bool { field.hasSuffix("Date") }
 }

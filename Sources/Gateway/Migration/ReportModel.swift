@@ -80,6 +80,17 @@ public struct MigrationReport: Sendable {
         return primaries.map { p in (p, differences.filter { follows($0, from: p) }) }
     }
 
+    /// Comparisons of one product, environment or app version: how many agreed, disagreed, failed.
+    public struct Breakdown: Sendable, Equatable {
+        /// "product", "environment", "appVersion".
+        public var dimension: String
+        public var value: String
+        public var comparisons = 0
+        public var agreed = 0
+        public var withFindings = 0
+        public var failed = 0
+    }
+
     /// One readiness criterion with its numbers ("87 purchase chains (at least 100)").
     public struct Criterion: Sendable, Equatable {
         public var met: Bool
@@ -153,6 +164,8 @@ public struct MigrationReport: Sendable {
 
     public var bundleId: String
     public var criteria: ReadinessCriteria
+    /// The comparisons counted, oldest first ("refused by both" left out).
+    public var comparisons: [PurchaseComparison]
     /// Comparisons counted (agreed or not; "refused by both" left out).
     public var overall: Rate
     /// Comparisons with at least one recorded difference.
@@ -172,6 +185,8 @@ public struct MigrationReport: Sendable {
     /// Findings by primary field, most frequent first ("(transaction)" for present-in-one-path-only).
     public var differencesByField: [(field: String, count: Int)]
     public var rows: [SideBySideRow]
+    /// Per product, per environment, and per app version where receipts carry it; comparisons counted.
+    public var breakdowns: [Breakdown]
     /// Production first, then Sandbox, then any other environment seen.
     public var environments: [EnvironmentVerdict]
     /// Failed comparisons that name no purchase chain (both paths failed, not as junk).
@@ -193,6 +208,7 @@ public struct MigrationReport: Sendable {
         let junk = sorted.filter(Self.isRefusedByBoth)
         let mine = sorted.filter { !Self.isRefusedByBoth($0) }
         refusedByBoth = junk.count
+        self.comparisons = mine
         var junkCodes: [String: Int] = [:]
         for c in junk { junkCodes["\(c.legacyError ?? "") / \(c.serverAPIError ?? "")", default: 0] += 1 }
         refusedByBothByCodes = junkCodes.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { ($0.key, $0.value) }
@@ -238,6 +254,7 @@ public struct MigrationReport: Sendable {
         differencesByField = byField.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { ($0.key, $0.value) }
 
         failures = Self.failureClasses(mine, explained: criteria.thresholds.explainedFailures)
+        breakdowns = Self.breakdowns(mine)
 
         // The latest comparison of each chain, per environment; failed comparisons naming no chain,
         // per evidence (a later comparison of the same evidence supersedes them).
@@ -368,6 +385,25 @@ public struct MigrationReport: Sendable {
                          originalTransactionId: p.originalTransactionId, legacyState: p.legacyState,
                          serverAPIState: p.serverAPIState, legacyExpiresDate: p.legacyExpiresDate,
                          serverAPIExpiresDate: p.serverAPIExpiresDate, comparisonId: c.id)
+    }
+
+    private static func breakdowns(_ comparisons: [PurchaseComparison]) -> [Breakdown] {
+        var table: [String: Breakdown] = [:]
+        for c in comparisons {
+            var keys = (c.productIds.isEmpty ? ["(none)"] : c.productIds).map { ("product", $0) }
+            keys.append(("environment", c.environment ?? "(unknown)"))
+            if let v = c.appVersion { keys.append(("appVersion", v)) }
+            for (dimension, value) in keys {
+                var b = table["\(dimension)\u{0}\(value)"] ?? Breakdown(dimension: dimension, value: value)
+                b.comparisons += 1
+                if c.agreed { b.agreed += 1 }
+                if !c.differences.isEmpty { b.withFindings += 1 }
+                if failed(c) { b.failed += 1 }
+                table["\(dimension)\u{0}\(value)"] = b
+            }
+        }
+        let order = ["product", "environment", "appVersion"]
+        return table.values.sorted { (order.firstIndex(of: $0.dimension)!, $0.value) < (order.firstIndex(of: $1.dimension)!, $1.value) }
     }
 
     private static func failureClasses(_ comparisons: [PurchaseComparison], explained: [String: String]) -> [FailureClass] {

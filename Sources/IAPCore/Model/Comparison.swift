@@ -24,6 +24,8 @@ public struct PurchaseComparison: Codable, Hashable, Sendable {
     public var account: String? = nil
     /// The App Store environment the answering paths named ("Production", "Sandbox"); nil when both failed.
     public var environment: String? = nil
+    /// The app version the receipt names (`application_version`), when it carries one.
+    public var appVersion: String? = nil
     /// One entry per purchase chain either path answered with: what each path would grant.
     public var purchases: [ComparedPurchase] = []
 

@@ -15,13 +15,13 @@ extension SQLLedger: ComparisonLedger {
             try connection.run("""
                 INSERT INTO comparisons (id, bundle_id, compared_at, evidence_kind, evidence_sha256,
                     legacy_mapping_version, server_api_mapping_version, transaction_count, legacy_error,
-                    server_api_error, agreed, product_ids, account, environment)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    server_api_error, agreed, product_ids, account, environment, app_version)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, .text(c.id), .text(c.bundleId), .integer(c.comparedAt), .text(c.evidenceKind),
                 .text(c.evidenceSHA256), .text(c.legacyMappingVersion), .text(c.serverAPIMappingVersion),
                 .integer(Int64(c.transactionCount)), .text(c.legacyError), .text(c.serverAPIError),
                 .integer(c.agreed ? 1 : 0), .text(JSONValue.array(productIds.map(JSONValue.string)).jsonText),
-                .text(c.account), .text(c.environment))
+                .text(c.account), .text(c.environment), .text(c.appVersion))
             for p in c.purchases {
                 try connection.run("""
                     INSERT INTO comparison_purchases (comparison_id, original_transaction_id, product_id, product_type,
@@ -50,7 +50,7 @@ extension SQLLedger: ComparisonLedger {
             var rows = try connection.query("""
                 SELECT c.id, c.compared_at, c.evidence_kind, c.evidence_sha256, c.legacy_mapping_version,
                        c.server_api_mapping_version, c.transaction_count, c.legacy_error, c.server_api_error, c.product_ids,
-                       c.account, c.environment
+                       c.account, c.environment, c.app_version
                 FROM comparisons c
                 WHERE c.bundle_id = ? AND (CAST(? AS BIGINT) IS NULL OR c.compared_at >= ?)
                   AND (CAST(? AS BIGINT) IS NULL OR c.compared_at <= ?)
@@ -76,6 +76,7 @@ extension SQLLedger: ComparisonLedger {
                     productIds: try Self.comparisonStrings(try row.requiredText(9)))
                 c.account = row.text(10)
                 c.environment = row.text(11)
+                c.appVersion = row.text(12)
                 return c
             }
             for i in rows.indices {

@@ -39,6 +39,7 @@ extension LedgerSchema {
     static let v5 = """
         ALTER TABLE comparisons ADD COLUMN account TEXT;
         ALTER TABLE comparisons ADD COLUMN environment TEXT;
+        ALTER TABLE comparisons ADD COLUMN app_version TEXT;
 
         CREATE TABLE comparison_purchases (
             comparison_id TEXT NOT NULL REFERENCES comparisons (id),
