@@ -52,6 +52,11 @@ final class CutoverVerdictTests: XCTestCase {
 
         XCTAssertEqual(json["verdict"]?["ready"], .bool(false))
         XCTAssertEqual(json["environments"]?.arrayValue?.first?["purchaseChains"], .int(1))
+        let stored = try await gw.send("GET", "\(gw.appURL)/comparisons?limit=1").json["comparisons"]?.arrayValue?.first
+        XCTAssertEqual(stored?["account"]?.stringValue, "solo")
+        XCTAssertEqual(stored?["environment"]?.stringValue, "Production")
+        XCTAssertNotNil(stored?["appVersion"]?.stringValue, "the receipt's application_version, for the per-version breakdown")
+        XCTAssertEqual(stored?["purchases"]?.arrayValue?.map { $0["serverAPIState"]?.stringValue }, ["active"])
         XCTAssertEqual(unmet(json), [
             "1 purchase chain(s) compared (at least 3)", "1 account(s) (at least 3)",
             "product type(s) not compared yet: Consumable, Non-Consumable",
