@@ -22,6 +22,8 @@ extension AppStoreSimulator {
                 return .json(200, JSONValue.object(["signedTransactionInfo": .string(try sign(served))]).jsonText)
             case ("GET", "v2", "history", 4):
                 let t = try findTransaction(path[3], app: app, environment: environment)
+                // A transaction the Server API does not have cannot be asked about, as at Apple.
+                guard store.served(t, as: .serverAPI) != nil else { throw ServerAPIError.transactionIdNotFound }
                 return try history(of: t, app: app, query: request.query)
             case ("GET", "v1", "subscriptions", 4):
                 let t = try findTransaction(path[3], app: app, environment: environment)
@@ -81,8 +83,8 @@ extension AppStoreSimulator {
     /// offset reached (descending); opaque to clients either way.
     func history(of t: TransactionRecord, app: SimulatedApp, query: [String: String]) throws -> HTTPResponse {
         let descending = query["sort"] == "DESCENDING"
-        // A transaction planted as legacy-only is left out of the list, yet its id still finds its
-        // owner's history: the migration path asks with ids read from the receipt.
+        // A transaction planted as legacy-only is left out of the list (and asking with its own id
+        // is answered 404 above, as Apple answers for a transaction it does not know).
         var all = store.served(store.transactions(owner: t.owner, bundleId: app.bundleId, environment: t.environment),
                                as: .serverAPI)
         if let p = query["productId"] { all = all.filter { $0.productId == p } }

@@ -23,6 +23,8 @@ public final class DemoHarness: Sendable {
         public var maxJWSBytes = 65_536
         /// Where entitlement changes are posted (a loopback receiver in tests); nil: no webhook.
         public var webhookURL: String?
+        /// The app's cutover readiness thresholds; nil: the documented defaults.
+        public var readiness: AppPolicy.Readiness?
         public var gatewayPort = 0
         public var simulatorPort = 0
         /// The simulator's clock (its purchase, expiry and signedDate times); tests pass a strictly
@@ -175,9 +177,20 @@ public final class DemoHarness: Sendable {
                 <localOnlyJWS type="bool">\(o.localOnlyJWS)</localOnlyJWS>
                 <apiKey><sha256>\(apiKeySHA256)</sha256></apiKey>
                 \(o.webhookURL.map { "<webhook><url>\(escape($0))</url><secret><file>../secrets/webhook-secret</file></secret></webhook>" } ?? "")
+                \(o.readiness.map(readinessXML) ?? "")
             </app>
 
             """
+    }
+
+    static func readinessXML(_ r: AppPolicy.Readiness) -> String {
+        let explained = r.explainedFailures.sorted { $0.key < $1.key }
+            .map { "<item><code>\(escape($0.key))</code><reason>\(escape($0.value))</reason></item>" }.joined()
+        return "<readiness><agreementThreshold>\(r.agreementThreshold)</agreementThreshold>"
+            + "<minimumPurchaseChains type=\"integer\">\(r.minimumPurchaseChains)</minimumPurchaseChains>"
+            + "<minimumAccounts type=\"integer\">\(r.minimumAccounts)</minimumAccounts>"
+            + "<minimumObservationDays type=\"integer\">\(r.minimumObservationDays)</minimumObservationDays>"
+            + "<explainedFailures type=\"array\">\(explained)</explainedFailures></readiness>"
     }
 
     static func gatewayXML(_ o: Options, simulator: AppStoreSimulator, storage: String) -> String {

@@ -129,6 +129,10 @@ public final class GatewayService: Sendable {
             let app = try authorizedApp(bundleId, request)
             guard let comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
             return try await ComparisonsEndpoint.answer(request, app: app, ledger: comparisons)
+        case .cutoverImpact(let bundleId):
+            let app = try authorizedApp(bundleId, request)
+            guard let comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
+            return try await CutoverImpactEndpoint.answer(request, app: app, ledger: comparisons)
         case .notification(let bundleId):
             return try await receiveNotification(request, bundleId: bundleId, log: log)
         case .methodNotAllowed(let allowed):

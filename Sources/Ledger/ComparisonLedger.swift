@@ -12,10 +12,13 @@ public struct ComparisonQuery: Sendable, Equatable {
     public var kind: ComparisonDifference.Kind?
     public var field: String?
     public var productId: String?
+    /// A comparison where either path failed with this error code.
+    public var failureCode: String?
     public var limit: Int
 
     public init(bundleId: String, from: Int64? = nil, to: Int64? = nil, kind: ComparisonDifference.Kind? = nil,
-                field: String? = nil, productId: String? = nil, limit: Int = 100) {
+                field: String? = nil, productId: String? = nil, failureCode: String? = nil, limit: Int = 100) {
+        self.failureCode = failureCode
         self.bundleId = bundleId
         self.from = from
         self.to = to

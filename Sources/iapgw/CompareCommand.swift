@@ -11,12 +11,13 @@ struct CompareCommand: Subcommand {
     let summary = "compare verifyReceipt and the Server API on a backlog of receipts (migration check)"
     let usage = """
         usage: iapgw compare --app BUNDLE --input receipts.jsonl [--concurrency N] [--config DIR] [--mappings DIR]
-                             [--json report.json] [--report report.html] [--state FILE]
+                             [--json report.json] [--report report.html] [--csv findings.csv] [--state FILE]
           --input        one JSON object per line: {"receipt": "<base64>", "account": "..."} (account optional)
           --concurrency  receipts in flight at once, 1 to 256 (default 4)
           --json         write the summary (counts by class, comparison ids) as JSON
-          --report       write the migration report (the dashboard's page: charts, side-by-side table,
-                         readiness verdict) for every comparison stored for the app
+          --report       write the migration report (the dashboard's page: verdict, cutover impact, failures,
+                         charts, side-by-side table) for every comparison stored for the app
+          --csv          write every disagreement (one row per finding) and path failure stored for the app as CSV
           --state        where compared receipts are remembered for resuming (default <input>.state)
         exit: 0 every receipt compared, 1 refused input or storage failure, 130 interrupted (run again to resume)
         """
@@ -29,6 +30,7 @@ struct CompareCommand: Subcommand {
         let concurrencyText = try args.value("--concurrency")
         let jsonPath = try args.value("--json")
         let reportPath = try args.value("--report")
+        let csvPath = try args.value("--csv")
         let statePath = try args.value("--state") ?? input + ".state"
         try args.finish()
         var options = BatchComparer.Options()
@@ -47,15 +49,17 @@ struct CompareCommand: Subcommand {
         let summary = try Self.runInterruptibly { try await comparer.run(receipts) { printer.update($0, final: $1) } }
 
         print(summary.text)
+        let report = try runAsync { try await service.migrationReport(bundleId: bundleId) }
+        print(report.verdictText)
         if let jsonPath {
             guard FileManager.default.createFile(atPath: jsonPath, contents: Data((summary.json.jsonText + "\n").utf8)) else {
                 throw VerificationError(.storageUnavailable, "cannot write \(jsonPath)")
             }
         }
-        if let reportPath {
-            let html = try runAsync { try await service.migrationReportHTML(bundleId: bundleId) }
-            guard FileManager.default.createFile(atPath: reportPath, contents: Data(html.utf8)) else {
-                throw VerificationError(.storageUnavailable, "cannot write \(reportPath)")
+        for (path, text) in [(reportPath, { MigrationReportHTML.render(report) }), (csvPath, { MigrationReportCSV.render(report) })] {
+            guard let path else { continue }
+            guard FileManager.default.createFile(atPath: path, contents: Data(text().utf8)) else {
+                throw VerificationError(.storageUnavailable, "cannot write \(path)")
             }
         }
         return summary.interrupted ? 130 : 0

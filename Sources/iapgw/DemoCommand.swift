@@ -1,12 +1,15 @@
 import AppStoreSimulator
 import Demo
 import Foundation
+import Gateway
 import IAPCore
 import UpstreamHTTP
 
 /// `iapgw demo`: the local App Store simulator and the gateway on loopback, a demo app configured
-/// through real files under var/demo, two purchases made, and copy-paste curl commands that walk an
-/// old-app receipt flow and a new-app transaction flow end to end. `--once` walks them itself.
+/// through real files under var/demo (its receipts in `shadow` routing), two purchases made, and
+/// copy-paste curl commands that walk an old-app receipt flow and a new-app transaction flow end to
+/// end; then the migration: a few old-app receipts (one with a planted disagreement) compared in
+/// shadow, a small batch compare, the verdict and the dashboard. `--once` walks them itself.
 struct DemoCommand: Subcommand {
     let name = "demo"
     let summary = "run the gateway against the built-in App Store simulator, with curl commands to try"
@@ -20,6 +23,8 @@ struct DemoCommand: Subcommand {
 
     func run(_ args: inout CommandLineArguments) throws -> Int32 {
         var options = DemoHarness.Options()
+        // Old app versions' receipts: verifyReceipt answers, the Server API path is compared beside it.
+        options.receiptRouting = "shadow"
         options.gatewayPort = try args.value("--port").map { try Self.port($0) } ?? 8080
         options.simulatorPort = try args.value("--sim-port").map { try Self.port($0) } ?? 8090
         let directory = URL(fileURLWithPath: try args.value("--dir") ?? "var/demo", isDirectory: true)
@@ -44,9 +49,15 @@ struct DemoCommand: Subcommand {
             let signedFile = directory.appendingPathComponent("bob-signed-transaction.jws")
             try alice.receiptBase64.write(to: receiptFile, atomically: true, encoding: .utf8)
             try bob.signedTransaction.write(to: signedFile, atomically: true, encoding: .utf8)
-            let status: Int32 = once
-                ? try await Self.walkFlows(demo, receipt: alice.receiptBase64, bob: bob)
-                : await Self.printInstructions(demo, receiptFile: receiptFile, signedFile: signedFile, bob: bob)
+            let status: Int32
+            if once {
+                let flows = try await Self.walkFlows(demo, receipt: alice.receiptBase64, bob: bob)
+                let migration = try await Self.walkMigration(demo, directory: directory, check: true)
+                status = flows == 0 && migration ? 0 : 1
+            } else {
+                _ = try await Self.walkMigration(demo, directory: directory, check: false)
+                status = await Self.printInstructions(demo, receiptFile: receiptFile, signedFile: signedFile, bob: bob)
+            }
             await demo.stop()
             return status
         }
@@ -85,6 +96,11 @@ struct DemoCommand: Subcommand {
             # Refund Bob's purchase in the simulator, then ask again (refunds never grant)
             curl -s -X POST \(demo.simulator.baseURL.absoluteString)/admin/transactions/\(bob.transactionId)/refund
             curl -s \(auth) -d '{"account":"bob","transactionId":"\(bob.transactionId)"}' \(app)/verify
+
+            # The migration: the shadow comparisons and the batch above, the verdict and who a cutover would affect
+            curl -s \(auth) \(app)/cutover-impact
+            curl -s -H 'Authorization: Bearer \(demo.apiKey)' '\(gw)/dashboard?app=\(demo.bundleId)' -o dashboard.html   # then open dashboard.html
+            curl -s -H 'Authorization: Bearer \(demo.apiKey)' '\(gw)/dashboard?app=\(demo.bundleId)&format=csv'
 
             curl -s \(gw)/healthz; curl -s \(gw)/readyz; curl -s \(gw)/openapi.json | head -c 200
 
@@ -130,5 +146,75 @@ struct DemoCommand: Subcommand {
                            .object(["account": "bob", "transactionId": .string(bob.transactionId)]), expect: 422)
         print(failures == 0 ? "demo: every flow answered as expected" : "demo: \(failures) flow(s) answered unexpectedly")
         return failures == 0 ? 0 : 1
+    }
+
+    /// The migration, over real HTTP: old-app receipts sent under shadow routing (one purchase with
+    /// a refund planted in the Server API's answer only), a small batch compare (what `iapgw compare`
+    /// runs) over a backlog, then the verdict and the dashboard. With `check`, the dashboard must
+    /// state a verdict and list the planted disagreement.
+    static func walkMigration(_ demo: DemoHarness, directory: URL, check: Bool) async throws -> Bool {
+        let client = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration())
+        let app = "\(demo.gatewayURL)/v1/apps/\(demo.bundleId)"
+        let auth = [("Authorization", "Bearer \(demo.apiKey)")]
+        func post(_ url: String, _ body: JSONValue) async throws -> (Int, JSONValue) {
+            let r = try await client.send(UpstreamRequest(method: "POST", url: url, headers: auth + [("Content-Type", "application/json")],
+                                                          body: Array(body.jsonText.utf8)))
+            return (r.status, (try? StrictJSON().parse(r.body)) ?? .null)
+        }
+        var ok = true
+        print("\nmigration: old-app receipts in shadow routing (verifyReceipt answers, the Server API is compared beside it)")
+        let owners: [(String, String, TransactionType)] = [
+            ("carol", "com.example.demo.pro.monthly", .autoRenewable), ("dave", "com.example.demo.removeads", .nonConsumable),
+            ("erin", "com.example.demo.coins100", .consumable), ("frank", "com.example.demo.removeads", .nonConsumable),
+        ]
+        var planted = ""
+        for (account, product, type) in owners {
+            let p = try demo.simulator.purchase(PurchaseRequest(
+                bundleId: demo.bundleId, productId: product, type: type, owner: "device-\(account)",
+                subscriptionGroupIdentifier: type == .autoRenewable ? "demo.pro" : nil,
+                price: demo.options.catalog.first { $0.0 == product }?.2 ?? 990))
+            if account == "frank" {
+                try demo.simulator.plant(.refundOnlyIn(.serverAPI), transactionId: p.transactionId)
+                planted = p.transactionId
+                print("  planted: the Server API answers \(account)'s \(product) (\(p.transactionId)) as refunded; verifyReceipt does not")
+            }
+            let (_, nonce) = try await post("\(app)/nonces", .object(["account": .string(account)]))
+            let (status, answer) = try await post("\(app)/verify", .object([
+                "account": .string(account), "receipt": .string(p.receiptBase64), "nonce": nonce["nonce"] ?? .null,
+            ]))
+            if status != 200 { ok = false }
+            print("\(status == 200 ? "ok  " : "FAIL") \(account)'s receipt (shadow): HTTP \(status) \(answer["verdict"]?.stringValue ?? "")")
+        }
+        // Shadow comparisons are stored off the request: wait for them (bounded).
+        let deadline = Date().addingTimeInterval(10)
+        while (try await demo.service.migrationReport(bundleId: demo.bundleId).overall.total) < owners.count + 1, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+
+        // A small backlog, as `iapgw compare --app \(demo.bundleId) --input receipts.jsonl` compares it.
+        let backlog = try (1...3).map { i -> BatchReceipt in
+            let p = try demo.simulator.purchase(PurchaseRequest(
+                bundleId: demo.bundleId, productId: "com.example.demo.pro.monthly", type: .autoRenewable,
+                owner: "device-backlog-\(i)", subscriptionGroupIdentifier: "demo.pro", price: 4_990))
+            return BatchReceipt(receipt: p.receiptBase64, account: "backlog-\(i)", line: i)
+        }
+        print("migration: iapgw compare over a backlog of \(backlog.count) stored receipts")
+        let summary = try await BatchComparer(service: demo.service, bundleId: demo.bundleId).run(backlog)
+        print(summary.text)
+        let report = try await demo.service.migrationReport(bundleId: demo.bundleId)
+        print(report.verdictText)
+        print("""
+            dashboard: \(demo.gatewayURL)/dashboard?app=\(demo.bundleId)  (the app's key in the header, never in the URL)
+              curl -s -H 'Authorization: Bearer \(demo.apiKey)' '\(demo.gatewayURL)/dashboard?app=\(demo.bundleId)' -o dashboard.html
+            """)
+        guard check else { return ok }
+        let page = try await client.send(UpstreamRequest(method: "GET", url: "\(demo.gatewayURL)/dashboard?app=\(demo.bundleId)",
+                                                         headers: auth))
+        let html = String(decoding: page.body, as: UTF8.self)
+        let verdict = page.status == 200 && html.contains("<div id=\"verdict\" class=\"verdict not-ready\">")
+        let listed = html.contains("<td class=\"id\">\(planted)</td>") && html.contains("would lose access")
+        print("\(verdict ? "ok  " : "FAIL") the dashboard states a verdict: \(report.verdict.label)")
+        print("\(listed ? "ok  " : "FAIL") the dashboard lists the planted disagreement (\(planted)) and its cutover impact")
+        return ok && verdict && listed
     }
 }

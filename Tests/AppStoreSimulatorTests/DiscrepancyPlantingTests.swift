@@ -112,8 +112,11 @@ final class DiscrepancyPlantingTests: XCTestCase {
 
         XCTAssertEqual(try reader.receiptTransactionIds(renewal.receiptBase64), [first.transactionId, renewal.transactionId])
         let legacy = try await reader.legacyRecords(receipt: renewal.receiptBase64)
-        // The hidden id still finds its owner's history: only the list leaves it out.
-        let server = try await reader.serverAPIRecords(anyTransactionId: renewal.transactionId)
+        // The history (asked with an id the Server API knows) leaves it out; asked with its own id, 404.
+        let server = try await reader.serverAPIRecords(anyTransactionId: first.transactionId)
+        let hidden = try await f.serverAPI("/inApps/v2/history/\(renewal.transactionId)", token: try f.token())
+        XCTAssertEqual(hidden.status, 404)
+        XCTAssertEqual(try f.json(hidden)["errorCode"], .int(4040010))
         XCTAssertEqual(Set(legacy.keys), [first.transactionId, renewal.transactionId])
         XCTAssertEqual(Set(server.keys), [first.transactionId])
         XCTAssertEqual(reader.disagreements(legacy: legacy, serverAPI: server), ["\(renewal.transactionId):onlyInLegacy"])

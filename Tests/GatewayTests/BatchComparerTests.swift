@@ -82,6 +82,21 @@ final class BatchComparerTests: XCTestCase {
         XCTAssertTrue(printed.contains { $0.hasPrefix("100/200 (50%)") && $0.contains("/s · ETA ") }, "counts, rate and ETA")
         try assertReportMatchesStoredComparisons(summary, b)
         print(summary.text)
+
+        XCTAssertTrue(summary.text.contains("200 receipt(s), one comparison each: 196 agreed"), "the summary says what it counts")
+        XCTAssertTrue(summary.text.contains("  comparisons with entitlementMismatch: 2"), summary.text)
+
+        // What `iapgw compare` prints after the batch and `--report` renders: the cutover impact.
+        let report = try await b.gw.harness.service.migrationReport(bundleId: b.gw.bundleId)
+        XCTAssertEqual(report.impact.map { "\($0.change.rawValue) \($0.account ?? "-")" },
+                       ["losesAccess acct-7", "gainsAccess acct-150", "differentExpiry acct-40"])
+        let text = report.verdictText
+        XCTAssertTrue(text.hasPrefix("verdict (Production, over distinct purchase chains): not ready"), text)
+        XCTAssertTrue(text.contains("if you cut over now: 1 purchase(s) would lose access, 1 would gain access, 1 would see another expiry"), text)
+        XCTAssertTrue(text.contains("  losesAccess: account acct-7, "), text)
+        let html = try await b.gw.harness.service.migrationReportHTML(bundleId: b.gw.bundleId)
+        XCTAssertTrue(html.contains("<table id=\"impact-accounts\">"))
+        print(text)
     }
 
     func testAnInterruptedBatchResumesSkippingTheReceiptsAlreadyCompared() async throws {

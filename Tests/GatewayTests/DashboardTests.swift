@@ -14,7 +14,10 @@ final class DashboardTests: XCTestCase {
     /// The planted comparisons and 142 agreeing ones, stored in the deployment's own ledger file.
     private func plant(_ gw: GatewayE2E) throws -> [PurchaseComparison] {
         let ledger = try SQLLedger(storage: gw.sqlitePath)
-        let all = (F.agreed(96, at: F.day1, prefix: "a") + F.agreed(46, at: F.day1 + F.dayMillis, prefix: "b") + F.planted)
+        var failed = F.agreed(1, at: F.day1 + 2 * F.dayMillis, prefix: "down")[0]
+        failed.serverAPIError = "UPSTREAM_UNAVAILABLE"
+        failed.purchases[0].serverAPIState = nil
+        let all = (F.agreed(96, at: F.day1, prefix: "a") + F.agreed(46, at: F.day1 + F.dayMillis, prefix: "b") + F.planted + [failed])
             .map { c -> PurchaseComparison in var c = c; c.bundleId = gw.bundleId; return c }
         for c in all { try ledger.recordComparison(c) }
         return all
@@ -41,15 +44,34 @@ final class DashboardTests: XCTestCase {
 
     func testDashboardServesTheReportOfTheStoredComparisons() async throws {
         let gw = try await GatewayE2E.start(self)
-        let stored = try plant(gw)
+        let planted = try plant(gw)
 
         let answer = try await dashboard(gw)
 
+        // As the ledger reads them back (it adds the products the differences name to each comparison's).
+        let stored = try await XCTUnwrap(gw.harness.service.comparisons).comparisons(ComparisonQuery(bundleId: gw.bundleId, limit: 1000))
+        XCTAssertEqual(Set(stored.map(\.id)), Set(planted.map(\.id)))
         XCTAssertEqual(answer.status, 200, answer.text)
         XCTAssertEqual(answer.headers["content-type"], "text/html; charset=utf-8")
         XCTAssertEqual(answer.headers["content-security-policy"], MigrationReportHTML.contentSecurityPolicy)
-        XCTAssertEqual(answer.text, MigrationReportHTML.render(MigrationReport(bundleId: gw.bundleId, comparisons: stored)))
+        XCTAssertEqual(answer.text, MigrationReportHTML.render(MigrationReport(
+            bundleId: gw.bundleId, comparisons: stored, criteria: ReadinessCriteria(app: try XCTUnwrap(gw.harness.service.apps[gw.bundleId])))))
         XCTAssertTrue(answer.text.contains("not ready"))
+    }
+
+    func testDashboardExportsFindingsAndFailuresAsCSV() async throws {
+        let gw = try await GatewayE2E.start(self)
+        _ = try plant(gw)
+
+        let csv = try await dashboard(gw, "app=\(gw.bundleId)&format=csv")
+        let other = try await dashboard(gw, "app=\(gw.bundleId)&format=pdf")
+
+        XCTAssertEqual(csv.status, 200, csv.text)
+        XCTAssertEqual(csv.headers["content-type"], "text/csv; charset=utf-8")
+        let rows = csv.text.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        XCTAssertEqual(rows.filter { $0.hasPrefix("\"disagreement\"") }.count, 4)
+        XCTAssertEqual(rows.filter { $0.hasPrefix("\"failure\"") }.count, 1)
+        XCTAssertEqual(other.status, 400)
     }
 
     func testDashboardPagesThroughMoreComparisonsThanOneLedgerQueryAnswers() async throws {
@@ -91,8 +113,13 @@ final class DashboardTests: XCTestCase {
         XCTAssertTrue(dom.stdout.contains("<svg id=\"by-field\""), "by-field chart in the DOM")
         XCTAssertTrue(dom.stdout.contains("<table id=\"side-by-side\""))
         for planted in ["2000000000000101", "2000000000000102", "2000000000000103", "2000000000000104"] {
-            XCTAssertTrue(dom.stdout.contains("<td class=\"value\">\(planted)</td>"), "side-by-side row for \(planted)")
+            XCTAssertTrue(dom.stdout.contains("<td class=\"id\">\(planted)</td>"), "side-by-side row for \(planted)")
         }
+        XCTAssertTrue(dom.stdout.contains("<div id=\"verdict\" class=\"verdict not-ready\">"), "the verdict")
+        XCTAssertTrue(dom.stdout.contains("<li>2 account(s) would lose access at cutover (none allowed)</li>"), "its unmet criteria")
+        XCTAssertTrue(dom.stdout.contains("<table id=\"impact-accounts\">"), "the cutover impact table")
+        XCTAssertTrue(dom.stdout.contains("<section id=\"failures\">") && dom.stdout.contains("UPSTREAM_UNAVAILABLE"),
+                      "the failures section")
         // With --log-level=0 Chromium logs every console message (a CSP violation, a failed load, a
         // script error) as an INFO:CONSOLE line; this page must produce none.
         XCTAssertEqual(dom.stderr.split(separator: "\n").filter { $0.contains(":CONSOLE") }, [], "the page logged to the console")

@@ -125,7 +125,7 @@ final class HTTPSurfaceTests: XCTestCase {
         "GET /healthz", "GET /readyz", "GET /openapi.json", "GET /metrics", "GET /dashboard",
         "POST /v1/apps/{bundleId}/nonces", "POST /v1/apps/{bundleId}/verify",
         "GET /v1/apps/{bundleId}/accounts/{account}/entitlements", "POST /v1/notifications/{bundleId}",
-        "GET /v1/apps/{bundleId}/comparisons",
+        "GET /v1/apps/{bundleId}/comparisons", "GET /v1/apps/{bundleId}/cutover-impact",
     ]
 
     private func documentedOperations(_ gw: GatewayE2E) async throws -> [(method: String, path: String)] {

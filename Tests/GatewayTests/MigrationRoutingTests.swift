@@ -119,4 +119,37 @@ final class MigrationRoutingTests: XCTestCase {
         let anonymous = try await gw.send("GET", "\(gw.appURL)/comparisons", apiKey: .some(nil))
         XCTAssertEqual(anonymous.status, 401, anonymous.text)
     }
+
+    // MARK: A purchase the Server API does not know (issue 11, item 1)
+
+    func testComparePurchaseUnknownToTheServerAPIIsReportedOnlyInLegacyNotAsAPathFailure() async throws {
+        let gw = try await GatewayE2E.start(self) { $0.receiptRouting = "compare" }
+        let purchase = try gw.buy(GatewayE2E.removeAds, owner: "device-fay")
+        try gw.simulator.plant(.onlyInLegacy, transactionId: purchase.transactionId)
+
+        _ = try await gw.verifyReceipt(purchase.receiptBase64, account: "fay")
+
+        let stored = try await storedComparisons(gw, count: 1)
+        XCTAssertNil(stored.first?["serverAPIError"], "a purchase Apple's Server API does not know is a finding: \(stored)")
+        XCTAssertEqual(stored.first?["differences"]?.arrayValue?.map { $0["kind"]?.stringValue },
+                       ["onlyInLegacy"], "\(stored)")
+        XCTAssertEqual(stored.first?["differences"]?.arrayValue?.first?["transactionId"]?.stringValue, purchase.transactionId)
+    }
+
+    func testShadowReceiptWithOnePurchaseUnknownToTheServerAPIComparesTheOthersAsUsual() async throws {
+        let gw = try await GatewayE2E.start(self) { $0.receiptRouting = "shadow" }
+        _ = try gw.buy(owner: "device-gus")
+        let unknown = try gw.buy(GatewayE2E.removeAds, owner: "device-gus")
+        try gw.simulator.plant(.onlyInLegacy, transactionId: unknown.transactionId)
+        let receipt = try gw.simulator.receipt(owner: "device-gus", bundleId: gw.bundleId)
+
+        let answer = try await gw.verifyReceipt(receipt, account: "gus")
+
+        XCTAssertEqual(answer.status, 200, answer.text)
+        let stored = try await storedComparisons(gw, count: 1)
+        XCTAssertNil(stored.first?["serverAPIError"], "\(stored)")
+        XCTAssertEqual(stored.first?["transactionCount"], .int(2))
+        XCTAssertEqual(stored.first?["differences"]?.arrayValue?.map { "\($0["kind"]?.stringValue ?? ""):\($0["transactionId"]?.stringValue ?? "")" },
+                       ["onlyInLegacy:\(unknown.transactionId)"], "only the unknown purchase is a finding: \(stored)")
+    }
 }

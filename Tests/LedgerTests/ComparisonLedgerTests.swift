@@ -101,4 +101,40 @@ final class ComparisonLedgerTests: LedgerTestCase {
         XCTAssertEqual(stored.count, 1)
         XCTAssertTrue(versions.contains(try XCTUnwrap(stored.first)), "one writer's record, not a mix")
     }
+
+    func testAccountEnvironmentAndEachChainsStatesReadBackAndReplaceWithTheComparison() throws {
+        let ledger = try openLedger()
+        var c = comparison("chains", at: 5_000, [difference(.onlyInLegacy, field: nil)])
+        c.account = "alice"
+        c.environment = "Production"
+        c.appVersion = "3.1"
+        c.purchases = [
+            ComparedPurchase(originalTransactionId: "t-onlyInLegacy", productId: "pro", productType: "Non-Consumable",
+                             legacyState: .active, legacyExpiresDate: nil, serverAPIState: nil, serverAPIExpiresDate: nil,
+                             agreed: false),
+            ComparedPurchase(originalTransactionId: "t-sub", productId: "monthly", productType: "Auto-Renewable Subscription",
+                             legacyState: .active, legacyExpiresDate: 9_000, serverAPIState: .refunded,
+                             serverAPIExpiresDate: 9_001, agreed: true),
+        ]
+        try ledger.recordComparison(c)
+        XCTAssertEqual(try ledger.comparisons(ComparisonQuery(bundleId: "com.example.app")), [c])
+
+        c.purchases = [c.purchases[1]]
+        try ledger.recordComparison(c)
+        XCTAssertEqual(try ledger.comparisons(ComparisonQuery(bundleId: "com.example.app")).first?.purchases, c.purchases,
+                       "storing the same id again replaces its chains too")
+    }
+
+    func testFiltersByFailureCodeOfEitherPath() throws {
+        let ledger = try seeded()
+        var legacyDown = comparison("legacy-down", at: 4_500)
+        legacyDown.legacyError = "UPSTREAM_UNAVAILABLE"
+        try ledger.recordComparison(legacyDown)
+        func ids(_ code: String) throws -> [String] {
+            try ledger.comparisons(ComparisonQuery(bundleId: "com.example.app", failureCode: code)).map(\.id)
+        }
+        XCTAssertEqual(try ids("UPSTREAM_CREDENTIALS_REJECTED"), ["failed"])
+        XCTAssertEqual(try ids("UPSTREAM_UNAVAILABLE"), ["legacy-down"])
+        XCTAssertEqual(try ids("RATE_LIMITED"), [])
+    }
 }

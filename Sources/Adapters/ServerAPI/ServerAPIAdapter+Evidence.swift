@@ -87,8 +87,19 @@ extension ServerAPIAdapter {
         let client = try context.client.get()
         var verifiedTransactions: [JWSTransactionDecodedPayload] = []
         var seen = Set<String>()
+        var unknown: [String] = []
         for id in chains where !seen.contains(id) {
-            let history = try await client.getTransactionHistory(transactionId: id, order: .only(receiptEnvironment))
+            let history: TransactionHistoryResponse
+            do {
+                history = try await client.getTransactionHistory(transactionId: id, order: .only(receiptEnvironment))
+            } catch where error.code == .transactionNotFound {
+                // Apple's Server API does not know this purchase (4040010): it grants nothing here,
+                // and the receipt's other purchases are still answered (a comparison reports this one
+                // as onlyInLegacy: the purchase a cutover would lose).
+                logger.warning("serverapi.receipt_chain_unknown", ["bundleId": app.bundleId, "transactionId": id])
+                unknown.append(id)
+                continue
+            }
             // A history cut at the page cap lacks its newest records (renewals, refunds): no verdict
             // is drawn from part of the facts.
             guard history.isComplete else {
@@ -105,6 +116,9 @@ extension ServerAPIAdapter {
             if !seen.contains(id) {
                 logger.warning("serverapi.receipt_chain_missing", ["bundleId": app.bundleId, "transactionId": id])
             }
+        }
+        if unknown.count == chains.count {
+            throw VerificationError(.transactionNotFound, "the App Store Server API knows none of the receipt's purchases")
         }
         if collected.environment == nil { collected.environment = receiptEnvironment.appStoreEnvironment }
         try collected.agree(on: receiptEnvironment.appStoreEnvironment)

@@ -33,13 +33,20 @@ enum OpenAPIDocument {
         }
         if path == "/v1/apps/{bundleId}/comparisons" {
             for (name, type) in [("from", "integer"), ("to", "integer"), ("class", "string"), ("field", "string"),
-                                 ("productId", "string"), ("limit", "integer")] {
+                                 ("productId", "string"), ("failure", "string"), ("limit", "integer")] {
                 parameters.append(.object(["name": .string(name), "in": "query", "required": .bool(false),
                                            "schema": .object(["type": .string(type)])]))
             }
         }
+        if path == "/v1/apps/{bundleId}/cutover-impact" {
+            for name in ["from", "to"] {
+                parameters.append(.object(["name": .string(name), "in": "query", "required": .bool(false),
+                                           "schema": .object(["type": "integer"])]))
+            }
+        }
         if path == "/dashboard" {
-            for (name, type, required) in [("app", "string", true), ("from", "integer", false), ("to", "integer", false)] {
+            for (name, type, required) in [("app", "string", true), ("from", "integer", false), ("to", "integer", false),
+                                           ("format", "string", false)] {
                 parameters.append(.object(["name": .string(name), "in": "query", "required": .bool(required),
                                            "schema": .object(["type": .string(type)])]))
             }
@@ -54,9 +61,10 @@ enum OpenAPIDocument {
         case "/openapi.json": op["summary"] = "This document"; responses["200"] = .object(["description": "OpenAPI 3 document"])
         case "/metrics": op["summary"] = "Prometheus metrics"; responses["200"] = .object(["description": "text/plain metrics"])
         case "/dashboard":
-            op["summary"] = "Migration dashboard of one app (?app=BUNDLE, Bearer key of that app): agreement per day and field, disagreements by class and field (inline SVG), side-by-side table, readiness verdict"
-            responses["200"] = .object(["description": "self-contained HTML page (no scripts, nothing loaded from the network)",
-                                        "content": .object(["text/html": .object(["schema": string])])])
+            op["summary"] = "Migration dashboard of one app (?app=BUNDLE, Bearer key of that app): readiness verdict per environment with every unmet criterion, cutover impact, path failures by class, agreement per day and field, disagreements by class and field (inline SVG), side-by-side table"
+            responses["200"] = .object(["description": "self-contained HTML page (no scripts, nothing loaded from the network); with format=csv the disagreements (one row per finding) and path failures as CSV",
+                                        "content": .object(["text/html": .object(["schema": string]),
+                                                            "text/csv": .object(["schema": string])])])
         case "/v1/apps/{bundleId}/nonces":
             op["summary"] = "Issue a single-use nonce bound to an account, to send with a receipt"
             op["requestBody"] = body("NonceRequest")
@@ -75,8 +83,11 @@ enum OpenAPIDocument {
             op["summary"] = "Current entitlements of an account"
             responses["200"] = ok("Entitlements")
         case "/v1/apps/{bundleId}/comparisons":
-            op["summary"] = "Stored migration comparisons (legacy vs Server API), filtered by time (ms), class, field and product; with agreement counts"
+            op["summary"] = "Stored migration comparisons (legacy vs Server API), filtered by time (ms), class, field, product and failure code (either path's error); with agreement counts"
             responses["200"] = ok("Comparisons")
+        case "/v1/apps/{bundleId}/cutover-impact":
+            op["summary"] = "The cutover verdict (every unmet criterion, per environment) and who would lose or gain access or see another expiry if the app's receipts switched to the Server API now"
+            responses["200"] = ok("CutoverImpact")
         case "/v1/notifications/{bundleId}":
             op["summary"] = "App Store Server Notifications (V2 signedPayload, or V1 with the shared secret); 200 once stored durably"
             op["requestBody"] = body("Notification")
@@ -170,6 +181,31 @@ enum OpenAPIDocument {
                 "agreed": .object(["type": "boolean"]), "transactionCount": integer, "productIds": array(string),
                 "legacyMappingVersion": string, "serverAPIMappingVersion": string, "legacyError": string,
                 "serverAPIError": string, "differences": array(ref("ComparisonDifference")),
+                "account": string, "environment": string, "appVersion": string, "purchases": array(ref("ComparedPurchase")),
+            ]),
+            "CutoverImpact": object([
+                "bundleId": string, "refusedByBoth": integer, "truncated": .object(["type": "boolean"]),
+                "verdict": object(["ready": .object(["type": "boolean"]), "label": string, "environment": string,
+                                   "unmet": array(string)]),
+                "environments": array(object([
+                    "environment": string, "ready": .object(["type": "boolean"]), "purchaseChains": integer,
+                    "agreedChains": integer, "disagreeingChains": integer, "unexplainedFailures": integer,
+                    "explainedFailures": integer, "accounts": integer,
+                    "criteria": array(object(["met": .object(["type": "boolean"]), "text": string])),
+                ])),
+                "byProduct": array(object(["productId": string, "losesAccess": integer, "gainsAccess": integer,
+                                           "differentExpiry": integer])),
+                "accounts": array(object([
+                    "change": .object(["type": "string", "enum": .array(MigrationReport.ImpactRow.Change.allCases.map { .string($0.rawValue) })]),
+                    "environment": string, "account": string, "productId": string, "originalTransactionId": string,
+                    "legacyState": string, "serverAPIState": string, "legacyExpiresDate": integer,
+                    "serverAPIExpiresDate": integer, "comparisonId": string,
+                ])),
+            ]),
+            "ComparedPurchase": object([
+                "originalTransactionId": string, "productId": string, "productType": string,
+                "legacyState": string, "legacyExpiresDate": integer, "serverAPIState": string, "serverAPIExpiresDate": integer,
+                "agreed": .object(["type": "boolean"]),
             ]),
             "ComparisonDifference": object([
                 "kind": .object(["type": "string", "enum": .array(ComparisonDifference.Kind.allCases.map { .string($0.rawValue) })]),

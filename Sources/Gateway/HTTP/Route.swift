@@ -7,6 +7,7 @@ enum Route: Equatable {
     case entitlements(bundleId: String, account: String)
     case notification(bundleId: String)
     case comparisons(bundleId: String)
+    case cutoverImpact(bundleId: String)
     /// The path is a route's, the method is not: `allowed` is the method it takes (the `Allow` header).
     case methodNotAllowed(allowed: String)
     case notFound
@@ -24,6 +25,7 @@ enum Route: Equatable {
         case .entitlements: "entitlements"
         case .notification: "notifications"
         case .comparisons: "comparisons"
+        case .cutoverImpact: "cutover_impact"
         case .methodNotAllowed: "method_not_allowed"
         case .notFound: "not_found"
         }
@@ -35,6 +37,7 @@ enum Route: Equatable {
         ("POST", "/v1/apps/{bundleId}/nonces"), ("POST", "/v1/apps/{bundleId}/verify"),
         ("GET", "/v1/apps/{bundleId}/accounts/{account}/entitlements"),
         ("POST", "/v1/notifications/{bundleId}"), ("GET", "/v1/apps/{bundleId}/comparisons"),
+        ("GET", "/v1/apps/{bundleId}/cutover-impact"),
     ]
 
     static func match(method: String, segments: [String]?) -> Route {
@@ -50,6 +53,8 @@ enum Route: Equatable {
         case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "nonces": (route, expected) = (.issueNonce(bundleId: s[2]), "POST")
         case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "verify": (route, expected) = (.verify(bundleId: s[2]), "POST")
         case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "comparisons": (route, expected) = (.comparisons(bundleId: s[2]), "GET")
+        case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "cutover-impact":
+            (route, expected) = (.cutoverImpact(bundleId: s[2]), "GET")
         case 3 where s[0] == "v1" && s[1] == "notifications": (route, expected) = (.notification(bundleId: s[2]), "POST")
         case 6 where s[0] == "v1" && s[1] == "apps" && s[3] == "accounts" && s[5] == "entitlements":
             (route, expected) = (.entitlements(bundleId: s[2], account: s[4]), "GET")

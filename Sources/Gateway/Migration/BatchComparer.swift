@@ -60,6 +60,7 @@ public struct BatchComparer: Sendable {
         var receipt: BatchReceipt
         var digest: String
         var attempt: Int
+        var evidence: PurchaseEvidence { .appReceipt(base64: receipt.receipt, nonce: nil) }
     }
 
     /// Compares every receipt not compared before; `progress` is called after each one (and once
@@ -113,11 +114,11 @@ public struct BatchComparer: Sendable {
                     summary.rateLimitedRetries += 1
                 case .rateLimited:
                     // Out of patience: the receipt is recorded as failed, so the report shows it.
-                    let failed = router.comparator.compare(
-                        legacy: .failed(VerificationError.Code.rateLimited.rawValue, mappingVersion: router.legacyMappingVersion),
-                        serverAPI: .failed(VerificationError.Code.rateLimited.rawValue, mappingVersion: router.serverAPIMappingVersion),
-                        id: Self.comparisonId(bundleId: app.bundleId, digest: job.digest), bundleId: app.bundleId,
-                        evidenceKind: AppPolicy.EvidenceKind.receipt.rawValue, evidenceSHA256: job.digest, now: service.now())
+                    let limited = VerificationError(.rateLimited, "rate limited")
+                    let failed = router.compare(
+                        legacy: .failure(limited), serverAPI: .failure(limited), app: app,
+                        evidence: job.evidence, digest: job.digest, account: job.receipt.account ?? "",
+                        id: Self.comparisonId(bundleId: app.bundleId, digest: job.digest), now: service.now())
                     if storageError == nil { storageError = await record(failed, state: state, into: &summary) }
                 case .compared(let comparison):
                     // After an interruption a failure may only be the cancellation itself: not a finding.
@@ -153,19 +154,16 @@ public struct BatchComparer: Sendable {
     }
 
     private func compare(_ job: Job) async -> Attempt {
-        let evidence = PurchaseEvidence.appReceipt(base64: job.receipt.receipt, nonce: nil)
         let account = job.receipt.account ?? ""
-        async let l = Self.attempt(legacy, evidence, account, app)
-        async let s = Self.attempt(serverAPI, evidence, account, app)
+        async let l = Self.attempt(legacy, job.evidence, account, app)
+        async let s = Self.attempt(serverAPI, job.evidence, account, app)
         let (legacyResult, serverResult) = await (l, s)
         for result in [legacyResult, serverResult] {
             if case .failure(let e) = result, e.code == .rateLimited { return .rateLimited }
         }
-        return .compared(router.comparator.compare(
-            legacy: path(legacyResult, mapping: router.legacyMappingVersion),
-            serverAPI: path(serverResult, mapping: router.serverAPIMappingVersion),
-            id: Self.comparisonId(bundleId: app.bundleId, digest: job.digest), bundleId: app.bundleId,
-            evidenceKind: evidence.kind.rawValue, evidenceSHA256: job.digest, now: service.now()))
+        return .compared(router.compare(legacy: legacyResult, serverAPI: serverResult, app: app, evidence: job.evidence,
+                                        digest: job.digest, account: account,
+                                        id: Self.comparisonId(bundleId: app.bundleId, digest: job.digest), now: service.now()))
     }
 
     private static func attempt(_ adapter: any VerificationAdapter, _ evidence: PurchaseEvidence, _ account: String,
@@ -174,13 +172,6 @@ public struct BatchComparer: Sendable {
             return .success(try await adapter.verify(evidence, account: account, for: app))
         } catch {
             return .failure(error)
-        }
-    }
-
-    private func path(_ result: Result<AdapterOutcome, VerificationError>, mapping: String?) -> ComparedPath {
-        switch result {
-        case .success(let o): ComparedPath(transactions: o.transactions, renewals: o.renewals, mappingVersion: o.mappingVersion)
-        case .failure(let e): .failed(e.code.rawValue, mappingVersion: mapping)
         }
     }
 

@@ -82,10 +82,10 @@ public struct BatchSummary: Sendable, Equatable {
 
     /// The human summary printed at the end.
     public var text: String {
-        var lines = ["\(bundleId): \(total) receipt(s): \(agreed) agreed, \(disagreed) disagreed, \(failed) failed"
+        var lines = ["\(bundleId): \(total) receipt(s), one comparison each: \(agreed) agreed, \(disagreed) disagreed, \(failed) failed"
             + " (\(compared) compared now, \(skipped) from earlier runs)"]
-        for (kind, n) in disagreedByKind.sorted(by: { $0.key < $1.key }) { lines.append("  disagreed \(kind): \(n)") }
-        for (code, n) in failedByCode.sorted(by: { $0.key < $1.key }) { lines.append("  failed \(code): \(n)") }
+        for (kind, n) in disagreedByKind.sorted(by: { $0.key < $1.key }) { lines.append("  comparisons with \(kind): \(n)") }
+        for (code, n) in failedByCode.sorted(by: { $0.key < $1.key }) { lines.append("  comparisons failed with \(code): \(n)") }
         if rateLimitedRetries > 0 { lines.append("  rate-limited attempts retried: \(rateLimitedRetries)") }
         if duplicates > 0 { lines.append("  duplicate input lines: \(duplicates)") }
         lines.append(String(format: "  %.1f s, %.1f receipts/s", elapsedSeconds, rate))

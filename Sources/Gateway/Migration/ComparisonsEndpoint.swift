@@ -2,10 +2,10 @@ import HTTPServer
 import IAPCore
 import Ledger
 
-/// GET /v1/apps/{bundleId}/comparisons?from=&to=&class=&field=&productId=&limit=
+/// GET /v1/apps/{bundleId}/comparisons?from=&to=&class=&field=&productId=&failure=&limit=
 enum ComparisonsEndpoint {
     static let defaultLimit = 100
-    static let allowedParameters: Set<String> = ["from", "to", "class", "field", "productId", "limit"]
+    static let allowedParameters: Set<String> = ["from", "to", "class", "field", "productId", "failure", "limit"]
 
     static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger) async throws(VerificationError)
         -> HTTPResponse {
@@ -47,6 +47,7 @@ enum ComparisonsEndpoint {
         }
         return ComparisonQuery(bundleId: bundleId, from: try integer("from", 0...Int64.max), to: try integer("to", 0...Int64.max),
                                kind: kind, field: try text("field"), productId: try text("productId"),
+                               failureCode: try text("failure"),
                                limit: Int(try integer("limit", 1...Int64(SQLLedger.maxComparisonLimit)) ?? Int64(defaultLimit)))
     }
 
@@ -56,6 +57,21 @@ enum ComparisonsEndpoint {
         o["evidenceKind"] = .string(c.evidenceKind)
         o["evidenceSHA256"] = .string(c.evidenceSHA256)
         o["productIds"] = .array(c.productIds.map(JSONValue.string))
+        if let v = c.account { o["account"] = .string(v) }
+        if let v = c.environment { o["environment"] = .string(v) }
+        if let v = c.appVersion { o["appVersion"] = .string(v) }
+        o["purchases"] = .array(c.purchases.map(json))
+        return .object(o)
+    }
+
+    static func json(_ p: ComparedPurchase) -> JSONValue {
+        var o: [String: JSONValue] = ["originalTransactionId": .string(p.originalTransactionId),
+                                      "productId": .string(p.productId), "agreed": .bool(p.agreed)]
+        if let v = p.productType { o["productType"] = .string(v) }
+        if let v = p.legacyState { o["legacyState"] = .string(v.rawValue) }
+        if let v = p.legacyExpiresDate { o["legacyExpiresDate"] = .int(v) }
+        if let v = p.serverAPIState { o["serverAPIState"] = .string(v.rawValue) }
+        if let v = p.serverAPIExpiresDate { o["serverAPIExpiresDate"] = .int(v) }
         return .object(o)
     }
 }

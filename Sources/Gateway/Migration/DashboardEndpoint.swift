@@ -2,13 +2,14 @@ import HTTPServer
 import IAPCore
 import Ledger
 
-/// GET /dashboard?app=BUNDLE[&from=MS&to=MS] with `Authorization: Bearer <that app's API key>`:
-/// the migration report of the app's stored comparisons as one HTML page.
+/// GET /dashboard?app=BUNDLE[&from=MS&to=MS][&format=csv] with `Authorization: Bearer <that app's API key>`:
+/// the migration report of the app's stored comparisons as one HTML page (or its findings and
+/// failures as CSV).
 ///
 /// The key travels in the header only, never in the URL (a `?key=` would land in access logs,
 /// browser history and referrers). Each app's key shows that app's data only.
 enum DashboardEndpoint {
-    static let allowedParameters: Set<String> = ["app", "from", "to"]
+    static let allowedParameters: Set<String> = ["app", "from", "to", "format"]
     /// Comparisons read into one page at most; beyond it the page says it shows the newest only.
     static let maxComparisons = 20_000
 
@@ -19,16 +20,25 @@ enum DashboardEndpoint {
         return app
     }
 
-    static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger,
-                       criteria: ReadinessCriteria = .standard) async throws(VerificationError) -> HTTPResponse {
+    static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger) async throws(VerificationError) -> HTTPResponse {
         if let unknown = request.query.keys.sorted().first(where: { !allowedParameters.contains($0) }) {
             throw VerificationError(.malformedRequest, "unknown query parameter \(unknown.prefix(64))")
         }
         var window = request.query
         window["app"] = nil
+        let format = window.removeValue(forKey: "format") ?? "html"
+        guard ["html", "csv"].contains(format) else { throw VerificationError(.malformedRequest, "format must be html or csv") }
         let range = try ComparisonsEndpoint.parse(window, bundleId: app.bundleId)
         let (comparisons, truncated) = try await load(app.bundleId, from: range.from, to: range.to, ledger: ledger)
-        let report = MigrationReport(bundleId: app.bundleId, comparisons: comparisons, criteria: criteria, truncated: truncated)
+        let report = MigrationReport(bundleId: app.bundleId, comparisons: comparisons, criteria: ReadinessCriteria(app: app),
+                                     truncated: truncated)
+        if format == "csv" {
+            return HTTPResponse(status: 200, headers: [
+                ("Content-Type", "text/csv; charset=utf-8"),
+                ("Content-Disposition", "attachment; filename=\"migration-findings.csv\""),
+                ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"),
+            ], body: Array(MigrationReportCSV.render(report).utf8))
+        }
         return HTTPResponse(status: 200, headers: [
             ("Content-Type", "text/html; charset=utf-8"),
             // The header repeats the page's own policy, so even a proxy that strips <meta> cannot loosen it.
@@ -65,10 +75,15 @@ enum DashboardEndpoint {
 extension GatewayService {
     /// The migration report for an app's stored comparisons, as the self-contained HTML page the
     /// dashboard serves (`iapgw compare --report`).
-    public func migrationReportHTML(bundleId: String, criteria: ReadinessCriteria = .standard) async throws(VerificationError) -> String {
+    public func migrationReportHTML(bundleId: String) async throws(VerificationError) -> String {
+        MigrationReportHTML.render(try await migrationReport(bundleId: bundleId))
+    }
+
+    /// The report (verdict, failures, cutover impact) over every stored comparison of the app.
+    public func migrationReport(bundleId: String) async throws(VerificationError) -> MigrationReport {
         guard let store = comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
+        guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
         let (comparisons, truncated) = try await DashboardEndpoint.load(bundleId, from: nil, to: nil, ledger: store)
-        return MigrationReportHTML.render(MigrationReport(bundleId: bundleId, comparisons: comparisons, criteria: criteria,
-                                                          truncated: truncated))
+        return MigrationReport(bundleId: bundleId, comparisons: comparisons, criteria: ReadinessCriteria(app: app), truncated: truncated)
     }
 }

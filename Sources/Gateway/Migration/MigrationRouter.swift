@@ -57,7 +57,8 @@ public struct MigrationRouter: Sendable {
             async let legacyResult = Self.attempt(legacy, evidence, account, app)
             async let serverResult = Self.attempt(serverAPI, evidence, account, app)
             let (l, s) = await (legacyResult, serverResult)
-            let comparison = compare(legacy: l, serverAPI: s, app: app, evidence: evidence, digest: evidenceSHA256)
+            let comparison = compare(legacy: l, serverAPI: s, app: app, evidence: evidence, digest: evidenceSHA256,
+                                     account: account)
             await store(comparison)
             return Answer(outcome: s, answeringAdapter: .serverAPI, comparison: comparison)
         case .shadow, .cutover:
@@ -68,7 +69,8 @@ public struct MigrationRouter: Sendable {
                 Task.detached(priority: .utility) {
                     let secondaryResult = await Self.attempt(secondary, evidence, account, app)
                     let (l, s) = mode == .shadow ? (primaryResult, secondaryResult) : (secondaryResult, primaryResult)
-                    await router.store(router.compare(legacy: l, serverAPI: s, app: app, evidence: evidence, digest: evidenceSHA256))
+                    await router.store(router.compare(legacy: l, serverAPI: s, app: app, evidence: evidence, digest: evidenceSHA256,
+                                                account: account))
                 }
             }
             return Answer(outcome: primaryResult, answeringAdapter: primary.id, comparison: nil)
@@ -86,12 +88,16 @@ public struct MigrationRouter: Sendable {
         }
     }
 
+    /// The one place both paths' results become a stored comparison (routing and batch alike).
     func compare(legacy: Result<AdapterOutcome, VerificationError>, serverAPI: Result<AdapterOutcome, VerificationError>,
-                 app: AppPolicy, evidence: PurchaseEvidence, digest: String) -> PurchaseComparison {
-        comparator.compare(legacy: path(legacy, mapping: legacyMappingVersion),
-                           serverAPI: path(serverAPI, mapping: serverAPIMappingVersion),
-                           id: UUID().uuidString.lowercased(), bundleId: app.bundleId,
-                           evidenceKind: evidence.kind.rawValue, evidenceSHA256: digest, now: now())
+                 app: AppPolicy, evidence: PurchaseEvidence, digest: String, account: String,
+                 id: String = UUID().uuidString.lowercased(), now: Int64? = nil) -> PurchaseComparison {
+        var comparison = comparator.compare(legacy: path(legacy, mapping: legacyMappingVersion),
+                                            serverAPI: path(serverAPI, mapping: serverAPIMappingVersion),
+                                            id: id, bundleId: app.bundleId, evidenceKind: evidence.kind.rawValue,
+                                            evidenceSHA256: digest, now: now ?? self.now())
+        comparison.describePurchases(legacy: legacy, serverAPI: serverAPI, account: account, app: app)
+        return comparison
     }
 
     private func path(_ result: Result<AdapterOutcome, VerificationError>, mapping: String?) -> ComparedPath {

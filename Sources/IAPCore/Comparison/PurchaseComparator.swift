@@ -76,6 +76,7 @@ public struct PurchaseComparator: Sendable {
 
     public func compare(legacy: ComparedPath, serverAPI: ComparedPath, id: String, bundleId: String,
                         evidenceKind: String, evidenceSHA256: String, now: Int64) -> PurchaseComparison {
+        let (legacy, serverAPI) = (Self.answered(legacy, other: serverAPI), Self.answered(serverAPI, other: legacy))
         var comparison = PurchaseComparison(
             id: id, bundleId: bundleId, comparedAt: now, evidenceKind: evidenceKind, evidenceSHA256: evidenceSHA256,
             legacyMappingVersion: legacy.mappingVersion, serverAPIMappingVersion: serverAPI.mappingVersion,
@@ -112,6 +113,14 @@ public struct PurchaseComparator: Sendable {
         differences += renewalDifferences(leftRenewals, rightRenewals, productIds: left.merging(right) { a, _ in a })
         comparison.differences = differences
         return comparison
+    }
+
+    /// A path that found none of the purchases (TRANSACTION_NOT_FOUND: Apple knows no such
+    /// transaction) while the other path answered has answered too: with nothing, so each of the
+    /// other path's transactions is reported as present there only, not hidden as a path failure.
+    static func answered(_ path: ComparedPath, other: ComparedPath) -> ComparedPath {
+        guard path.errorCode == VerificationError.Code.transactionNotFound.rawValue, other.errorCode == nil else { return path }
+        return ComparedPath(transactions: [], mappingVersion: path.mappingVersion)
     }
 
     private func transactionDifferences(_ l: CanonicalTransaction, _ r: CanonicalTransaction,

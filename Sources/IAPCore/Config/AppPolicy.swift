@@ -33,6 +33,8 @@ public struct AppPolicy: Sendable, Equatable {
     public var webhook: Webhook?
     /// Answer CONSUMPTION_REQUEST with these declared values; nil: never answer.
     public var consumptionResponse: ConsumptionResponse? = nil
+    /// Thresholds of the cutover verdict (`readiness` in the app file; defaults otherwise).
+    public var readiness: Readiness = .standard
 
     public init(bundleId: String, appAppleId: Int64? = nil, allowedEnvironments: Set<AppStoreEnvironment>,
                 sandboxAccounts: Set<String> = [], allowLocalTestEnvironments: Bool = false,

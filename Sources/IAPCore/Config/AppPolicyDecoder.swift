@@ -59,6 +59,7 @@ struct AppPolicyDecoder {
         let consumption = try o.optional("consumptionResponse").map { f throws(VerificationError) in
             try AppPolicy.ConsumptionResponse.decode(f)
         }
+        let readiness = try o.optional("readiness").map { f throws(VerificationError) in try AppPolicy.Readiness.decode(f) }
         try o.finish()
 
         let needsServerAPI = routing.receipt.usesServerAPI || routing.transactionId.usesServerAPI
@@ -75,6 +76,7 @@ struct AppPolicyDecoder {
             noncePolicy: noncePolicy, familySharingPolicy: family, gracePeriodPolicy: grace,
             onlineChecks: onlineChecks, localOnlyJWS: localOnlyJWS, apiKey: apiKey, webhook: webhook)
         policy.consumptionResponse = consumption
+        policy.readiness = readiness ?? .standard
         return policy
     }
 

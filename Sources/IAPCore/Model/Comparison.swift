@@ -20,6 +20,14 @@ public struct PurchaseComparison: Codable, Hashable, Sendable {
     /// Every product either path named (sorted), so comparisons can be filtered by product even
     /// when they agreed.
     public var productIds: [String]
+    /// The account the evidence was presented for (nil when unknown, as in a batch without accounts).
+    public var account: String? = nil
+    /// The App Store environment the answering paths named ("Production", "Sandbox"); nil when both failed.
+    public var environment: String? = nil
+    /// The app version the receipt names (`application_version`), when it carries one.
+    public var appVersion: String? = nil
+    /// One entry per purchase chain either path answered with: what each path would grant.
+    public var purchases: [ComparedPurchase] = []
 
     public init(id: String, bundleId: String, comparedAt: Int64, evidenceKind: String, evidenceSHA256: String,
                 legacyMappingVersion: String?, serverAPIMappingVersion: String?, transactionCount: Int,
@@ -72,5 +80,34 @@ public struct ComparisonDifference: Codable, Hashable, Sendable {
         self.field = field
         self.legacyValue = legacyValue
         self.serverAPIValue = serverAPIValue
+    }
+}
+
+/// One purchase chain (`originalTransactionId`) of a comparison: the entitlement each path derives
+/// from its own answer, so readiness can count chains and a cutover's impact can be read without
+/// re-verifying anything.
+public struct ComparedPurchase: Codable, Hashable, Sendable {
+    public var originalTransactionId: String
+    public var productId: String
+    /// Apple's product type (`TransactionType` raw value), from the transaction or the catalog.
+    public var productType: String?
+    /// The state each path derives; nil when the chain is not in that path's answer (or the path failed).
+    public var legacyState: Entitlement.State?
+    public var legacyExpiresDate: Int64?
+    public var serverAPIState: Entitlement.State?
+    public var serverAPIExpiresDate: Int64?
+    /// Both paths answered and no unexplained difference is on this chain.
+    public var agreed: Bool
+
+    public init(originalTransactionId: String, productId: String, productType: String?, legacyState: Entitlement.State?,
+                legacyExpiresDate: Int64?, serverAPIState: Entitlement.State?, serverAPIExpiresDate: Int64?, agreed: Bool) {
+        self.originalTransactionId = originalTransactionId
+        self.productId = productId
+        self.productType = productType
+        self.legacyState = legacyState
+        self.legacyExpiresDate = legacyExpiresDate
+        self.serverAPIState = serverAPIState
+        self.serverAPIExpiresDate = serverAPIExpiresDate
+        self.agreed = agreed
     }
 }

@@ -6,7 +6,7 @@
 /// AUTOINCREMENT is an identity column, WITHOUT ROWID has no equivalent (a table is a heap with its
 /// primary-key index either way), and partial indexes keep their WHERE clauses.
 enum PostgresLedgerSchema {
-    static let migrations: [String] = [v1, v2, v3, v4, v5]
+    static let migrations: [String] = [v1, v2, v3, v4, v5, v6]
 
     static let v1 = """
         CREATE TABLE nonces (
@@ -188,5 +188,24 @@ enum PostgresLedgerSchema {
     static let v5 = """
         CREATE INDEX entitlements_ending_by_time ON entitlements (expires_date)
             WHERE state IN ('active', 'gracePeriod');
+        """
+
+    static let v6 = """
+        ALTER TABLE comparisons ADD COLUMN account TEXT;
+        ALTER TABLE comparisons ADD COLUMN environment TEXT;
+        ALTER TABLE comparisons ADD COLUMN app_version TEXT;
+
+        CREATE TABLE comparison_purchases (
+            comparison_id TEXT NOT NULL REFERENCES comparisons (id),
+            original_transaction_id TEXT NOT NULL,
+            product_id TEXT NOT NULL,
+            product_type TEXT,
+            legacy_state TEXT,
+            legacy_expires_at BIGINT,
+            server_api_state TEXT,
+            server_api_expires_at BIGINT,
+            agreed BIGINT NOT NULL CHECK (agreed IN (0, 1)),
+            PRIMARY KEY (comparison_id, original_transaction_id)
+        );
         """
 }

@@ -31,4 +31,27 @@ extension LedgerSchema {
         ) WITHOUT ROWID;
         CREATE INDEX comparison_differences_by_kind ON comparison_differences (kind, field);
         """
+
+    /// Cutover verdict: who and where each comparison is about, and one row per purchase chain with
+    /// the entitlement each path derives, so readiness counts chains (not comparisons) and the
+    /// cutover impact is read from the ledger. Comparisons stored before have no chains: they count
+    /// as failures only when a path failed, never as agreed chains.
+    static let v6 = """
+        ALTER TABLE comparisons ADD COLUMN account TEXT;
+        ALTER TABLE comparisons ADD COLUMN environment TEXT;
+        ALTER TABLE comparisons ADD COLUMN app_version TEXT;
+
+        CREATE TABLE comparison_purchases (
+            comparison_id TEXT NOT NULL REFERENCES comparisons (id),
+            original_transaction_id TEXT NOT NULL,
+            product_id TEXT NOT NULL,
+            product_type TEXT,
+            legacy_state TEXT,
+            legacy_expires_at INTEGER,
+            server_api_state TEXT,
+            server_api_expires_at INTEGER,
+            agreed INTEGER NOT NULL CHECK (agreed IN (0, 1)),
+            PRIMARY KEY (comparison_id, original_transaction_id)
+        ) WITHOUT ROWID;
+        """
 }
