@@ -25,10 +25,10 @@ final class WebhookLeaseTests: XCTestCase {
         let client = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(
             connectTimeout: .seconds(2), requestTimeout: .seconds(2)))
         // Each delivery seems to take a minute (a slow receiver, a stalled database checkout): after the
-        // first, the batch's lease (2 × (4 s + 1 s)) has long run out.
+        // first, the batch's 10 s lease has long run out (its renewal, every 3.3 s, has not come yet).
         let dispatcher = WebhookDispatcher(apps: [bundleId: app(webhookURL: receiver.url)], ledger: ledger, client: client,
                                            environment: ["HOOK_SECRET": "hook-secret"], logger: .disabled,
-                                           attemptTimeoutMillis: 4_000,
+                                           leaseMillis: 10_000,
                                            now: { 1_000 + Int64(receiver.deliveries.count) * 60_000 })
         let delivered = try await dispatcher.deliverDue(limit: 2)
         XCTAssertEqual(delivered, 1)

@@ -10,6 +10,11 @@ public struct GatewayConfig: Sendable, Equatable {
     public var upstream = Upstream()
     public var timeouts = Timeouts()
     public var limits = Limits()
+    /// This instance's name among those sharing a database, the same across its restarts (so it can
+    /// take back at once the webhook leases it held when it crashed). Nil: the one instance of an
+    /// SQLite file needs none; on PostgreSQL each start is then a new instance.
+    public var instanceId: String?
+    public var webhooks = Webhooks()
     /// Where the per-app files are; `apps` next to the gateway file unless set.
     public var appsDirectory: URL
 
@@ -27,6 +32,13 @@ public struct GatewayConfig: Sendable, Equatable {
     public struct Timeouts: Sendable, Equatable {
         public var connectSeconds: Int64 = 5
         public var requestSeconds: Int64 = 15
+        public init() {}
+    }
+
+    public struct Webhooks: Sendable, Equatable {
+        /// How long a webhook event taken for delivery stays one instance's without renewal (renewed
+        /// every third of it while delivering): after a crash, delivery resumes within about this long.
+        public var leaseSeconds: Int64 = 10
         public init() {}
     }
 
@@ -88,6 +100,18 @@ struct GatewayConfigDecoder {
             if let g = l.optional("maxBodyBytes") { config.limits.maxBodyBytes = try g.integer(in: 1_024...(64 << 20)) }
             if let g = l.optional("maxJWSBytes") { config.limits.maxJWSBytes = try g.integer(in: 1_024...(16 << 20)) }
             try l.finish()
+        }
+        if let f = o.optional("instanceId") {
+            let id = try f.nonEmptyString()
+            guard id.count <= 128, id.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F }) else {
+                throw f.fail("must be 1-128 printable ASCII characters without spaces")
+            }
+            config.instanceId = id
+        }
+        if let f = o.optional("webhooks") {
+            let w = try f.object()
+            if let g = w.optional("leaseSeconds") { config.webhooks.leaseSeconds = try g.integer(in: 3...300) }
+            try w.finish()
         }
         if let f = o.optional("appsDirectory") {
             let text = try f.nonEmptyString()

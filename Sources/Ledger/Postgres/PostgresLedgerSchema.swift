@@ -6,7 +6,7 @@
 /// AUTOINCREMENT is an identity column, WITHOUT ROWID has no equivalent (a table is a heap with its
 /// primary-key index either way), and partial indexes keep their WHERE clauses.
 enum PostgresLedgerSchema {
-    static let migrations: [String] = [v1, v2, v3, v4]
+    static let migrations: [String] = [v1, v2, v3, v4, v5]
 
     static let v1 = """
         CREATE TABLE nonces (
@@ -181,5 +181,11 @@ enum PostgresLedgerSchema {
             holder TEXT NOT NULL,
             expires_at BIGINT NOT NULL
         );
+        """
+
+    /// The holder of a webhook event's lease (renewal by the holder only; reclaimed at its restart).
+    static let v5 = """
+        ALTER TABLE webhook_outbox ADD COLUMN leased_by TEXT;
+        CREATE INDEX webhook_outbox_by_holder ON webhook_outbox (leased_by) WHERE delivered_at IS NULL;
         """
 }

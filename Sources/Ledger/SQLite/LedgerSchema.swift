@@ -1,6 +1,6 @@
 /// The SQLite ledger's migrations, in order. Append new versions; never edit a released one.
 enum LedgerSchema {
-    static let migrations: [String] = [v1, v2, v3, v4]
+    static let migrations: [String] = [v1, v2, v3, v4, v5]
 
     /// Times are integer milliseconds since 1970. Nonces are stored as the SHA-256 of their value,
     /// so a copy of the file cannot be used to answer an outstanding challenge.
@@ -88,5 +88,12 @@ enum LedgerSchema {
             holder TEXT NOT NULL,
             expires_at INTEGER NOT NULL
         ) WITHOUT ROWID;
+        """
+
+    /// Who holds a webhook event's lease, so the lease can be renewed by its holder only and an
+    /// instance that restarts can take back at once what its previous incarnation held.
+    static let v5 = """
+        ALTER TABLE webhook_outbox ADD COLUMN leased_by TEXT;
+        CREATE INDEX webhook_outbox_by_holder ON webhook_outbox (leased_by) WHERE delivered_at IS NULL;
         """
 }
