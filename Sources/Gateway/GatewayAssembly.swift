@@ -48,12 +48,15 @@ public struct GatewayAssembly {
         } catch {
             throw VerificationError(.invalidConfiguration, "upstream HTTP client: \(error)")
         }
+        let budget = Duration.seconds(gateway.timeouts.budgetSeconds)
+        let retryPolicy = RetryPolicy(budget: budget)
         let registry = AdapterRegistry([
             try LegacyReceiptAdapter(upstream: upstream, endpoints: VerifyReceiptEndpoints(gateway.upstream),
-                                     mapping: legacyMapping, environmentVariables: environment, logger: logger),
+                                     mapping: legacyMapping, retryPolicy: retryPolicy, environmentVariables: environment,
+                                     logger: logger),
             ServerAPIAdapter(upstream: upstream, baseURLs: AppStoreServerAPIClient.BaseURLs(gateway.upstream),
                              normalizer: try ServerAPINormalizer(serverMapping),
-                             options: .init(secretEnvironment: environment), logger: logger),
+                             options: .init(retryPolicy: retryPolicy, secretEnvironment: environment), logger: logger),
         ])
         let ledger = try SQLLedger(storage: gateway.storageURL)
         let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
@@ -64,7 +67,7 @@ public struct GatewayAssembly {
                               receiptSealer: try ReceiptSealKey.load(environment: environment,
                                                                      storageURL: gateway.storageURL, logger: logger),
                               environment: environment, logger: logger, migration: migration, comparisons: ledger,
-                              metrics: metrics)
+                              metrics: metrics, upstreamBudget: budget)
     }
 
     /// The background work of a running gateway: the inbox drained through the state machine, and

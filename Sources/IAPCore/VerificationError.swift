@@ -99,7 +99,8 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         /// Apple (or the configured upstream) cannot answer now: try again later.
         public static let upstreamUnavailable = Code(rawValue: "UPSTREAM_UNAVAILABLE")
 
-        /// Apple (or the upstream) asked us to slow down (HTTP 429) and retries ran out.
+        /// Apple (or the upstream) asked us to slow down (HTTP 429), and its `Retry-After` does not fit the
+        /// request's budget or retries ran out; the 503 carries Apple's `Retry-After`.
         public static let rateLimited = Code(rawValue: "RATE_LIMITED")
         /// Apple refused our credentials (verifyReceipt 21004 shared secret, Server API 401 key):
         /// an operator must fix the app's configuration; the message names the key id, never the key.

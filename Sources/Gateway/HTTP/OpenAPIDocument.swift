@@ -69,7 +69,7 @@ enum OpenAPIDocument {
             responses["413"] = error("body too large (INPUT_TOO_LARGE)")
             responses["422"] = error("the evidence was refused (see the error code)")
             responses["502"] = error("Apple refused the gateway's credentials (UPSTREAM_CREDENTIALS_REJECTED)")
-            responses["503"] = error("Apple or storage unavailable; see Retry-After")
+            responses["503"] = error("Apple or storage unavailable, or Apple's Retry-After is beyond the request's budget; see Retry-After (Apple's own when it sent one)")
         case "/v1/apps/{bundleId}/accounts/{account}/entitlements":
             op["summary"] = "Current entitlements of an account"
             responses["200"] = ok("Entitlements")

@@ -30,8 +30,12 @@ public struct GatewayConfig: Sendable, Equatable {
     }
 
     public struct Timeouts: Sendable, Equatable {
+        /// One upstream attempt: its connect, and the whole exchange.
         public var connectSeconds: Int64 = 5
         public var requestSeconds: Int64 = 15
+        /// All the upstream work of one gateway request (every call, attempt and retry wait) ends
+        /// within this; each background call is bounded by it too.
+        public var budgetSeconds: Int64 = 20
         public init() {}
     }
 
@@ -93,6 +97,7 @@ struct GatewayConfigDecoder {
             let t = try f.object()
             if let g = t.optional("connectSeconds") { config.timeouts.connectSeconds = try g.integer(in: 1...300) }
             if let g = t.optional("requestSeconds") { config.timeouts.requestSeconds = try g.integer(in: 1...600) }
+            if let g = t.optional("budgetSeconds") { config.timeouts.budgetSeconds = try g.integer(in: 1...600) }
             try t.finish()
         }
         if let f = o.optional("limits") {
