@@ -38,7 +38,7 @@ struct ConfigCommand: Subcommand {
         out += "  listen \(gateway.listenAddress):\(gateway.listenPort); storage \(gateway.storageURL)\n"
         out += "  verifyReceipt \(gateway.upstream.verifyReceiptProduction) | \(gateway.upstream.verifyReceiptSandbox)\n"
         out += "  serverAPI \(gateway.upstream.serverAPIProduction) | \(gateway.upstream.serverAPISandbox)\n"
-        out += "  timeouts connect \(gateway.timeouts.connectSeconds)s request \(gateway.timeouts.requestSeconds)s;"
+        out += "  timeouts connect \(gateway.timeouts.connectSeconds)s request \(gateway.timeouts.requestSeconds)s budget \(gateway.timeouts.budgetSeconds)s;"
             + " limits body \(gateway.limits.maxBodyBytes) B, JWS \(gateway.limits.maxJWSBytes) B\n"
         out += "  apps \(gateway.appsDirectory.relativePath)\n"
 
