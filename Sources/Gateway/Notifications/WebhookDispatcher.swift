@@ -149,11 +149,13 @@ public final class WebhookDispatcher: Sendable {
     private enum AttemptOutcome: Sendable { case delivered, failed, leaseLost }
 
     /// One POST, raced against the lease: if the lease may run out before the receiver answers, the
-    /// request is aborted, so two instances never send one event at the same time.
+    /// request is aborted, so two instances never send one event at the same time. An answer that
+    /// arrived first is the outcome, whatever the lease did meanwhile.
     private func attempt(_ request: UpstreamRequest, seq: Int64, lease: BatchLease) async -> AttemptOutcome {
         let client = self.client
         let margin = leaseMillis / 5
-        return await withTaskGroup(of: AttemptOutcome.self) { group in
+        // nil: the watchdog's "the lease may run out"; the POST's own outcome otherwise.
+        return await withTaskGroup(of: AttemptOutcome?.self) { group in
             group.addTask {
                 do {
                     let response = try await client.send(request)
@@ -162,17 +164,21 @@ public final class WebhookDispatcher: Sendable {
                     return Task.isCancelled ? .leaseLost : .failed
                 }
             }
-            group.addTask { [now] in
-                // Wakes when the lease (as last renewed) is about to end; a renewal meanwhile moves that on.
+            group.addTask { [now, leaseMillis] in
+                // Looks again after each renewal (a third of a lease), and when the lease as last renewed
+                // is about to end: a renewal that found the event taken, or none in time, ends the attempt.
                 while lease.holds(seq, now: now(), margin: margin) {
-                    let left = lease.until - margin - now()
+                    let left = min(lease.until - margin - now(), leaseMillis / 3)
                     do { try await Task.sleep(for: .milliseconds(max(left, 1))) } catch { break }
                 }
-                return .leaseLost
+                return nil
             }
-            let first = await group.next() ?? .leaseLost
-            group.cancelAll()
-            return first
+            // The first to end cancels the other; when it is the watchdog, the aborted POST still reports.
+            while let next = await group.next() {
+                group.cancelAll()
+                if let outcome = next { return outcome }
+            }
+            return .leaseLost
         }
     }
 
