@@ -82,10 +82,17 @@ var products: [Product] = [.executable(name: "iapgw", targets: ["iapgw"]),
 // libFuzzer targets are built only by Scripts/fuzz.sh (IAPGW_FUZZ=1): they have no main().
 if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
     for (name, deps) in [("FuzzJWS", ["AppleTrust", "IAPCore"]),
+                         ("FuzzSignedJWS", ["AppleTrust", "IAPCore", "TestPKI"]),
                          ("FuzzDER", ["AppReceipts"]),
+                         ("FuzzPKCS7", ["AppReceipts", "AppStoreSimulator", "IAPCore", "TestPKI"]),
+                         ("FuzzOCSP", ["AppleTrust", "IAPCore", "TestPKI"]),
                          ("FuzzConfig", ["IAPCore"]),
                          ("FuzzJSON", ["IAPCore"]),
-                         ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore"])] {
+                         ("FuzzMappings", ["IAPCore"]),
+                         ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore"]),
+                         ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "UpstreamHTTP"]),
+                         ("FuzzRequest", ["Gateway", "HTTPServer", "IAPCore"]),
+                         ("FuzzCompareInput", ["Gateway", "IAPCore"])] {
         targets.append(.executableTarget(
             name: name, dependencies: deps.map { .target(name: $0) }, path: "Fuzz/\(name)",
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
