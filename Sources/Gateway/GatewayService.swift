@@ -33,6 +33,7 @@ public final class GatewayService: Sendable {
     let prometheus: MetricsEndpoint
     let nonces: NoncesEndpoint
     let verification: VerifyEndpoint
+    let offerSignatures: OfferSignaturesEndpoint
     let entitlements: EntitlementsEndpoint
     let notificationInbox: NotificationsEndpoint
 
@@ -65,6 +66,7 @@ public final class GatewayService: Sendable {
         verification = VerifyEndpoint(adapters: adapters, ledger: ledger, checks: checks, migration: migration,
                                       sealer: receiptSealer, metrics: metrics, logger: logger, now: now)
         entitlements = EntitlementsEndpoint(ledger: ledger, now: now)
+        offerSignatures = OfferSignaturesEndpoint(ledger: ledger, signers: OfferSigners(environment: environment), now: now)
         notificationInbox = NotificationsEndpoint(apps: apps, decoder: notifications, legacy: adapters.adapter(.verifyReceipt),
                                                   ledger: ledger, metrics: metrics, logger: logger, now: now)
     }
@@ -118,6 +120,8 @@ public final class GatewayService: Sendable {
             return try await nonces.answer(request, app: try authorizedApp(bundleId, request))
         case .verify(let bundleId):
             return try await verification.answer(request, app: try authorizedApp(bundleId, request))
+        case .offerSignatures(let bundleId):
+            return try await offerSignatures.answer(request, app: try authorizedApp(bundleId, request))
         case .entitlements(let bundleId, let account):
             return try await entitlements.answer(app: try authorizedApp(bundleId, request), account: account)
         case .comparisons(let bundleId):

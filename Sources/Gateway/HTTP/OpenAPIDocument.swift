@@ -79,6 +79,13 @@ enum OpenAPIDocument {
             responses["500"] = error("the gateway's configuration or an internal fault (INVALID_CONFIGURATION, INTERNAL_ERROR); not retryable")
             responses["502"] = error("Apple refused the gateway's credentials (UPSTREAM_CREDENTIALS_REJECTED) or answered in a shape the gateway cannot use (UPSTREAM_INVALID_RESPONSE)")
             responses["503"] = error("Apple or storage unavailable, or Apple's Retry-After is beyond the request's budget; see Retry-After (Apple's own when it sent one)")
+        case "/v1/apps/{bundleId}/offer-signatures":
+            op["summary"] = "Sign a subscription offer for StoreKit (promotional offer v1 or v2, introductory offer eligibility), only for an account and product the app's policy allows"
+            op["requestBody"] = body("OfferSignatureRequest")
+            responses["200"] = ok("OfferSignature")
+            responses["403"] = error("the app's policy does not give this account this offer (OFFER_NOT_ALLOWED)")
+            responses["500"] = error("the offer signing key cannot be read (INVALID_CONFIGURATION)")
+            responses["503"] = error("storage unavailable; see Retry-After")
         case "/v1/apps/{bundleId}/accounts/{account}/entitlements":
             op["summary"] = "Current entitlements of an account"
             responses["200"] = ok("Entitlements")
@@ -143,6 +150,21 @@ enum OpenAPIDocument {
                                               "requestId": .object(["type": "string", "description": "the X-Request-Id of this answer; the log line with the details carries it"])],
                                              required: ["code", "message", "retryable"])], required: ["error"]),
             "NonceRequest": object(["account": string], required: ["account"]),
+            "OfferSignatureRequest": .object([
+                "description": "account and productId plus either promotionalOffer (an offer id) with format v1 or v2, or introductoryOfferEligibility",
+                "type": "object",
+                "properties": .object(["account": string, "productId": string, "promotionalOffer": string,
+                                       "format": .object(["type": "string", "enum": .array(["v1", "v2"])]),
+                                       "introductoryOfferEligibility": .object(["type": "boolean"])]),
+                "required": .array(["account", "productId"]),
+            ]),
+            "OfferSignature": .object([
+                "description": "v1: StoreKit 1's SKPaymentDiscount values (signature: base64 DER ECDSA P-256); v2 and introductoryOfferEligibility: a compact JWS for StoreKit 2",
+                "type": "object",
+                "properties": .object(["format": .object(["type": "string", "enum": .array(["v1", "v2", "introductoryOfferEligibility"])]),
+                                       "keyIdentifier": string, "nonce": string, "timestamp": integer, "signature": string]),
+                "required": .array(["format", "signature"]),
+            ]),
             "Nonce": object(["nonce": string, "expiresAt": integer]),
             "VerifyRequest": .object([
                 "description": "account plus exactly one of receipt (with nonce), transactionId or signedTransaction",

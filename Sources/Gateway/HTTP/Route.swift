@@ -4,6 +4,7 @@ enum Route: Equatable {
     case health, ready, openAPI, metrics, dashboard
     case issueNonce(bundleId: String)
     case verify(bundleId: String)
+    case offerSignatures(bundleId: String)
     case entitlements(bundleId: String, account: String)
     case notification(bundleId: String)
     case comparisons(bundleId: String)
@@ -22,6 +23,7 @@ enum Route: Equatable {
         case .dashboard: "dashboard"
         case .issueNonce: "nonces"
         case .verify: "verify"
+        case .offerSignatures: "offer_signatures"
         case .entitlements: "entitlements"
         case .notification: "notifications"
         case .comparisons: "comparisons"
@@ -35,6 +37,7 @@ enum Route: Equatable {
     static let table: [(method: String, path: String)] = [
         ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/openapi.json"), ("GET", "/metrics"), ("GET", "/dashboard"),
         ("POST", "/v1/apps/{bundleId}/nonces"), ("POST", "/v1/apps/{bundleId}/verify"),
+        ("POST", "/v1/apps/{bundleId}/offer-signatures"),
         ("GET", "/v1/apps/{bundleId}/accounts/{account}/entitlements"),
         ("POST", "/v1/notifications/{bundleId}"), ("GET", "/v1/apps/{bundleId}/comparisons"),
         ("GET", "/v1/apps/{bundleId}/cutover-impact"),
@@ -52,6 +55,8 @@ enum Route: Equatable {
         case 1 where s[0] == "dashboard": (route, expected) = (.dashboard, "GET")
         case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "nonces": (route, expected) = (.issueNonce(bundleId: s[2]), "POST")
         case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "verify": (route, expected) = (.verify(bundleId: s[2]), "POST")
+        case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "offer-signatures":
+            (route, expected) = (.offerSignatures(bundleId: s[2]), "POST")
         case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "comparisons": (route, expected) = (.comparisons(bundleId: s[2]), "GET")
         case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "cutover-impact":
             (route, expected) = (.cutoverImpact(bundleId: s[2]), "GET")

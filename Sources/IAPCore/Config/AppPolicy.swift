@@ -35,6 +35,10 @@ public struct AppPolicy: Sendable, Equatable {
     public var consumptionResponse: ConsumptionResponse? = nil
     /// Thresholds of the cutover verdict (`readiness` in the app file; defaults otherwise).
     public var readiness: Readiness = .standard
+    /// The key offers are signed with, when not the Server API's (`offerSigningKey` decides).
+    public var offerSigning: OfferSigning? = nil
+    /// The promotional offers the gateway signs, and for whom; none unless listed.
+    public var promotionalOffers: [PromotionalOffer] = []
 
     public init(bundleId: String, appAppleId: Int64? = nil, allowedEnvironments: Set<AppStoreEnvironment>,
                 sandboxAccounts: Set<String> = [], allowLocalTestEnvironments: Bool = false,

@@ -60,7 +60,15 @@ struct AppPolicyDecoder {
             try AppPolicy.ConsumptionResponse.decode(f)
         }
         let readiness = try o.optional("readiness").map { f throws(VerificationError) in try AppPolicy.Readiness.decode(f) }
+        let offerSigning = try o.optional("offerSigning").map { f throws(VerificationError) in
+            try decodeOfferSigning(f, serverAPI: serverAPI)
+        }
+        let offersField = o.optional("promotionalOffers")
+        let offers = try offersField.map { f throws(VerificationError) in try decodePromotionalOffers(f, catalog: catalog) } ?? []
         try o.finish()
+        if let offersField, !offers.isEmpty, offerSigning == nil, serverAPI == nil {
+            throw offersField.fail("needs offerSigning or serverAPI: the key the offers are signed with")
+        }
 
         let needsServerAPI = routing.receipt.usesServerAPI || routing.transactionId.usesServerAPI
             || (routing.signedTransaction.usesServerAPI && !localOnlyJWS)
@@ -77,6 +85,8 @@ struct AppPolicyDecoder {
             onlineChecks: onlineChecks, localOnlyJWS: localOnlyJWS, apiKey: apiKey, webhook: webhook)
         policy.consumptionResponse = consumption
         policy.readiness = readiness ?? .standard
+        policy.offerSigning = offerSigning
+        policy.promotionalOffers = offers
         return policy
     }
 
