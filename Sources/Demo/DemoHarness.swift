@@ -25,6 +25,8 @@ public final class DemoHarness: Sendable {
         public var webhookURL: String?
         /// The app's cutover readiness thresholds; nil: the documented defaults.
         public var readiness: AppPolicy.Readiness?
+        /// More of the app's policy, as plain-XML elements appended to the app file (offers, retention rules).
+        public var extraPolicyXML = ""
         public var gatewayPort = 0
         public var simulatorPort = 0
         /// `timeouts.budgetSeconds`: all the upstream work of one gateway request ends within it.
@@ -180,6 +182,7 @@ public final class DemoHarness: Sendable {
                 <apiKey><sha256>\(apiKeySHA256)</sha256></apiKey>
                 \(o.webhookURL.map { "<webhook><url>\(escape($0))</url><secret><file>../secrets/webhook-secret</file></secret></webhook>" } ?? "")
                 \(o.readiness.map(readinessXML) ?? "")
+                \(o.extraPolicyXML)
             </app>
 
             """
