@@ -50,6 +50,9 @@ var targets: [Target] = [
     // A gateway wired to the simulator through real config files: `iapgw demo` and end-to-end tests.
     .target(name: "Demo", dependencies: ["Gateway", "AppStoreSimulator", "AppleTrust", "IAPCore", "HTTPServer"]),
 
+    // A Swift client for app backends (Foundation only): typed nonce / verify / entitlements, appAccountToken.
+    .target(name: "IAPGatewayClient", dependencies: []),
+
     .executableTarget(name: "iapgw", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "TestPKI", "Adapters",
                                                     "Gateway", "Ledger", "HTTPServer", "AppStoreSimulator", "Demo",
                                                     "UpstreamHTTP"]),
@@ -65,10 +68,13 @@ var targets: [Target] = [
                                                                "AppReceipts", "IAPCore", "UpstreamHTTP"]),
     .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
                                                      "UpstreamHTTP", "TestPKI", "IAPCore", "AppleTrust"]),
+    .testTarget(name: "IAPGatewayClientTests", dependencies: ["IAPGatewayClient", "Demo", "Gateway", "AppStoreSimulator",
+                                                             "HTTPServer", "UpstreamHTTP", "IAPCore", "AppleTrust"]),
     .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "AppleTrust", "TestPKI", "IAPCore"]),
 ]
 
 var products: [Product] = [.executable(name: "iapgw", targets: ["iapgw"])]
+products.append(.library(name: "IAPGatewayClient", targets: ["IAPGatewayClient"]))
 
 // libFuzzer targets are built only by Scripts/fuzz.sh (IAPGW_FUZZ=1): they have no main().
 if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
