@@ -69,7 +69,7 @@ var targets: [Target] = [
     .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
                                                      "UpstreamHTTP", "TestPKI", "IAPCore", "AppleTrust"]),
     .testTarget(name: "IAPGatewayClientTests", dependencies: ["IAPGatewayClient", "Demo", "Gateway", "AppStoreSimulator",
-                                                             "HTTPServer", "UpstreamHTTP", "IAPCore", "AppleTrust"]),
+                                                             "HTTPServer", "UpstreamHTTP", "IAPCore", "AppleTrust", "TestPKI"]),
     .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "AppleTrust", "TestPKI", "IAPCore"]),
 ]
 

@@ -108,8 +108,19 @@ public struct GatewayAssembly {
         let http = HTTPServerConfiguration(host: gateway.listenAddress, port: gateway.listenPort,
                                            maxBodyBytes: Int(gateway.limits.maxBodyBytes), connectionTimeoutSeconds: 10,
                                            maxConnections: Int(gateway.limits.maxConnections),
-                                           perIPConnectionLimit: Int(gateway.limits.maxConnectionsPerClient))
+                                           perIPConnectionLimit: Int(gateway.limits.maxConnectionsPerClient),
+                                           tls: try gateway.tls.map(Self.loadTLS))
         return try HTTPServer(configuration: http) { request in await service.handle(request) }
+    }
+
+    /// The `tls` section's files, checked now: a bad one stops the start (`iapgw config check` runs this too).
+    public static func loadTLS(_ tls: GatewayConfig.TLS) throws(HTTPServerError) -> HTTPServerTLS {
+        let minimum: HTTPServerTLS.MinimumVersion = switch tls.minimumVersion {
+        case .tls12: .tls12
+        case .tls13: .tls13
+        }
+        return try HTTPServerTLS.load(certificateFile: tls.certificateFile.path, privateKeyFile: tls.privateKeyFile.path,
+                                      minimumVersion: minimum)
     }
 }
 

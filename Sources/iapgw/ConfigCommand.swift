@@ -1,4 +1,6 @@
 import Foundation
+import Gateway
+import HTTPServer
 import IAPCore
 
 /// `iapgw config check [DIR]`: loads the gateway file and every app policy, checks trust roots exist
@@ -42,6 +44,18 @@ struct ConfigCommand: Subcommand {
             + " limits body \(gateway.limits.maxBodyBytes) B, JWS \(gateway.limits.maxJWSBytes) B,"
             + " connections \(gateway.limits.maxConnections) (\(gateway.limits.maxConnectionsPerClient) per client)\n"
         out += "  apps \(gateway.appsDirectory.relativePath)\n"
+        if let tls = gateway.tls {
+            do {
+                _ = try GatewayAssembly.loadTLS(tls)
+                out += "  https: certificate \(tls.certificateFile.relativePath), key \(tls.privateKeyFile.relativePath),"
+                    + " TLS \(tls.minimumVersion.rawValue) and later\n"
+            } catch {
+                out += "error \(error.message)\n"
+                return false
+            }
+        } else {
+            out += "  http (no tls section: plain HTTP, for a gateway behind a proxy)\n"
+        }
 
         let results: [ConfigLoader.AppFileResult]
         do {

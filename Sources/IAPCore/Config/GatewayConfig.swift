@@ -12,6 +12,8 @@ public struct GatewayConfig: Sendable, Equatable {
     public var limits = Limits()
     /// Where the per-app files are; `apps` next to the gateway file unless set.
     public var appsDirectory: URL
+    /// HTTPS served by the gateway itself; nil (the default): plain HTTP, for a gateway behind a proxy.
+    public var tls: TLS?
 
     public init(appsDirectory: URL) { self.appsDirectory = appsDirectory }
 
@@ -31,6 +33,23 @@ public struct GatewayConfig: Sendable, Equatable {
         /// (also PostgreSQL's statement and lock timeouts, SQLite's busy timeout).
         public var storageSeconds: Int64 = 5
         public init() {}
+    }
+
+    /// The server's certificate and key (PEM files; relative paths are relative to the gateway file's folder).
+    public struct TLS: Sendable, Equatable {
+        public enum Version: String, Sendable, Equatable { case tls12 = "1.2", tls13 = "1.3" }
+        /// The server's certificate first, then any intermediates.
+        public var certificateFile: URL
+        /// Unencrypted: the gateway starts unattended.
+        public var privateKeyFile: URL
+        /// The oldest protocol version offered; TLS 1.2 unless set.
+        public var minimumVersion = Version.tls12
+
+        public init(certificateFile: URL, privateKeyFile: URL, minimumVersion: Version = .tls12) {
+            self.certificateFile = certificateFile
+            self.privateKeyFile = privateKeyFile
+            self.minimumVersion = minimumVersion
+        }
     }
 
     public struct Limits: Sendable, Equatable {
@@ -102,13 +121,23 @@ struct GatewayConfigDecoder {
             }
             try l.finish()
         }
-        if let f = o.optional("appsDirectory") {
-            let text = try f.nonEmptyString()
-            config.appsDirectory = (text.hasPrefix("/") ? URL(fileURLWithPath: text)
-                : baseDirectory.appendingPathComponent(text))
+        if let f = o.optional("appsDirectory") { config.appsDirectory = try path(f) }
+        if let f = o.optional("tls") {
+            let t = try f.object()
+            var tls = GatewayConfig.TLS(certificateFile: try path(try t.required("certificateFile")),
+                                        privateKeyFile: try path(try t.required("privateKeyFile")))
+            if let g = t.optional("minimumVersion") { tls.minimumVersion = try g.oneOf([("1.2", .tls12), ("1.3", .tls13)]) }
+            try t.finish()
+            config.tls = tls
         }
         try o.finish()
         return config
+    }
+
+    /// Relative to the gateway file's folder, like the app policies' paths.
+    private func path(_ field: ConfigField) throws(VerificationError) -> URL {
+        let text = try field.nonEmptyString()
+        return text.hasPrefix("/") ? URL(fileURLWithPath: text) : baseDirectory.appendingPathComponent(text)
     }
 
     /// HTTPS, except plain HTTP to this machine (the local App Store simulator).
