@@ -54,7 +54,7 @@ public struct IAPGatewayClient: Sendable {
         return answer.entitlements
     }
 
-    /// The appAccountToken the gateway expects for `account` of this app (see `appAccountToken(bundleId:account:)`).
+    /// The appAccountToken the gateway expects for `account` of this app (see `appAccountToken(bundleId:account:sha256:)`).
     public func appAccountToken(account: String) -> UUID {
         derivedToken(bundleId: bundleId, account: account)
     }
@@ -146,7 +146,7 @@ public struct IAPGatewayClient: Sendable {
 
 /// The free function, under a name the method of the same name does not shadow.
 private func derivedToken(bundleId: String, account: String) -> UUID {
-    appAccountToken(bundleId: bundleId, account: account)
+    appAccountToken(bundleId: bundleId, account: account, sha256: IAPGatewaySHA256.hash)
 }
 
 /// Hands the first outcome to the continuation and cancels the other task.

@@ -27,17 +27,17 @@ final class AppAccountTokenTests: XCTestCase {
         let cases = [("com.example.demo", "alice"), ("com.example.demo", "user 42/ä€😀"), ("a", "b"),
                      ("com.example.demo", String(repeating: "x", count: 256)), ("com.other.app", "alice")]
         for (bundleId, account) in cases {
-            let token = appAccountToken(bundleId: bundleId, account: account)
+            let token = appAccountToken(bundleId: bundleId, account: account, sha256: IAPGatewaySHA256.hash)
             XCTAssertEqual(token.uuidString.lowercased(), AppAccountToken.derive(bundleId: bundleId, account: account))
             let bytes = withUnsafeBytes(of: token.uuid) { Array($0) }
             XCTAssertEqual(bytes[6] >> 4, 8, "version 8")
             XCTAssertEqual(bytes[8] >> 6, 0b10, "RFC 9562 variant")
         }
-        XCTAssertNotEqual(appAccountToken(bundleId: "com.example.demo", account: "alice"),
-                          appAccountToken(bundleId: "com.example.demo", account: "bob"))
+        XCTAssertNotEqual(appAccountToken(bundleId: "com.example.demo", account: "alice", sha256: IAPGatewaySHA256.hash),
+                          appAccountToken(bundleId: "com.example.demo", account: "bob", sha256: IAPGatewaySHA256.hash))
         // Any SHA-256 gives the same token (an app passes CryptoKit's).
         XCTAssertEqual(appAccountToken(bundleId: "com.example.demo", account: "alice", sha256: { SHA256Digest.hash($0) }),
-                       appAccountToken(bundleId: "com.example.demo", account: "alice"))
+                       appAccountToken(bundleId: "com.example.demo", account: "alice", sha256: IAPGatewaySHA256.hash))
     }
 
     private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
