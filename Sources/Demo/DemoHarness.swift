@@ -29,6 +29,8 @@ public final class DemoHarness: Sendable {
         /// PEM files the gateway serves HTTPS with (its `tls` section); nil: plain HTTP.
         public var tlsFiles: (certificate: String, privateKey: String)?
         public var simulatorPort = 0
+        /// `timeouts.budgetSeconds`: all the upstream work of one gateway request ends within it.
+        public var upstreamBudgetSeconds = 20
         /// The simulator's clock (its purchase, expiry and signedDate times); tests pass a strictly
         /// increasing one so that events made one after another never share a millisecond.
         public var simulatorClock: @Sendable () -> Date = { Date() }
@@ -212,6 +214,7 @@ public final class DemoHarness: Sendable {
             <timeouts>
                 <connectSeconds type="integer">2</connectSeconds>
                 <requestSeconds type="integer">5</requestSeconds>
+                <budgetSeconds type="integer">\(o.upstreamBudgetSeconds)</budgetSeconds>
             </timeouts>
             <limits>
                 <maxBodyBytes type="integer">262144</maxBodyBytes>
