@@ -45,6 +45,10 @@ struct ConfigCommand: Subcommand {
             + " limits body \(gateway.limits.maxBodyBytes) B, JWS \(gateway.limits.maxJWSBytes) B,"
             + " connections \(gateway.limits.maxConnections) (\(gateway.limits.maxConnectionsPerClient) per client)\n"
         out += "  apps \(gateway.appsDirectory.relativePath)\n"
+        let b = gateway.background
+        out += "  background: reconcile every \(b.reconcileIntervalSeconds)s (0: off), notification bodies kept"
+            + " \(b.notificationRetentionDays) days, entitlement sweep every \(b.entitlementSweepSeconds)s"
+            + " (environment variables override); receipt seal key \(gateway.receiptSealKey?.description ?? "beside the SQLite file")\n"
         if let tls = gateway.tls {
             do {
                 _ = try GatewayAssembly.loadTLS(tls)

@@ -42,3 +42,46 @@ final class GatewayTLSConfigTests: XCTestCase {
         }
     }
 }
+
+/// Gateway-wide settings that were environment variables only (issue 15, item 5): in the gateway
+/// file, with the environment overriding each.
+final class GatewayBackgroundConfigTests: XCTestCase {
+    private func gateway(_ body: String) throws(VerificationError) -> GatewayConfig {
+        try ConfigLoader.decodeGateway(Data("<gateway>\(body)</gateway>".utf8), format: .xml, displayName: "gateway.xml",
+                                       baseDirectory: URL(fileURLWithPath: "/etc/iapgw"))
+    }
+
+    func testTheFileSetsThemAndTheEnvironmentOverridesEach() throws {
+        let config = try gateway("""
+            <background><reconcileIntervalSeconds type="integer">0</reconcileIntervalSeconds>
+            <notificationRetentionDays type="integer">90</notificationRetentionDays></background>
+            <receiptSealKey><file>secrets/seal</file></receiptSealKey>
+            """)
+        XCTAssertEqual(config.background.reconcileIntervalSeconds, 0)
+        XCTAssertEqual(config.background.notificationRetentionDays, 90)
+        XCTAssertEqual(config.background.entitlementSweepSeconds, 30)
+        XCTAssertEqual(config.receiptSealKey, SecretReference(.file(URL(fileURLWithPath: "/etc/iapgw/secrets/seal"))))
+
+        let effective = try config.background.overridden(by: ["IAPGW_RECONCILE_INTERVAL_SECONDS": "600",
+                                                              "IAPGW_ENTITLEMENT_SWEEP_SECONDS": "5"])
+        XCTAssertEqual(effective.reconcileIntervalSeconds, 600)
+        XCTAssertEqual(effective.notificationRetentionDays, 90, "not set in the environment: the file's")
+        XCTAssertEqual(effective.entitlementSweepSeconds, 5)
+        XCTAssertEqual(try config.background.overridden(by: [:]), config.background)
+    }
+
+    func testOutOfRangeValuesAreRefusedInTheFileAndInTheEnvironment() {
+        for body in [#"<background><entitlementSweepSeconds type="integer">61</entitlementSweepSeconds></background>"#,
+                     #"<background><notificationRetentionDays type="integer">0</notificationRetentionDays></background>"#,
+                     #"<background><reconcileIntervalSeconds>900</reconcileIntervalSeconds></background>"#,
+                     #"<background><sweepSeconds type="integer">5</sweepSeconds></background>"#] {
+            XCTAssertThrowsError(try gateway(body), body)
+        }
+        for (name, value) in [("IAPGW_RECONCILE_INTERVAL_SECONDS", "-1"), ("IAPGW_NOTIFICATION_RETENTION_DAYS", "ten"),
+                              ("IAPGW_ENTITLEMENT_SWEEP_SECONDS", "0")] {
+            XCTAssertThrowsError(try GatewayConfig.Background().overridden(by: [name: value])) { error in
+                XCTAssertTrue((error as? VerificationError)?.message.contains(name) == true, "\(error)")
+            }
+        }
+    }
+}

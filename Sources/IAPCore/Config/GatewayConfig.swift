@@ -19,6 +19,11 @@ public struct GatewayConfig: Sendable, Equatable {
     public var appsDirectory: URL
     /// HTTPS served by the gateway itself; nil (the default): plain HTTP, for a gateway behind a proxy.
     public var tls: TLS?
+    /// The periodic work of `iapgw serve` (each overridden by its environment variable when set).
+    public var background = Background()
+    /// The 64 hex digits that seal stored receipts (AES-256-GCM), as a secret reference; nil: a key
+    /// file beside the SQLite database. `IAPGW_RECEIPT_SEAL_KEY` overrides it.
+    public var receiptSealKey: SecretReference?
 
     public init(appsDirectory: URL) { self.appsDirectory = appsDirectory }
 
@@ -49,6 +54,39 @@ public struct GatewayConfig: Sendable, Equatable {
         /// every third of it while delivering): after a crash, delivery resumes within about this long.
         public var leaseSeconds: Int64 = 10
         public init() {}
+    }
+
+    /// Intervals of `serve`'s background work. The environment overrides each (`overridden(by:)`).
+    public struct Background: Sendable, Equatable {
+        /// A reconciliation pass every this many seconds (0: none; `iapgw reconcile` still runs one).
+        public var reconcileIntervalSeconds: Int64 = 900
+        /// Raw notification bodies are kept this many days.
+        public var notificationRetentionDays: Int64 = 30
+        /// How often entitlements whose period ended by time alone are moved and announced.
+        public var entitlementSweepSeconds: Int64 = 30
+        public init() {}
+
+        /// Each setting: its key in the gateway file, its environment variable, its range.
+        static var settings: [(key: String, variable: String, range: ClosedRange<Int64>,
+                               value: WritableKeyPath<Background, Int64>)] { [
+            ("reconcileIntervalSeconds", "IAPGW_RECONCILE_INTERVAL_SECONDS", 0...86_400, \.reconcileIntervalSeconds),
+            ("notificationRetentionDays", "IAPGW_NOTIFICATION_RETENTION_DAYS", 1...3_650, \.notificationRetentionDays),
+            ("entitlementSweepSeconds", "IAPGW_ENTITLEMENT_SWEEP_SECONDS", 1...60, \.entitlementSweepSeconds),
+        ] }
+
+        /// These settings with each one's environment variable, where set, taking its place.
+        public func overridden(by environment: [String: String]) throws(VerificationError) -> Background {
+            var settings = self
+            for setting in Self.settings {
+                guard let text = environment[setting.variable] else { continue }
+                guard let value = Int64(text), setting.range.contains(value) else {
+                    throw VerificationError(.invalidConfiguration, "\(setting.variable) must be an integer in"
+                        + " \(setting.range.lowerBound)...\(setting.range.upperBound)")
+                }
+                settings[keyPath: setting.value] = value
+            }
+            return settings
+        }
     }
 
     /// The server's certificate and key (PEM files; relative paths are relative to the gateway file's folder).
@@ -149,6 +187,16 @@ struct GatewayConfigDecoder {
             let w = try f.object()
             if let g = w.optional("leaseSeconds") { config.webhooks.leaseSeconds = try g.integer(in: 3...300) }
             try w.finish()
+        }
+        if let f = o.optional("background") {
+            let b = try f.object()
+            for setting in GatewayConfig.Background.settings {
+                if let g = b.optional(setting.key) { config.background[keyPath: setting.value] = try g.integer(in: setting.range) }
+            }
+            try b.finish()
+        }
+        if let f = o.optional("receiptSealKey") {
+            config.receiptSealKey = try AppPolicyDecoder(file: file, baseDirectory: baseDirectory).decodeSecret(f, allowPrevious: false)
         }
         if let f = o.optional("appsDirectory") { config.appsDirectory = try path(f) }
         if let f = o.optional("tls") {
