@@ -56,6 +56,25 @@ final class HTTPSTests: XCTestCase {
         }
     }
 
+    func testAChunkedBodyPastTheLimitClosesOnlyThatConnection() async throws {
+        let tls = try HTTPServerTLS.load(certificateFile: pki.certificateFile, privateKeyFile: pki.privateKeyFile)
+        let server = try HTTPServer(configuration: HTTPServerConfiguration(port: 0, maxBodyBytes: 1_024, tls: tls)) { _ in
+            .json(200, "{}")
+        }
+        try server.start()
+        let body = directory.appendingPathComponent("body.json").path
+        try String(repeating: "x", count: 64 * 1_024).write(toFile: body, atomically: true, encoding: .utf8)
+        let url = "https://127.0.0.1:\(server.port)/"
+        let big = try ProcessRun.curl(["--cacert", pki.caFile, "-H", "Transfer-Encoding: chunked", "--data-binary", "@\(body)", url])
+        let next = try ProcessRun.curl(["--cacert", pki.caFile, url])
+        await server.shutdown(gracePeriod: .zero)
+        // Plain HTTP answers 413 on the socket itself; TLS cannot, so the connection is closed instead.
+        XCTAssertNotEqual(big.exit, 0, big.body)
+        XCTAssertNil(big.status, big.stderr)
+        XCTAssertFalse(big.stderr.contains("wrong version number"), "plain bytes written into the TLS stream: \(big.stderr)")
+        XCTAssertEqual(next.status, 200, "the server goes on serving: \(next.stderr)")
+    }
+
     func testBadFilesAreRefusedWithASentenceThatNamesTheFaultAndNeverTheContents() throws {
         let garbage = directory.appendingPathComponent("garbage.pem").path
         try "not a certificate\n".write(toFile: garbage, atomically: true, encoding: .utf8)
