@@ -17,11 +17,11 @@ public struct IAPGatewayClient: Sendable {
         let scheme = baseURL.scheme?.lowercased()
         let loopback = ["localhost", "127.0.0.1", "::1", "[::1]"].contains(baseURL.host?.lowercased() ?? "")
         guard scheme == "https" || (scheme == "http" && (loopback || allowPlainHTTP)) else {
-            throw IAPGatewayError.client(.transportFailed,
+            throw IAPGatewayError.client(.invalidRequest,
                 "the gateway URL must be https (plain http only to this machine, or with allowPlainHTTP)", retryable: false)
         }
         guard timeout > .zero, !bundleId.isEmpty, !apiKey.isEmpty else {
-            throw IAPGatewayError.client(.transportFailed, "bundleId, apiKey and a positive timeout are required",
+            throw IAPGatewayError.client(.invalidRequest, "bundleId, apiKey and a positive timeout are required",
                                          retryable: false)
         }
         self.baseURL = baseURL
@@ -67,14 +67,14 @@ public struct IAPGatewayClient: Sendable {
         let path = (["v1", "apps", bundleId] + segments).map(Self.percentEncoded).joined(separator: "/")
         let root = baseURL.absoluteString.hasSuffix("/") ? String(baseURL.absoluteString.dropLast()) : baseURL.absoluteString
         guard let url = URL(string: root + "/" + path) else {
-            throw IAPGatewayError.client(.transportFailed, "the request URL could not be formed", retryable: false)
+            throw IAPGatewayError.client(.invalidRequest, "the request URL could not be formed", retryable: false)
         }
         var headers = ["Authorization": "Bearer \(apiKey)", "Accept": "application/json"]
         var data: Data?
         if let body {
             headers["Content-Type"] = "application/json"
             do { data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]) } catch {
-                throw IAPGatewayError.client(.transportFailed, "the request could not be encoded", retryable: false)
+                throw IAPGatewayError.client(.invalidRequest, "the request could not be encoded", retryable: false)
             }
         }
         let request = IAPGatewayHTTPRequest(method: method, url: url, headers: headers, body: data, timeout: timeout)

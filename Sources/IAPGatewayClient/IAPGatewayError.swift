@@ -11,6 +11,8 @@ public struct IAPGatewayError: Error, Sendable, Equatable, CustomStringConvertib
         case timedOut
         /// The request did not complete (connection refused or reset, TLS failure; `code` TRANSPORT_FAILED).
         case transportFailed
+        /// The client did not send the request: its settings or arguments cannot make one (`code` INVALID_REQUEST).
+        case invalidRequest
         /// An answer that is not the gateway's (a proxy's error page, a body the client cannot read;
         /// `code` UNEXPECTED_ANSWER).
         case unexpectedAnswer
@@ -52,6 +54,7 @@ public struct IAPGatewayError: Error, Sendable, Equatable, CustomStringConvertib
         let code = switch kind {
         case .timedOut: "TIMEOUT"
         case .transportFailed: "TRANSPORT_FAILED"
+        case .invalidRequest: "INVALID_REQUEST"
         case .unexpectedAnswer, .refused: "UNEXPECTED_ANSWER"
         }
         return IAPGatewayError(kind: kind, code: code, message: message, retryable: retryable, status: status,

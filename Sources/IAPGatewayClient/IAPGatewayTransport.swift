@@ -33,10 +33,17 @@ public protocol IAPGatewayTransport: Sendable {
     func send(_ request: IAPGatewayHTTPRequest) async throws -> IAPGatewayHTTPResponse
 }
 
+/// URLSession, on a session that follows no redirect: the gateway never sends one, and following it
+/// would carry the API key to wherever it points. A 3xx comes back as an unexpected answer.
 public struct URLSessionTransport: IAPGatewayTransport {
     private let session: URLSession
 
-    public init(session: URLSession = .shared) { self.session = session }
+    public init() {
+        self.session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
+    }
+
+    /// A session of your own (its redirect policy is yours).
+    public init(session: URLSession) { self.session = session }
 
     public func send(_ request: IAPGatewayHTTPRequest) async throws -> IAPGatewayHTTPResponse {
         var urlRequest = URLRequest(url: request.url)
@@ -51,5 +58,12 @@ public struct URLSessionTransport: IAPGatewayTransport {
             if let name = name as? String, let value = value as? String { headers[name] = value }
         }
         return IAPGatewayHTTPResponse(status: http.statusCode, headers: headers, body: data)
+    }
+}
+
+private final class NoRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
     }
 }

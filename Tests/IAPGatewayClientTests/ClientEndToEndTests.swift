@@ -129,12 +129,42 @@ final class ClientEndToEndTests: XCTestCase {
         }
     }
 
+    func testARedirectIsNotFollowedSoTheKeyStaysWithTheGateway() async throws {
+        let seen = HeaderLog()
+        let elsewhere = try HTTPServer(configuration: HTTPServerConfiguration(port: 0)) { request in
+            seen.add(request.headers.values(for: "Authorization"))
+            return .json(200, #"{"nonce":"n","expiresAt":1}"#)
+        }
+        try elsewhere.start()
+        let redirecting = try HTTPServer(configuration: HTTPServerConfiguration(port: 0)) { _ in
+            HTTPResponse(status: 307, headers: [("Location", "http://localhost:\(elsewhere.port)/v1/apps/x/nonces")], body: [])
+        }
+        try redirecting.start()
+        let client = try IAPGatewayClient(baseURL: URL(string: "http://127.0.0.1:\(redirecting.port)")!,
+                                          bundleId: "com.example.demo", apiKey: "the-key")
+        let refused = await refusal { () async throws(IAPGatewayError) in try await client.nonce(account: "alice") }
+        await redirecting.shutdown(gracePeriod: .zero)
+        await elsewhere.shutdown(gracePeriod: .zero)
+        XCTAssertEqual(refused?.kind, .unexpectedAnswer)
+        XCTAssertEqual(refused?.status, 307)
+        XCTAssertEqual(seen.all, [], "the redirect's target was never asked")
+    }
+
     func testPlainHTTPToAnotherHostIsRefusedUnlessAllowed() throws {
         XCTAssertThrowsError(try IAPGatewayClient(baseURL: URL(string: "http://gateway.internal:8080")!,
-                                                  bundleId: "com.example.demo", apiKey: "k"))
+                                                  bundleId: "com.example.demo", apiKey: "k")) { error in
+            XCTAssertEqual((error as? IAPGatewayError)?.code, "INVALID_REQUEST")
+        }
         XCTAssertNoThrow(try IAPGatewayClient(baseURL: URL(string: "http://gateway.internal:8080")!,
                                               bundleId: "com.example.demo", apiKey: "k", allowPlainHTTP: true))
         XCTAssertNoThrow(try IAPGatewayClient(baseURL: URL(string: "https://gateway.internal")!,
                                               bundleId: "com.example.demo", apiKey: "k"))
     }
+}
+
+final class HeaderLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [String] = []
+    func add(_ more: [String]) { lock.lock(); values += more; lock.unlock() }
+    var all: [String] { lock.lock(); defer { lock.unlock() }; return values }
 }
