@@ -22,11 +22,12 @@ func handlePurchase(_ evidence: IAPGatewayEvidence, account: String,
         return .unlocked(productIds: verification.entitlements.filter(\.grantsAccess).map(\.productId))
     } catch where error.retryable {
         return .tryAgain(after: error.retryAfter)
-    } catch where error.kind == .refused && (400..<500).contains(error.status ?? 0) {
+    } catch where error.kind == .refused && [400, 409, 413, 422].contains(error.status) {
         return .refused(code: error.code)
     } catch {
-        // The gateway's own fault (configuration, credentials at Apple): its operators must look
-        // (quote error.requestId); the purchase stays unfinished so that nothing paid is lost.
+        // Not the evidence's fault (the API key, the bundle id, the gateway's configuration or
+        // credentials at Apple): someone must fix it (quote error.requestId); the purchase stays
+        // unfinished so that nothing paid is lost.
         return .tryAgain(after: nil)
     }
 }

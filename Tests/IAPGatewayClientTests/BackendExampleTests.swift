@@ -44,5 +44,10 @@ final class BackendExampleTests: XCTestCase {
         let reply = await handlePurchase(.receipt(bought.receiptBase64, nonce: try await gateway.nonce(account: "dave").nonce),
                                          account: "dave", gateway: gateway)
         XCTAssertEqual(reply, .tryAgain(after: nil))
+
+        // A wrong API key is the backend's configuration, not the evidence: unfinished too.
+        let misconfigured = try gw.client(apiKey: "not-the-key")
+        let unauthenticated = await handlePurchase(.transactionId(bought.transactionId), account: "dave", gateway: misconfigured)
+        XCTAssertEqual(unauthenticated, .tryAgain(after: nil))
     }
 }
