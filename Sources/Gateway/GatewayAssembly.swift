@@ -133,13 +133,17 @@ public struct GatewayAssembly {
     }
 
     /// The `tls` section's files, checked now: a bad one stops the start (`iapgw config check` runs this too).
-    public static func loadTLS(_ tls: GatewayConfig.TLS) throws(HTTPServerError) -> HTTPServerTLS {
+    public static func loadTLS(_ tls: GatewayConfig.TLS) throws(VerificationError) -> HTTPServerTLS {
         let minimum: HTTPServerTLS.MinimumVersion = switch tls.minimumVersion {
         case .tls12: .tls12
         case .tls13: .tls13
         }
-        return try HTTPServerTLS.load(certificateFile: tls.certificateFile.path, privateKeyFile: tls.privateKeyFile.path,
-                                      minimumVersion: minimum)
+        do {
+            return try HTTPServerTLS.load(certificateFile: tls.certificateFile.path, privateKeyFile: tls.privateKeyFile.path,
+                                          minimumVersion: minimum)
+        } catch {
+            throw VerificationError(.invalidConfiguration, error.message)
+        }
     }
 }
 

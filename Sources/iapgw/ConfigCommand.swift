@@ -1,6 +1,6 @@
+import CommandLineSupport
 import Foundation
 import Gateway
-import HTTPServer
 import IAPCore
 
 /// `iapgw config check [DIR]`: loads the gateway file and every app policy, checks trust roots exist
