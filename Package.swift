@@ -59,7 +59,7 @@ var targets: [Target] = [
     .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore"]),
     .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
     .testTarget(name: "UpstreamHTTPTests", dependencies: ["UpstreamHTTP", "HTTPServer"]),
-    .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "AppStoreSimulator", "TestPKI", "IAPCore",
+    .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "Gateway", "AppStoreSimulator", "TestPKI", "IAPCore",
                                                       "AppleTrust", "UpstreamHTTP", "HTTPServer"]),
     .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "TestPKI", "AppleTrust",
                                                                "AppReceipts", "IAPCore", "UpstreamHTTP"]),

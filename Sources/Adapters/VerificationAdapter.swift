@@ -61,16 +61,47 @@ public struct AdapterOutcome: Sendable {
     }
 }
 
+/// What an adapter read from evidence before acting on it (asking Apple about it, following a
+/// redirect, normalising an answer), exactly as the evidence states it: nil is "not stated".
+public struct EvidenceIdentity: Sendable, Equatable {
+    public var bundleId: String?
+    public var appAppleId: Int64?
+    public var environment: AppStoreEnvironment?
+    /// A receipt always states its bundle, and in Production its app's Apple id (a JWS transaction
+    /// states no app id at all): for a receipt, "not stated" is refused.
+    public var isReceipt: Bool
+
+    public init(bundleId: String? = nil, appAppleId: Int64? = nil, environment: AppStoreEnvironment? = nil,
+                isReceipt: Bool = false) {
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environment = environment
+        self.isReceipt = isReceipt
+    }
+}
+
+/// The gateway's decisions an adapter needs while it works: which environments it may ask Apple
+/// about, and whether what it has read is refused anyway. Implemented once, by the gateway's
+/// purchase checks (`ClaimPolicy`); an adapter never decides environment, bundle or app id itself,
+/// it asks here before it acts, so a refusal costs no call to Apple.
+public protocol EvidencePolicy: Sendable {
+    /// Whether this claim may be answered from `environment` (the hosts to ask, the redirects to follow).
+    func accepts(_ environment: AppStoreEnvironment) -> Bool
+    /// Throws the refusal the purchase checks give evidence of this identity.
+    func admit(_ identity: EvidenceIdentity) throws(VerificationError)
+}
+
 /// One way of turning purchase evidence into canonical facts (the plugin protocol).
 ///
-/// An adapter verifies and normalises; it never binds accounts, grants anything or touches the
-/// ledger. A new source of evidence is one new type conforming to this and one registration line.
+/// An adapter verifies and normalises; it never binds accounts, grants anything, touches the
+/// ledger or decides policy (`EvidencePolicy` does). A new source of evidence is one new type
+/// conforming to this and one registration line.
 public protocol VerificationAdapter: Sendable {
     var id: AdapterID { get }
     func canVerify(_ evidence: PurchaseEvidence) -> Bool
-    /// `account` is the claiming account: adapters use it only where Apple's rules depend on it
-    /// (sandbox fallback allowed only for the app's App Review accounts).
-    func verify(_ evidence: PurchaseEvidence, account: String, for app: AppPolicy) async throws(VerificationError)
+    /// `app` says how to reach Apple for this app (credentials, trust roots, endpoints);
+    /// `policy` decides what may be accepted.
+    func verify(_ evidence: PurchaseEvidence, for app: AppPolicy, policy: any EvidencePolicy) async throws(VerificationError)
         -> AdapterOutcome
 }
 

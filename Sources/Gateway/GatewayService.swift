@@ -212,8 +212,9 @@ public final class GatewayService: Sendable {
                 guard let legacy = adapters.adapter(.verifyReceipt) else {
                     throw VerificationError(.invalidConfiguration, "V1 notifications need the verifyReceipt adapter")
                 }
-                // Judged by the notification rule: the receipt of a sandbox account's purchase names no account.
-                let outcome = try await legacy.verify(.appReceipt(base64: receipt, nonce: nil), account: "", for: app.forNotifications)
+                // Apple's claim, not an account's: the receipt of a sandbox account's purchase names no account.
+                let outcome = try await legacy.verify(.appReceipt(base64: receipt, nonce: nil), for: app,
+                                                      policy: ClaimPolicy(app: app, claimant: .apple))
                 decoded.event = NotificationDecoder.v1Event(decoded, bundleId: app.bundleId, transactions: outcome.transactions,
                                                             renewals: outcome.renewals)
                 decoded.signedDate = decoded.event?.signedDate ?? now()
@@ -283,7 +284,7 @@ public final class GatewayService: Sendable {
         } else {
             let adapter = try adapters.primary(for: evidence, app: app)
             audit.adapter = adapter.id.rawValue
-            outcome = try await adapter.verify(evidence, account: account, for: app)
+            outcome = try await adapter.verify(evidence, for: app, policy: ClaimPolicy(app: app, claimant: .account(account)))
         }
         audit.environment = outcome.environment.rawValue
         audit.transactionIds = outcome.transactions.map(\.transactionId)

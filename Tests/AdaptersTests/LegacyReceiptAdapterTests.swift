@@ -120,6 +120,20 @@ final class LegacyReceiptAdapterTests: XCTestCase {
         XCTAssertEqual(server.requests.map(\.environment), ["sandbox"])
     }
 
+    /// One identity rule for both paths (`IdentityRule`): a Sandbox receipt states app id 0, so a
+    /// nonzero one that is not the app's names another app, here as on the migration path (which
+    /// refused it while verifyReceipt answers were accepted).
+    func testSandboxAnswerNamingAnotherAppIdIsRefusedLikeOnTheMigrationPath() async throws {
+        let server = try serve { env, _, _ in
+            env == "production" ? LegacyVerifyReceiptServer.status(21007)
+                : .json(200, F.validAnswer(environment: "Sandbox", appItemId: 999))
+        }
+        let error = await refusal(try adapter(server.endpoints), account: "app-review",
+                                  app: F.app(sandboxAccounts: ["app-review"]))
+        XCTAssertEqual(error?.code, .appAppleIdMismatch)
+        XCTAssertEqual(server.requests.map(\.environment), ["production", "sandbox"])
+    }
+
     func testSandboxAnswerFromAnAppThatAllowsOnlyProductionIsRefused() async throws {
         let server = try serve { _, _, _ in .json(200, F.validAnswer(environment: "Sandbox", appItemId: 0)) }
         let error = await refusal(try adapter(server.endpoints))

@@ -22,7 +22,7 @@ final class MigrationRouterTests: XCTestCase {
 
         func canVerify(_ evidence: PurchaseEvidence) -> Bool { true }
 
-        func verify(_ evidence: PurchaseEvidence, account: String, for app: AppPolicy) async throws(VerificationError)
+        func verify(_ evidence: PurchaseEvidence, for app: AppPolicy, policy: any EvidencePolicy) async throws(VerificationError)
             -> AdapterOutcome {
             calls.withLock { $0 += 1 }
             switch behaviour {

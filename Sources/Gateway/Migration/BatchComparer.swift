@@ -169,7 +169,8 @@ public struct BatchComparer: Sendable {
     private static func attempt(_ adapter: any VerificationAdapter, _ evidence: PurchaseEvidence, _ account: String,
                                 _ app: AppPolicy) async -> Result<AdapterOutcome, VerificationError> {
         do {
-            return .success(try await adapter.verify(evidence, account: account, for: app))
+            return .success(try await adapter.verify(evidence, for: app,
+                                                     policy: ClaimPolicy(app: app, claimant: .account(account))))
         } catch {
             return .failure(error)
         }

@@ -78,13 +78,16 @@ public struct AppPolicy: Sendable, Equatable {
         allowedEnvironments.contains(.sandbox) || sandboxAccounts.contains(account)
     }
 
-    /// The policy Apple's notifications (V1 and V2 alike, and the receipt a V1 one carries) are
-    /// judged by. A notification names no account, so Sandbox is accepted wherever the app takes
-    /// Sandbox evidence at all: when it allows Sandbox, or lists sandbox accounts.
-    public var forNotifications: AppPolicy {
-        var policy = self
-        if !sandboxAccounts.isEmpty { policy.allowedEnvironments.insert(.sandbox) }
-        return policy
+    /// Every environment some claim of this app may be accepted from: Production and Sandbox as
+    /// allowed, Sandbox also when App Review accounts are listed, Xcode / LocalTesting when enabled.
+    /// Per-app verifiers are built with this widest set; which of these one claim may use (Sandbox
+    /// only for App Review accounts, any of them for Apple's own notifications) is decided by the
+    /// gateway's `EnvironmentRule`.
+    public var acceptableEnvironments: Set<AppStoreEnvironment> {
+        var environments = allowedEnvironments.filter { !$0.isLocalTest }
+        if !sandboxAccounts.isEmpty { environments.insert(.sandbox) }
+        if allowLocalTestEnvironments { environments.formUnion([.xcode, .localTesting]) }
+        return environments
     }
 
     public struct TrustRoots: Sendable, Equatable {
