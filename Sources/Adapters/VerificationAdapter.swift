@@ -1,30 +1,58 @@
 import IAPCore
 
-/// The purchase evidence an app backend forwards for one account.
-public enum PurchaseEvidence: Sendable, Equatable {
-    /// A base64 PKCS#7 app receipt from an old app version, with the nonce the gateway issued for it.
-    case appReceipt(base64: String, nonce: String?)
-    /// A transaction ID from a new app version, to look up with the App Store Server API.
-    case transactionId(String)
-    /// A StoreKit 2 `jwsRepresentation`.
-    case signedTransaction(String)
+/// The purchase evidence an app backend forwards for one account: its kind, the text of the
+/// request member its form names, and the companion members sent with it.
+public struct PurchaseEvidence: Sendable, Equatable {
+    public var kind: AppPolicy.EvidenceKind
+    /// The evidence as the client sent it (a receipt's base64, a transaction id, a JWS, …).
+    public var value: String
+    /// Companion members by name (a receipt's `nonce`); only those its form lists.
+    public var companions: [String: String]
 
-    public var kind: AppPolicy.EvidenceKind {
-        switch self {
-        case .appReceipt: .receipt
-        case .transactionId: .transactionId
-        case .signedTransaction: .signedTransaction
-        }
+    public init(kind: AppPolicy.EvidenceKind, value: String, companions: [String: String] = [:]) {
+        self.kind = kind
+        self.value = value
+        self.companions = companions
     }
+
+    /// A base64 PKCS#7 app receipt from an old app version, with the nonce the gateway issued for it.
+    public static func appReceipt(base64: String, nonce: String?) -> Self {
+        Self(kind: .receipt, value: base64, companions: nonce.map { ["nonce": $0] } ?? [:])
+    }
+    /// A transaction ID from a new app version, to look up with the App Store Server API.
+    public static func transactionId(_ id: String) -> Self { Self(kind: .transactionId, value: id) }
+    /// A StoreKit 2 `jwsRepresentation`.
+    public static func signedTransaction(_ jws: String) -> Self { Self(kind: .signedTransaction, value: jws) }
+
+    /// The nonce the gateway issued for this evidence, when it came with one.
+    public var nonce: String? { companions["nonce"] }
 }
 
-/// Which adapter produced a fact. Stable strings: they are stored with every canonical record.
-public struct AdapterID: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public var description: String { rawValue }
-    public static let verifyReceipt = AdapterID(rawValue: "verifyReceipt")
-    public static let serverAPI = AdapterID(rawValue: "serverAPI")
+/// How one kind of evidence comes in a verify request: the body member that carries it and the
+/// members that may come with it. Declared by the adapters that verify it; the verify route's
+/// accepted body members, its reading of the body and its OpenAPI schema all follow from these.
+public struct EvidenceForm: Sendable, Equatable {
+    public var kind: AppPolicy.EvidenceKind
+    /// The request member holding the evidence (a string).
+    public var member: String
+    /// Optional string members allowed only beside `member`.
+    public var companions: [String]
+    /// One line for the OpenAPI document.
+    public var summary: String
+
+    public init(kind: AppPolicy.EvidenceKind, member: String, companions: [String] = [], summary: String) {
+        self.kind = kind
+        self.member = member
+        self.companions = companions
+        self.summary = summary
+    }
+
+    public static let receipt = Self(kind: .receipt, member: "receipt", companions: ["nonce"],
+                                     summary: "base64 PKCS#7 app receipt, with the nonce the gateway issued for it")
+    public static let transactionId = Self(kind: .transactionId, member: "transactionId",
+                                           summary: "a transaction ID, looked up with the App Store Server API")
+    public static let signedTransaction = Self(kind: .signedTransaction, member: "signedTransaction",
+                                               summary: "a StoreKit 2 signed transaction (JWS)")
 }
 
 /// What an adapter found: canonical facts only. Binding accounts and granting happen after it,
@@ -98,11 +126,16 @@ public protocol EvidencePolicy: Sendable {
 /// conforming to this and one registration line.
 public protocol VerificationAdapter: Sendable {
     var id: AdapterID { get }
-    func canVerify(_ evidence: PurchaseEvidence) -> Bool
+    /// The kinds of evidence this adapter verifies, and the request members they come from.
+    var evidenceForms: [EvidenceForm] { get }
     /// `app` says how to reach Apple for this app (credentials, trust roots, endpoints);
     /// `policy` decides what may be accepted.
     func verify(_ evidence: PurchaseEvidence, for app: AppPolicy, policy: any EvidencePolicy) async throws(VerificationError)
         -> AdapterOutcome
+}
+
+extension VerificationAdapter {
+    public func canVerify(_ evidence: PurchaseEvidence) -> Bool { evidenceForms.contains { $0.kind == evidence.kind } }
 }
 
 /// The adapters a gateway knows, by id.
@@ -121,20 +154,34 @@ public struct AdapterRegistry: Sendable {
 
     public var ids: [AdapterID] { adapters.keys.sorted { $0.rawValue < $1.rawValue } }
 
-    /// The adapter that answers this evidence under the app's routing mode. Shadow and compare
-    /// modes name the answering adapter here; the other runs beside it (migration milestone).
+    /// Every kind of evidence some registered adapter verifies, once each (by kind), in a stable
+    /// order: what the verify route accepts.
+    public var evidenceForms: [EvidenceForm] {
+        var seen = Set<AppPolicy.EvidenceKind>()
+        return ids.flatMap { adapters[$0]!.evidenceForms }.filter { seen.insert($0.kind).inserted }
+            .sorted { $0.member < $1.member }
+    }
+
+    /// The adapter that answers this evidence: the one the app's routing names for its kind (a
+    /// compared adapter then runs beside it, `MigrationRouter`), or, for a kind the routing does not
+    /// name, the one adapter that verifies it.
     public func primary(for evidence: PurchaseEvidence, app: AppPolicy) throws(VerificationError)
         -> any VerificationAdapter {
-        let id: AdapterID = app.routing[evidence.kind].usesLegacyAsPrimary ? .verifyReceipt : .serverAPI
+        let id: AdapterID
+        if let mode = app.routing[evidence.kind] {
+            id = mode.answering
+        } else {
+            let able = ids.filter { adapters[$0]!.canVerify(evidence) }
+            guard able.count == 1 else {
+                throw VerificationError(.invalidConfiguration,
+                                        "\(app.bundleId): routing names no adapter for \(evidence.kind) evidence and \(able.count) verify it")
+            }
+            id = able[0]
+        }
         guard let adapter = adapters[id], adapter.canVerify(evidence) else {
             throw VerificationError(.invalidConfiguration,
                                     "\(app.bundleId): no adapter \(id) for \(evidence.kind) evidence")
         }
         return adapter
     }
-}
-
-extension AppPolicy.RoutingMode {
-    /// legacy and shadow answer with verifyReceipt; serverAPI, compare and cutover with the Server API.
-    public var usesLegacyAsPrimary: Bool { self == .legacy || self == .shadow }
 }

@@ -185,9 +185,9 @@ public final class GatewayService: Sendable {
     private func chainCacheGauges() -> String {
         var hits = notifications?.chainCacheCounts.hits ?? 0
         var misses = notifications?.chainCacheCounts.misses ?? 0
-        if let serverAPI = adapters.adapter(.serverAPI) as? ServerAPIAdapter {
-            hits += serverAPI.chainCacheCounts.hits
-            misses += serverAPI.chainCacheCounts.misses
+        for cache in adapters.all((any ChainCacheReporting).self) {
+            hits += cache.chainCacheCounts.hits
+            misses += cache.chainCacheCounts.misses
         }
         var out = "# HELP iapgw_chain_cache_lookups_total Verified certificate-chain cache lookups.\n"
         out += "# TYPE iapgw_chain_cache_lookups_total counter\n"
@@ -216,12 +216,11 @@ public final class GatewayService: Sendable {
             decoded = try notifications.decode(body: request.body, app: app)
             if let receipt = decoded.v1LatestReceipt {
                 // A V1 body is a trigger only: Apple's answer about its receipt is what gets applied.
-                guard let legacy = adapters.adapter(.verifyReceipt) else {
-                    throw VerificationError(.invalidConfiguration, "V1 notifications need the verifyReceipt adapter")
+                guard let legacy = adapters.capability((any ReceiptReverifying).self) else {
+                    throw VerificationError(.invalidConfiguration, "V1 notifications need an adapter that re-verifies receipts")
                 }
                 // Apple's claim, not an account's: the receipt of a sandbox account's purchase names no account.
-                let outcome = try await legacy.verify(.appReceipt(base64: receipt, nonce: nil), for: app,
-                                                      policy: ClaimPolicy(app: app, claimant: .apple))
+                let outcome = try await legacy.reverify(receipt: receipt, for: app, policy: ClaimPolicy(app: app, claimant: .apple))
                 decoded.event = NotificationDecoder.v1Event(decoded, bundleId: app.bundleId, transactions: outcome.transactions,
                                                             renewals: outcome.renewals)
                 decoded.signedDate = decoded.event?.signedDate ?? now()
@@ -272,7 +271,8 @@ public final class GatewayService: Sendable {
     private func verifyAndClaim(_ evidence: PurchaseEvidence, account: String, app: AppPolicy,
                                 audit: inout AuditRecord, started: UInt64, log: Logger)
         async throws(VerificationError) -> JSONValue {
-        if case .appReceipt(_, let nonce) = evidence {
+        if evidence.kind == .receipt {
+            let nonce = evidence.nonce
             // Consumed before Apple is asked: a nonce buys one attempt, so a replay race cannot win twice.
             if let nonce {
                 try await ledger.consumeNonce(nonce, bundleId: app.bundleId, account: account, now: now())
@@ -282,7 +282,7 @@ public final class GatewayService: Sendable {
         }
         let outcome: AdapterOutcome
         var comparison: PurchaseComparison?
-        if let migration, MigrationRouter.applies(to: evidence, app: app) {
+        if let migration, MigrationRouter.applies(to: evidence, app: app, adapters: adapters) {
             let answer = try await migration.run(evidence, account: account, app: app, adapters: adapters,
                                                  evidenceSHA256: audit.evidenceSHA256)
             audit.adapter = answer.answeringAdapter.rawValue
@@ -296,7 +296,7 @@ public final class GatewayService: Sendable {
         audit.environment = outcome.environment.rawValue
         audit.transactionIds = outcome.transactions.map(\.transactionId)
         audit.productIds = Array(Set(outcome.transactions.map(\.productId))).sorted()
-        if case .appReceipt(_, let nonce?) = evidence, let echoed = outcome.echoedNonce, echoed != nonce {
+        if let nonce = evidence.nonce, let echoed = outcome.echoedNonce, echoed != nonce {
             throw VerificationError(.nonceInvalid, "Apple echoed another nonce than the one sent")
         }
 
@@ -387,12 +387,7 @@ public final class GatewayService: Sendable {
 
     /// The audit trail keeps a digest of the evidence, never the evidence.
     static func evidenceDigest(_ evidence: PurchaseEvidence) -> String {
-        let text: String = switch evidence {
-        case .appReceipt(let base64, _): base64
-        case .transactionId(let id): id
-        case .signedTransaction(let jws): jws
-        }
-        return LedgerDigest.sha256Hex(text)
+        LedgerDigest.sha256Hex(evidence.value)
     }
 
     /// `e` must already stand at the answer's time (`EntitlementAccess.current`).

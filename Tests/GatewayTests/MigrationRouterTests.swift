@@ -20,7 +20,7 @@ final class MigrationRouterTests: XCTestCase {
 
         init(_ id: AdapterID, _ behaviour: Behaviour) { self.id = id; self.behaviour = behaviour }
 
-        func canVerify(_ evidence: PurchaseEvidence) -> Bool { true }
+        let evidenceForms: [EvidenceForm] = [.receipt, .transactionId, .signedTransaction]
 
         func verify(_ evidence: PurchaseEvidence, for app: AppPolicy, policy: any EvidencePolicy) async throws(VerificationError)
             -> AdapterOutcome {

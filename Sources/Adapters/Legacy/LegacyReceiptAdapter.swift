@@ -12,7 +12,7 @@ import UpstreamHTTP
 /// (a production receipt) only if the policy accepts Production.
 /// Shared-secret rotation: on 21004 with the current secret the `previous` one is tried, and each
 /// verification it rescues is counted and logged, so the team knows when it can be retired.
-public struct LegacyReceiptAdapter: VerificationAdapter {
+public struct LegacyReceiptAdapter: VerificationAdapter, ReceiptReverifying {
     public let id: AdapterID = .verifyReceipt
 
     private let exchange: VerifyReceiptExchange
@@ -42,13 +42,12 @@ public struct LegacyReceiptAdapter: VerificationAdapter {
 
     public func previousSecretUses(bundleId: String) -> Int { previousSecretCounter.snapshot[bundleId] ?? 0 }
 
-    public func canVerify(_ evidence: PurchaseEvidence) -> Bool {
-        if case .appReceipt = evidence { true } else { false }
-    }
+    public let evidenceForms: [EvidenceForm] = [.receipt]
 
     public func verify(_ evidence: PurchaseEvidence, for app: AppPolicy, policy: any EvidencePolicy)
         async throws(VerificationError) -> AdapterOutcome {
-        guard case .appReceipt(let receipt, let nonce) = evidence else {
+        let (receipt, nonce) = (evidence.value, evidence.nonce)
+        guard evidence.kind == .receipt else {
             throw VerificationError(.invalidConfiguration, "verifyReceipt verifies app receipts only, not \(evidence.kind)")
         }
         // Refuse what Apple would refuse anyway before spending a call on it (same codes as local parsing).
@@ -113,6 +112,11 @@ public struct LegacyReceiptAdapter: VerificationAdapter {
                 throw VerificationError(code, "\(app.bundleId): \(message)")
             }
         }
+    }
+
+    public func reverify(receipt base64: String, for app: AppPolicy, policy: any EvidencePolicy)
+        async throws(VerificationError) -> AdapterOutcome {
+        try await verify(.appReceipt(base64: base64, nonce: nil), for: app, policy: policy)
     }
 
     /// Reads the secret now (rotation takes effect without a restart). Errors name the reference only.

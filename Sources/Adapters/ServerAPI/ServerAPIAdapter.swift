@@ -9,7 +9,7 @@ import UpstreamHTTP
 /// StoreKit 2 JWS is verified locally and (unless the app says local-only) confirmed, and a legacy
 /// receipt is verified locally and its purchases fetched with Get Transaction History, without
 /// verifyReceipt. Everything Apple returns is verified against the app's pinned roots before use.
-public final class ServerAPIAdapter: VerificationAdapter {
+public final class ServerAPIAdapter: VerificationAdapter, ChainCacheReporting {
     public let id = AdapterID.serverAPI
 
     /// What one app needs, built at first use and rebuilt when its policy changes (config reload).
@@ -82,19 +82,21 @@ public final class ServerAPIAdapter: VerificationAdapter {
         }
     }
 
-    public func canVerify(_ evidence: PurchaseEvidence) -> Bool { true }
+    public let evidenceForms: [EvidenceForm] = [.receipt, .transactionId, .signedTransaction]
 
     public func verify(_ evidence: PurchaseEvidence, for app: AppPolicy, policy: any EvidencePolicy)
         async throws(VerificationError) -> AdapterOutcome {
         let context = try context(for: app)
         var collected = Collected()
-        switch evidence {
-        case .transactionId(let transactionId):
-            try await verifyTransactionId(transactionId, policy: policy, context, into: &collected)
-        case .signedTransaction(let jws):
-            try await verifySignedTransaction(jws, policy: policy, context, into: &collected)
-        case .appReceipt(let base64, _):
-            try await verifyReceipt(base64, policy: policy, context, into: &collected)
+        switch evidence.kind {
+        case .transactionId:
+            try await verifyTransactionId(evidence.value, policy: policy, context, into: &collected)
+        case .signedTransaction:
+            try await verifySignedTransaction(evidence.value, policy: policy, context, into: &collected)
+        case .receipt:
+            try await verifyReceipt(evidence.value, policy: policy, context, into: &collected)
+        default:
+            throw VerificationError(.invalidConfiguration, "the Server API adapter does not verify \(evidence.kind) evidence")
         }
         guard let environment = collected.environment else {
             throw VerificationError(.noTransactions, "the evidence carries no purchase")

@@ -26,7 +26,7 @@ public struct DecodedNotification: Sendable, Equatable {
 /// Turns a `POST /v1/notifications/{bundleId}` body into a `DecodedNotification`, trusting only
 /// signatures: V2 bodies have their outer JWS and every inner JWS verified against the app's pinned
 /// roots (they must agree on bundle and environment); V1 bodies must carry the app's shared secret.
-public final class NotificationDecoder: Sendable {
+public final class NotificationDecoder: ChainCacheReporting {
     let serverAPINormalizer: ServerAPINormalizer
     let legacyNormalizer: LegacyReceiptNormalizer
     let environment: [String: String]

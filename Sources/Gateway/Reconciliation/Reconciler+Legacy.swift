@@ -24,8 +24,8 @@ extension Reconciler {
                 guard sent.insert(LedgerDigest.sha256Hex(receipt)).inserted else { continue }
                 // The owner decides whether Sandbox answers are acceptable (App Review accounts).
                 let account = try await ledger.owner(bundleId: app.bundleId, originalTransactionId: chain) ?? ""
-                let outcome = try await legacy.verify(.appReceipt(base64: receipt, nonce: nil), for: app,
-                                                      policy: ClaimPolicy(app: app, claimant: .account(account)))
+                let outcome = try await legacy.reverify(receipt: receipt, for: app,
+                                                        policy: ClaimPolicy(app: app, claimant: .account(account)))
                 report.receiptsReverified += 1
                 report.receiptEventsEnqueued += try await enqueueReceiptFacts(outcome, app: app)
                 if let latest = outcome.latestReceipt, latest != receipt {
