@@ -48,16 +48,15 @@ public struct MigrationRouter: Sendable {
 
     func run(_ evidence: PurchaseEvidence, account: String, app: AppPolicy, adapters: AdapterRegistry,
              evidenceSHA256: String) async throws(VerificationError) -> Answer {
-        guard let mode = app.routing[evidence.kind], let (comparedId, beside) = mode.compared else {
+        guard let mode = app.routing[evidence.kind], let (comparedId, beside) = mode.compared,
+              let generations = mode.generations else {
             throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(evidence.kind) routing is not a migration mode")
         }
         guard let answering = adapters.adapter(mode.answering), let compared = adapters.adapter(comparedId),
+              let legacy = adapters.adapter(generations.from), let serverAPI = adapters.adapter(generations.to),
               answering.canVerify(evidence), compared.canVerify(evidence) else {
             throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(mode) routing needs both adapters")
         }
-        // The comparison's sides are the generations: the one migrated from answers in shadow, the
-        // one migrated to in compare and cutover.
-        let (legacy, serverAPI) = beside == .shadow ? (answering, compared) : (compared, answering)
         switch beside {
         case .compare:
             async let legacyResult = Self.attempt(legacy, evidence, account, app)

@@ -182,6 +182,14 @@ public struct AppPolicy: Sendable, Equatable {
             ("legacy", .legacy), ("serverAPI", .serverAPI), ("shadow", .shadow), ("compare", .compare), ("cutover", .cutover),
         ]
 
+        /// The two sides of its comparison: the generation migrated from (the comparison's `legacy`
+        /// side) and the one migrated to (`serverAPI`). Shadow answers with the first, compare and
+        /// cutover with the second; nil: nothing is compared.
+        public var generations: (from: AdapterID, to: AdapterID)? {
+            guard let (other, beside) = compared else { return nil }
+            return beside == .shadow ? (answering, other) : (other, answering)
+        }
+
         /// The adapters this routing runs.
         public var adapters: [AdapterID] { [answering] + (comparedAdapter.map { [$0] } ?? []) }
 
