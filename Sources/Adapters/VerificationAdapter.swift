@@ -31,7 +31,7 @@ public struct PurchaseEvidence: Sendable, Equatable {
 /// How one kind of evidence comes in a verify request: the body member that carries it and the
 /// members that may come with it. Declared by the adapters that verify it; the verify route's
 /// accepted body members, its reading of the body and its OpenAPI schema all follow from these.
-public struct EvidenceForm: Sendable, Equatable {
+public struct EvidenceForm: Sendable {
     public var kind: AppPolicy.EvidenceKind
     /// The request member holding the evidence (a string).
     public var member: String
@@ -39,16 +39,19 @@ public struct EvidenceForm: Sendable, Equatable {
     public var companions: [String]
     /// One line for the OpenAPI document.
     public var summary: String
+    /// The step this kind takes before any adapter verifies it (a receipt's nonce); nil: none.
+    public var checkIn: (any EvidenceCheckIn)?
 
-    public init(kind: AppPolicy.EvidenceKind, member: String, companions: [String] = [], summary: String) {
+    public init(kind: AppPolicy.EvidenceKind, member: String, companions: [String] = [], summary: String,
+                checkIn: (any EvidenceCheckIn)? = nil) {
         self.kind = kind
         self.member = member
         self.companions = companions
         self.summary = summary
+        self.checkIn = checkIn
     }
 
-    public static let receipt = Self(kind: .receipt, member: "receipt", companions: ["nonce"],
-                                     summary: "base64 PKCS#7 app receipt, with the nonce the gateway issued for it")
+    // `.receipt` is the legacy adapter's (Legacy/ReceiptSteps.swift), with its nonce step.
     public static let transactionId = Self(kind: .transactionId, member: "transactionId",
                                            summary: "a transaction ID, looked up with the App Store Server API")
     public static let signedTransaction = Self(kind: .signedTransaction, member: "signedTransaction",
@@ -65,18 +68,15 @@ public struct AdapterOutcome: Sendable {
     public var appTransaction: CanonicalAppTransaction?
     /// The mapping file that produced the records, e.g. "verifyReceipt/v1".
     public var mappingVersion: String
-    /// The newest base64 receipt Apple returned (legacy path), kept sealed for re-verification.
-    public var latestReceipt: String?
-    /// The nonce Apple echoed back (`request_data`), when the evidence carried one.
-    public var echoedNonce: String?
+    /// Steps the adapter asks for once the claim is stored (verifyReceipt: keep the newest receipt).
+    public var followUps: [any ClaimFollowUp]
     /// The one transaction the evidence names (a transaction ID or a signed transaction), as
     /// opposed to the rest of its chain found beside it; nil for receipts.
     public var presentedTransactionId: String?
 
     public init(adapter: AdapterID, environment: AppStoreEnvironment, transactions: [CanonicalTransaction],
                 renewals: [CanonicalRenewal] = [], appTransaction: CanonicalAppTransaction? = nil,
-                mappingVersion: String, latestReceipt: String? = nil, echoedNonce: String? = nil,
-                presentedTransactionId: String? = nil) {
+                mappingVersion: String, followUps: [any ClaimFollowUp] = [], presentedTransactionId: String? = nil) {
         self.presentedTransactionId = presentedTransactionId
         self.adapter = adapter
         self.environment = environment
@@ -84,8 +84,7 @@ public struct AdapterOutcome: Sendable {
         self.renewals = renewals
         self.appTransaction = appTransaction
         self.mappingVersion = mappingVersion
-        self.latestReceipt = latestReceipt
-        self.echoedNonce = echoedNonce
+        self.followUps = followUps
     }
 }
 
@@ -153,6 +152,9 @@ public struct AdapterRegistry: Sendable {
     public func adapter(_ id: AdapterID) -> (any VerificationAdapter)? { adapters[id] }
 
     public var ids: [AdapterID] { adapters.keys.sorted { $0.rawValue < $1.rawValue } }
+
+    /// The form of one kind of evidence, as the registered adapters declare it.
+    public func form(of kind: AppPolicy.EvidenceKind) -> EvidenceForm? { evidenceForms.first { $0.kind == kind } }
 
     /// Every kind of evidence some registered adapter verifies, once each (by kind), in a stable
     /// order: what the verify route accepts.

@@ -31,6 +31,8 @@ public final class GatewayService: Sendable {
     let authenticator: APIKeyAuthenticator
     let readiness: ReadinessEndpoint
     let prometheus: MetricsEndpoint
+    /// The OpenAPI document, its verify request built from the registered adapters' evidence forms.
+    let openAPI: String
     let nonces: NoncesEndpoint
     let verification: VerifyEndpoint
     let entitlements: EntitlementsEndpoint
@@ -62,6 +64,7 @@ public final class GatewayService: Sendable {
         prometheus = MetricsEndpoint(metrics: metrics, ledger: ledger, comparisons: comparisons,
                                      bundleIds: apps.keys.sorted(), chainCaches: chainCaches)
         nonces = NoncesEndpoint(ledger: ledger, now: now)
+        openAPI = OpenAPIDocument.json(evidence: adapters.evidenceForms)
         verification = VerifyEndpoint(adapters: adapters, ledger: ledger, checks: checks, migration: migration,
                                       sealer: receiptSealer, metrics: metrics, logger: logger, now: now)
         entitlements = EntitlementsEndpoint(ledger: ledger, now: now)
@@ -107,7 +110,7 @@ public final class GatewayService: Sendable {
         case .ready:
             return try await readiness.answer()
         case .openAPI:
-            return .json(200, OpenAPIDocument.json)
+            return .json(200, openAPI)
         case .metrics:
             return await prometheus.answer()
         case .dashboard:

@@ -60,8 +60,8 @@ final class LegacyReceiptAdapterTests: XCTestCase {
         XCTAssertEqual(renewed.bundleId, F.bundleId)
         XCTAssertEqual(outcome.renewals.map(\.originalTransactionId), ["2000000000000001"])
         XCTAssertEqual(outcome.appTransaction?.bundleId, F.bundleId)
-        XCTAssertEqual(outcome.latestReceipt, "bGF0ZXN0IHJlY2VpcHQ=")
-        XCTAssertNil(outcome.echoedNonce)
+        XCTAssertEqual(outcome.followUps.compactMap { ($0 as? KeepLatestReceipt)?.receipt }, ["bGF0ZXN0IHJlY2VpcHQ="],
+                       "the newest receipt is kept by the adapter's own follow-up")
         XCTAssertEqual(server.calls("sandbox"), 0)
     }
 
@@ -69,7 +69,7 @@ final class LegacyReceiptAdapterTests: XCTestCase {
         let server = try serve { _, _, _ in .json(200, F.validAnswer(requestData: "nonce-123")) }
         let outcome = try await adapter(server.endpoints)
             .verify(.appReceipt(base64: F.receipt, nonce: "nonce-123"), account: "account-1", for: F.app())
-        XCTAssertEqual(outcome.echoedNonce, "nonce-123")
+        XCTAssertEqual(outcome.transactions.count, 3, "a matching echo is accepted")
         let sent = try XCTUnwrap(server.requests.first?.body)
         XCTAssertEqual(sent["receipt-data"], .string(F.receipt))
         XCTAssertEqual(sent["password"], .string(F.currentSecret))

@@ -166,9 +166,7 @@ public struct LegacyReceiptAdapter: VerificationAdapter, ReceiptReverifying {
         }
         try policy.admit(EvidenceIdentity(bundleId: try receipt.string("bundle_id"), appAppleId: try receipt.int64("app_item_id"),
                                           environment: environment, isReceipt: true))
-        let echoedNonce = try nonce.flatMap { (nonce) throws(VerificationError) in
-            try nonceEcho(of: nonce, in: [("response", top), ("receipt", receipt)], app: app)
-        }
+        if let nonce { try nonceEcho(of: nonce, in: [("response", top), ("receipt", receipt)], app: app) }
         let normalized = try normalizer.normalize(verifyReceiptResponse: json)
         if !normalized.unmappedFields.isEmpty {
             logger.info("verify_receipt_unmapped_fields", ["bundleId": app.bundleId,
@@ -176,8 +174,8 @@ public struct LegacyReceiptAdapter: VerificationAdapter, ReceiptReverifying {
         }
         return AdapterOutcome(adapter: id, environment: environment, transactions: normalized.transactions,
                               renewals: normalized.renewals, appTransaction: normalized.appTransaction,
-                              mappingVersion: normalized.mappingVersion, latestReceipt: try top.string("latest_receipt"),
-                              echoedNonce: echoedNonce)
+                              mappingVersion: normalized.mappingVersion,
+                              followUps: try top.string("latest_receipt").map { [KeepLatestReceipt(receipt: $0)] } ?? [])
     }
 }
 
@@ -191,8 +189,7 @@ extension LegacyReceiptAdapter {
     /// only where Apple echoes a string: a differing echo refuses; no echo proves nothing either way
     /// (the gateway's own nonce ledger is what stops replays); an echo of another shape is not
     /// Apple's documented one and is ignored with a log line rather than refusing a purchase.
-    func nonceEcho(of nonce: String, in places: [(String, JSONFields)], app: AppPolicy) throws(VerificationError) -> String? {
-        var echoed: String?
+    func nonceEcho(of nonce: String, in places: [(String, JSONFields)], app: AppPolicy) throws(VerificationError) {
         for (place, fields) in places {
             switch fields.object["request_data"] {
             case nil, .null?:
@@ -201,13 +198,11 @@ extension LegacyReceiptAdapter {
                 guard echo == nonce else {
                     throw VerificationError(.nonceInvalid, "\(app.bundleId): verifyReceipt echoed another request_data")
                 }
-                echoed = echo
             case let other?:
                 logger.warning("verify_receipt_request_data_ignored", ["bundleId": app.bundleId, "where": place,
                                                                        "type": other.typeName])
             }
         }
-        return echoed
     }
 }
 
