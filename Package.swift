@@ -90,7 +90,7 @@ if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
                          ("FuzzMappings", ["IAPCore"]),
                          ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore"]),
                          ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "UpstreamHTTP"]),
-                         ("FuzzRequest", ["Gateway", "HTTPServer", "IAPCore"]),
+                         ("FuzzRequest", ["Adapters", "Gateway", "HTTPServer", "IAPCore"]),
                          ("FuzzCompareInput", ["Gateway", "IAPCore"])] {
         targets.append(.executableTarget(
             name: name, dependencies: deps.map { .target(name: $0) }, path: "Fuzz/\(name)",

@@ -14,7 +14,8 @@ public final class GatewayService: Sendable {
     /// The parts the gateway was built from, for the components that run beside it (background
     /// work, reconciliation, batch comparison, the CLI).
     let adapters: AdapterRegistry
-    let ledger: any Ledger & NotificationLedger
+    /// Reconciliation reads it too (chains near expiry, stored receipts): a declared need, not a cast.
+    let ledger: any Ledger & NotificationLedger & ReconciliationLedger
     let notifications: NotificationDecoder?
     let sealer: AESGCMSealer?
     let logger: Logger
@@ -38,7 +39,7 @@ public final class GatewayService: Sendable {
     let entitlements: EntitlementsEndpoint
     let notificationInbox: NotificationsEndpoint
 
-    public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger,
+    public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger & ReconciliationLedger,
                 notifications: NotificationDecoder? = nil,
                 checks: [any PurchaseCheck] = .standard, receiptSealer: AESGCMSealer?,
                 environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = .disabled,

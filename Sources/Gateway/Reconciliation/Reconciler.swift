@@ -68,13 +68,10 @@ public final class Reconciler: Sendable {
     /// single-app CLI run).
     public convenience init(service: GatewayService, apps: [String: AppPolicy]? = nil, options: Options = Options(),
                             logger: Logger? = nil) throws(VerificationError) {
-        guard let ledger = service.ledger as? any NotificationLedger & ReconciliationLedger & Ledger else {
-            throw VerificationError(.invalidConfiguration, "this ledger cannot choose chains to reconcile")
-        }
         guard let decoder = service.notifications else {
             throw VerificationError(.invalidConfiguration, "notifications are not enabled")
         }
-        self.init(apps: apps ?? service.apps, ledger: ledger, decoder: decoder,
+        self.init(apps: apps ?? service.apps, ledger: service.ledger, decoder: decoder,
                   serverAPI: service.adapters.capability((any ReconciliationSource).self),
                   legacy: service.adapters.capability((any ReceiptReverifying).self), sealer: service.sealer, options: options,
                   logger: logger ?? service.logger, now: service.now)
