@@ -145,7 +145,15 @@ public struct AdapterRegistry: Sendable {
         for a in adapters { register(a) }
     }
 
+    /// Two adapters that verify one kind must read it the same way: the same member and companions,
+    /// and the same step before verification (so routing can never skip a receipt's nonce).
     public mutating func register(_ adapter: any VerificationAdapter) {
+        for form in adapter.evidenceForms {
+            guard let known = self.form(of: form.kind) else { continue }
+            precondition(known.member == form.member && known.companions == form.companions
+                         && (known.checkIn == nil) == (form.checkIn == nil),
+                         "adapter \(adapter.id) declares \(form.kind) evidence unlike the adapters registered before it")
+        }
         adapters[adapter.id] = adapter
     }
 

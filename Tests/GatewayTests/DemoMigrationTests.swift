@@ -12,7 +12,7 @@ final class DemoMigrationTests: XCTestCase {
         FileManager.default.createFile(atPath: output.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: output) }
         let process = Process()
-        process.executableURL = GatewayProcess.binary
+        process.executableURL = GatewayProcess.devBinary
         process.arguments = ["demo", "--once", "--port", "0", "--sim-port", "0", "--dir", directory.path]
         process.standardOutput = try FileHandle(forWritingTo: output)
         process.standardError = FileHandle.nullDevice
