@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// `iapgw demo --once` (what `Scripts/demo.sh --once` runs), as the built binary: besides the
+/// `iapgw-dev demo --once` (what `Scripts/demo.sh --once` runs), as the built binary: besides the
 /// purchase flows it must show the migration — receipts in shadow, a planted disagreement, a batch
 /// compare — and check that the dashboard states a verdict listing that disagreement.
 final class DemoMigrationTests: XCTestCase {
