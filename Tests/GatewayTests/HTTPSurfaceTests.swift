@@ -123,7 +123,7 @@ final class HTTPSurfaceTests: XCTestCase {
     /// something other than the table it is generated from.
     static let specifiedRoutes: Set<String> = [
         "GET /healthz", "GET /readyz", "GET /openapi.json", "GET /metrics", "GET /dashboard",
-        "POST /v1/apps/{bundleId}/nonces", "POST /v1/apps/{bundleId}/verify",
+        "POST /v1/apps/{bundleId}/nonces", "POST /v1/apps/{bundleId}/verify", "POST /v1/apps/{bundleId}/offer-signatures",
         "GET /v1/apps/{bundleId}/accounts/{account}/entitlements", "POST /v1/notifications/{bundleId}",
         "GET /v1/apps/{bundleId}/comparisons", "GET /v1/apps/{bundleId}/cutover-impact",
     ]
