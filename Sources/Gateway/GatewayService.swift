@@ -37,6 +37,7 @@ public final class GatewayService: Sendable {
     let nonces: NoncesEndpoint
     let verification: VerifyEndpoint
     let offerSignatures: OfferSignaturesEndpoint
+    let retention: RetentionEndpoint
     let entitlements: EntitlementsEndpoint
     let notificationInbox: NotificationsEndpoint
 
@@ -70,7 +71,11 @@ public final class GatewayService: Sendable {
         verification = VerifyEndpoint(adapters: adapters, ledger: ledger, checks: checks, migration: migration,
                                       sealer: receiptSealer, metrics: metrics, logger: logger, now: now)
         entitlements = EntitlementsEndpoint(ledger: ledger, now: now)
-        offerSignatures = OfferSignaturesEndpoint(ledger: ledger, signers: OfferSigners(environment: environment), now: now)
+        let offerSigners = OfferSigners(environment: environment)
+        offerSignatures = OfferSignaturesEndpoint(ledger: ledger, signers: offerSigners, now: now)
+        retention = RetentionEndpoint(apps: apps, ledger: ledger, signers: offerSigners,
+                                      maxJWSBytes: notifications?.maxJWSBytes ?? SignedDataVerifier.defaultMaxInputBytes,
+                                      logger: logger, now: now)
         notificationInbox = NotificationsEndpoint(apps: apps, decoder: notifications, legacy: adapters.capability((any ReceiptReverifying).self),
                                                   ledger: ledger, metrics: metrics, logger: logger, now: now)
     }
@@ -136,6 +141,8 @@ public final class GatewayService: Sendable {
             return try await CutoverImpactEndpoint.answer(request, app: app, ledger: try comparisonLedger())
         case .notification(let bundleId):
             return try await notificationInbox.answer(request, bundleId: bundleId)
+        case .retention(let bundleId):
+            return try await retention.answer(request, bundleId: bundleId)
         case .methodNotAllowed(let allowed):
             var response = ErrorResponses.response(VerificationError(.methodNotAllowed, "this path takes \(allowed) only"),
                                                    requestId: request.requestId)

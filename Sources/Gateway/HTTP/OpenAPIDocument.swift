@@ -106,6 +106,14 @@ enum OpenAPIDocument {
             responses["404"] = error("unknown app (UNKNOWN_APP)")
             responses["422"] = error("a signature, identity or content check failed; nothing was stored")
             responses["503"] = error("storage unavailable; Apple retries")
+        case "/v1/retention/{bundleId}":
+            op["summary"] = "Retention Messaging API realtime URL (Apple calls it; signedPayload verified like a notification's): the RealtimeResponseBody the app's retentionMessages rules choose, {} for Apple's default message; every answer audited"
+            op["requestBody"] = body("RealtimeRequest")
+            responses["200"] = ok("RealtimeResponse")
+            responses["400"] = error("a body that is not {\"signedPayload\"} (MALFORMED_REQUEST)")
+            responses["404"] = error("unknown app, or retention messages not enabled for it (UNKNOWN_APP, NOT_FOUND)")
+            responses["422"] = error("a signature, identity or content check failed; nothing is offered")
+            responses["503"] = error("storage unavailable; Apple shows its default message")
         default: break
         }
         if authenticated {
@@ -152,6 +160,16 @@ enum OpenAPIDocument {
                                               "requestId": .object(["type": "string", "description": "the X-Request-Id of this answer; the log line with the details carries it"])],
                                              required: ["code", "message", "retryable"])], required: ["error"]),
             "NonceRequest": object(["account": string], required: ["account"]),
+            "RealtimeRequest": object(["signedPayload": string], required: ["signedPayload"]),
+            "RealtimeResponse": .object([
+                "description": "Apple's RealtimeResponseBody: at most one of message, alternateProduct, promotionalOffer (a v2 JWS); {} lets Apple show the default message",
+                "type": "object",
+                "properties": .object([
+                    "message": object(["messageIdentifier": string]),
+                    "alternateProduct": object(["messageIdentifier": string, "productId": string]),
+                    "promotionalOffer": object(["messageIdentifier": string, "promotionalOfferSignatureV2": string]),
+                ]),
+            ]),
             "OfferSignatureRequest": .object([
                 "description": "account and productId plus either promotionalOffer (an offer id) with format v1 or v2, or introductoryOfferEligibility",
                 "type": "object",

@@ -7,6 +7,7 @@ enum Route: Equatable {
     case offerSignatures(bundleId: String)
     case entitlements(bundleId: String, account: String)
     case notification(bundleId: String)
+    case retention(bundleId: String)
     case comparisons(bundleId: String)
     case cutoverImpact(bundleId: String)
     /// The path is a route's, the method is not: `allowed` is the method it takes (the `Allow` header).
@@ -26,6 +27,7 @@ enum Route: Equatable {
         case .offerSignatures: "offer_signatures"
         case .entitlements: "entitlements"
         case .notification: "notifications"
+        case .retention: "retention"
         case .comparisons: "comparisons"
         case .cutoverImpact: "cutover_impact"
         case .methodNotAllowed: "method_not_allowed"
@@ -39,7 +41,7 @@ enum Route: Equatable {
         ("POST", "/v1/apps/{bundleId}/nonces"), ("POST", "/v1/apps/{bundleId}/verify"),
         ("POST", "/v1/apps/{bundleId}/offer-signatures"),
         ("GET", "/v1/apps/{bundleId}/accounts/{account}/entitlements"),
-        ("POST", "/v1/notifications/{bundleId}"), ("GET", "/v1/apps/{bundleId}/comparisons"),
+        ("POST", "/v1/notifications/{bundleId}"), ("POST", "/v1/retention/{bundleId}"), ("GET", "/v1/apps/{bundleId}/comparisons"),
         ("GET", "/v1/apps/{bundleId}/cutover-impact"),
     ]
 
@@ -61,6 +63,7 @@ enum Route: Equatable {
         case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "cutover-impact":
             (route, expected) = (.cutoverImpact(bundleId: s[2]), "GET")
         case 3 where s[0] == "v1" && s[1] == "notifications": (route, expected) = (.notification(bundleId: s[2]), "POST")
+        case 3 where s[0] == "v1" && s[1] == "retention": (route, expected) = (.retention(bundleId: s[2]), "POST")
         case 6 where s[0] == "v1" && s[1] == "apps" && s[3] == "accounts" && s[5] == "entitlements":
             (route, expected) = (.entitlements(bundleId: s[2], account: s[4]), "GET")
         default: return .notFound

@@ -65,7 +65,14 @@ struct AppPolicyDecoder {
         }
         let offersField = o.optional("promotionalOffers")
         let offers = try offersField.map { f throws(VerificationError) in try decodePromotionalOffers(f, catalog: catalog) } ?? []
+        let retentionField = o.optional("retentionMessages")
+        let retention = try retentionField.map { f throws(VerificationError) in
+            try decodeRetentionRules(f, catalog: catalog, offers: offers)
+        }
         try o.finish()
+        if let retentionField, appAppleId == nil {
+            throw retentionField.fail("needs appAppleId: a realtime request names the app by it alone")
+        }
         if let offersField, !offers.isEmpty, offerSigning == nil, serverAPI == nil {
             throw offersField.fail("needs offerSigning or serverAPI: the key the offers are signed with")
         }
@@ -88,6 +95,7 @@ struct AppPolicyDecoder {
         policy.readiness = readiness ?? .standard
         policy.offerSigning = offerSigning
         policy.promotionalOffers = offers
+        policy.retentionMessages = retention
         return policy
     }
 
