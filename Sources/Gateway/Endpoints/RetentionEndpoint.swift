@@ -34,7 +34,7 @@ final class RetentionEndpoint: Sendable {
 
     func answer(_ request: HTTPRequest, bundleId: String) async throws(VerificationError) -> HTTPResponse {
         guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
-        guard let rules = app.retentionMessages else { throw VerificationError(.notFound, "retention messages are not enabled for this app") }
+        let rules = app.retentionMessages
         let started = DispatchTime.now().uptimeNanoseconds
         guard case .object(let body) = try RequestBody.parse(request.body, maxDepth: 4), body.count == 1,
               case .string(let jws)? = body["signedPayload"] else {

@@ -111,7 +111,7 @@ enum OpenAPIDocument {
             op["requestBody"] = body("RealtimeRequest")
             responses["200"] = ok("RealtimeResponse")
             responses["400"] = error("a body that is not {\"signedPayload\"} (MALFORMED_REQUEST)")
-            responses["404"] = error("unknown app, or retention messages not enabled for it (UNKNOWN_APP, NOT_FOUND)")
+            responses["404"] = error("unknown app (UNKNOWN_APP)")
             responses["422"] = error("a signature, identity or content check failed; nothing is offered")
             responses["503"] = error("storage unavailable; Apple shows its default message")
         default: break

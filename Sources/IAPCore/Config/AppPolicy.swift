@@ -39,8 +39,8 @@ public struct AppPolicy: Sendable, Equatable {
     public var offerSigning: OfferSigning? = nil
     /// The promotional offers the gateway signs, and for whom; none unless listed.
     public var promotionalOffers: [PromotionalOffer] = []
-    /// How Retention Messaging realtime requests are answered; nil: the route refuses them.
-    public var retentionMessages: [RetentionRule]? = nil
+    /// How Retention Messaging realtime requests are answered; none: always `{}` (Apple's default message).
+    public var retentionMessages: [RetentionRule] = []
 
     public init(bundleId: String, appAppleId: Int64? = nil, allowedEnvironments: Set<AppStoreEnvironment>,
                 sandboxAccounts: Set<String> = [], allowLocalTestEnvironments: Bool = false,

@@ -95,7 +95,7 @@ struct AppPolicyDecoder {
         policy.readiness = readiness ?? .standard
         policy.offerSigning = offerSigning
         policy.promotionalOffers = offers
-        policy.retentionMessages = retention
+        policy.retentionMessages = retention ?? []
         return policy
     }
 
