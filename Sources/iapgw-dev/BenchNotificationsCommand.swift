@@ -147,7 +147,7 @@ struct BenchNotificationsCommand: Subcommand {
 }
 
 /// Hands out 0, 1, 2, … to the posting tasks.
-private final class TicketCounter: Sendable {
+final class TicketCounter: Sendable {
     private let value = Atomic<Int>(0)
     func take() -> Int { value.add(1, ordering: .relaxed).oldValue }
 }
