@@ -28,13 +28,13 @@ var targets: [Target] = [
     .target(name: "TestPKI", dependencies: ["AppleTrust", "COpenSSL"]),
 
     // Durable state after verification: nonces, ownership, grants, entitlements, audit (SQLite or PostgreSQL).
-    .target(name: "Ledger", dependencies: ["IAPCore", "CSQLite", "CLibPQ", "COpenSSL"]),
+    .target(name: "Ledger", dependencies: ["IAPCore", "AppleTrust", "CSQLite", "CLibPQ"]),
 
     // HTTP/1.1 serving on libmicrohttpd: transport only; handlers are plain async functions.
     .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
 
     // Outgoing HTTPS to Apple (and plain HTTP to loopback simulators) on libcurl.
-    .target(name: "UpstreamHTTP", dependencies: ["CCurl"]),
+    .target(name: "UpstreamHTTP", dependencies: ["IAPCore", "CCurl"]),
 
     // The plugin protocol (VerificationAdapter) and the adapters: verifyReceipt, App Store Server API.
     .target(name: "Adapters", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "UpstreamHTTP"]),
@@ -56,7 +56,7 @@ var targets: [Target] = [
 
     .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore"], exclude: ["Fixtures"]),
     .testTarget(name: "AppleTrustTests", dependencies: ["AppleTrust", "TestPKI", "IAPCore"]),
-    .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore"]),
+    .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore", "AppleTrust"]),
     .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
     .testTarget(name: "UpstreamHTTPTests", dependencies: ["UpstreamHTTP", "HTTPServer"]),
     .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "AppStoreSimulator", "TestPKI", "IAPCore",

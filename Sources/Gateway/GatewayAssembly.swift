@@ -51,13 +51,13 @@ public struct GatewayAssembly {
         var serverAPIOptions = ServerAPIAdapter.Options(secretEnvironment: environment)
         serverAPIOptions.maxJWSBytes = Int(gateway.limits.maxJWSBytes)
         let registry = AdapterRegistry([
-            try LegacyReceiptAdapter(upstream: upstream, endpoints: VerifyReceiptEndpoints(gateway.upstream),
+            try LegacyReceiptAdapter(upstream: upstream, endpoints: gateway.upstream.verifyReceipt,
                                      mapping: legacyMapping, environmentVariables: environment, logger: logger),
-            ServerAPIAdapter(upstream: upstream, baseURLs: AppStoreServerAPIClient.BaseURLs(gateway.upstream),
+            ServerAPIAdapter(upstream: upstream, baseURLs: gateway.upstream.serverAPI,
                              normalizer: try ServerAPINormalizer(serverMapping),
                              options: serverAPIOptions, logger: logger),
         ])
-        let ledger = try AsyncSQLLedger(storage: gateway.storageURL, deadline: .seconds(gateway.timeouts.storageSeconds),
+        let ledger = try AsyncSQLLedger(storage: gateway.storage.url, deadline: .seconds(gateway.timeouts.storageSeconds),
                                         logger: logger)
         let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
                                         store: ledger, legacyMappingVersion: legacyMapping.id,
@@ -66,7 +66,7 @@ public struct GatewayAssembly {
                               notifications: try NotificationDecoder(mappings: mappings, environment: environment,
                                                                      maxJWSBytes: Int(gateway.limits.maxJWSBytes)),
                               receiptSealer: try ReceiptSealKey.load(environment: environment,
-                                                                     storageURL: gateway.storageURL, logger: logger),
+                                                                     storage: gateway.storage, logger: logger),
                               environment: environment, logger: logger, migration: migration, comparisons: ledger,
                               metrics: metrics)
     }
@@ -117,7 +117,7 @@ public struct GatewayAssembly {
 /// random key kept beside the SQLite database (mode 0600), made on first start. With PostgreSQL the
 /// variable is required: every instance must read the receipts the others sealed.
 public enum ReceiptSealKey {
-    public static func load(environment: [String: String], storageURL: String,
+    public static func load(environment: [String: String], storage: LedgerStorage,
                             logger: Logger) throws(VerificationError) -> AESGCMSealer {
         if let hex = environment["IAPGW_RECEIPT_SEAL_KEY"] {
             guard let key = Hex.bytes(hex), key.count == 32 else {
@@ -126,7 +126,7 @@ public enum ReceiptSealKey {
             return try AESGCMSealer(key: key)
         }
         // Instances sharing a database must share the key too, and have no common directory for it.
-        guard case .sqlite(let path) = LedgerStorage(storageURL) else {
+        guard case .sqlite(let path) = storage else {
             throw VerificationError(.invalidConfiguration,
                                     "IAPGW_RECEIPT_SEAL_KEY (64 hex digits) is required with a PostgreSQL storageURL")
         }

@@ -384,7 +384,7 @@ public final class GatewayService: Sendable {
         case .transactionId(let id): id
         case .signedTransaction(let jws): jws
         }
-        return LedgerDigest.sha256Hex(text)
+        return SHA256Digest.lowercaseHex(text)
     }
 
     /// `e` must already stand at the answer's time (`EntitlementAccess.current`).

@@ -15,7 +15,7 @@ public struct LegacyReceiptAdapter: VerificationAdapter {
     public let id: AdapterID = .verifyReceipt
 
     private let exchange: VerifyReceiptExchange
-    private let endpoints: VerifyReceiptEndpoints
+    private let endpoints: EnvironmentURLs
     private let normalizer: LegacyReceiptNormalizer
     private let environmentVariables: [String: String]
     private let logger: Logger
@@ -23,7 +23,7 @@ public struct LegacyReceiptAdapter: VerificationAdapter {
 
     /// `mapping` is the verifyReceipt mapping file to normalise with (normally the latest one);
     /// `sleep` waits between retries and is injectable so tests take no time.
-    public init(upstream: any VerifyReceiptTransport, endpoints: VerifyReceiptEndpoints, mapping: MappingFile,
+    public init(upstream: any VerifyReceiptTransport, endpoints: EnvironmentURLs, mapping: MappingFile,
                 retryPolicy: RetryPolicy = RetryPolicy(),
                 environmentVariables: [String: String] = ProcessInfo.processInfo.environment,
                 logger: Logger = .disabled, maxResponseBytes: Int = 4 << 20,

@@ -57,14 +57,14 @@ public final class ServerAPIAdapter: VerificationAdapter {
         }
     }
 
-    public let baseURLs: AppStoreServerAPIClient.BaseURLs
+    public let baseURLs: EnvironmentURLs
     let upstream: UpstreamHTTPClient
     let normalizer: ServerAPINormalizer
     let options: Options
     let logger: Logger
     private let contexts = Mutex<[String: AppContext]>([:])
 
-    public init(upstream: UpstreamHTTPClient, baseURLs: AppStoreServerAPIClient.BaseURLs, normalizer: ServerAPINormalizer,
+    public init(upstream: UpstreamHTTPClient, baseURLs: EnvironmentURLs, normalizer: ServerAPINormalizer,
                 options: Options = Options(), logger: Logger = .disabled) {
         self.upstream = upstream
         self.baseURLs = baseURLs
