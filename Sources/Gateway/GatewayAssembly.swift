@@ -48,8 +48,9 @@ public struct GatewayAssembly {
         } catch {
             throw VerificationError(.invalidConfiguration, "upstream HTTP client: \(error)")
         }
-        var serverAPIOptions = ServerAPIAdapter.Options(secretEnvironment: environment)
-        serverAPIOptions.maxJWSBytes = Int(gateway.limits.maxJWSBytes)
+        // One verifier and chain cache per app, for the Server API adapter and notifications alike.
+        let jwsVerifiers = AppVerifiers(maxJWSBytes: Int(gateway.limits.maxJWSBytes))
+        let serverAPIOptions = ServerAPIAdapter.Options(secretEnvironment: environment, verifiers: jwsVerifiers)
         let registry = AdapterRegistry([
             try LegacyReceiptAdapter(upstream: upstream, endpoints: gateway.upstream.verifyReceipt,
                                      mapping: legacyMapping, environmentVariables: environment, logger: logger),
@@ -64,11 +65,11 @@ public struct GatewayAssembly {
                                         serverAPIMappingVersion: serverMapping.id, logger: logger)
         return GatewayService(apps: configuration.apps, adapters: registry, ledger: ledger,
                               notifications: try NotificationDecoder(mappings: mappings, environment: environment,
-                                                                     maxJWSBytes: Int(gateway.limits.maxJWSBytes)),
+                                                                     verifiers: jwsVerifiers),
                               receiptSealer: try ReceiptSealKey.load(environment: environment,
                                                                      storage: gateway.storage, logger: logger),
                               environment: environment, logger: logger, migration: migration, comparisons: ledger,
-                              metrics: metrics)
+                              metrics: metrics, jwsVerifiers: jwsVerifiers)
     }
 
     /// The background work of a running gateway: the inbox drained through the state machine, the

@@ -27,6 +27,8 @@ public final class GatewayService: Sendable {
     public let metrics: GatewayMetrics
     /// What `/metrics` reports from storage, without waiting on it.
     let storageGauges: StorageGauges
+    /// The per-app JWS verifiers the Server API adapter and notifications share (chain-cache gauges).
+    let jwsVerifiers: AppVerifiers?
 
     public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger,
                 notifications: NotificationDecoder? = nil,
@@ -34,8 +36,9 @@ public final class GatewayService: Sendable {
                 environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = .disabled,
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
                 migration: MigrationRouter? = nil, comparisons: (any ComparisonLedger)? = nil,
-                metrics: GatewayMetrics = GatewayMetrics()) {
+                metrics: GatewayMetrics = GatewayMetrics(), jwsVerifiers: AppVerifiers? = nil) {
         self.metrics = metrics
+        self.jwsVerifiers = jwsVerifiers
         self.migration = migration
         self.comparisons = comparisons
         self.apps = apps
@@ -174,14 +177,10 @@ public final class GatewayService: Sendable {
         return out
     }
 
-    /// The verified-chain cache of every JWS verifier (Server API adapter and notifications).
+    /// The verified-chain cache of every JWS verifier (one per app, for the Server API adapter and
+    /// notifications alike).
     private func chainCacheGauges() -> String {
-        var hits = notifications?.chainCacheCounts.hits ?? 0
-        var misses = notifications?.chainCacheCounts.misses ?? 0
-        if let serverAPI = adapters.adapter(.serverAPI) as? ServerAPIAdapter {
-            hits += serverAPI.chainCacheCounts.hits
-            misses += serverAPI.chainCacheCounts.misses
-        }
+        let (hits, misses) = jwsVerifiers?.chainCacheCounts ?? (0, 0)
         var out = "# HELP iapgw_chain_cache_lookups_total Verified certificate-chain cache lookups.\n"
         out += "# TYPE iapgw_chain_cache_lookups_total counter\n"
         out += "iapgw_chain_cache_lookups_total{result=\"hit\"} \(hits)\n"

@@ -12,7 +12,7 @@ struct OCSPRevocationCheck: Sendable {
     /// Apple's responders refresh answers within hours; a week-old "good" is not evidence.
     static let maxResponseAgeSeconds = 7 * 86_400
 
-    func check(_ cert: X509Certificate, issuer: X509Certificate, policy: AppleChainPolicy) throws(VerificationError) {
+    func check(_ cert: X509Certificate, issuer: X509Certificate, policy: PinnedChainPolicy) throws(VerificationError) {
         guard let urlText = cert.ocspResponderURL, let url = URL(string: urlText),
               url.scheme == "http" || url.scheme == "https" else {
             throw VerificationError(.revocationCheckUnavailable, "\(cert.subjectCommonName) names no OCSP responder")
