@@ -91,7 +91,8 @@ public struct AdapterRegistry: Sendable {
     public var ids: [AdapterID] { adapters.keys.sorted { $0.rawValue < $1.rawValue } }
 
     /// The adapter that answers this evidence under the app's routing mode. Shadow and compare
-    /// modes name the answering adapter here; the other runs beside it (migration milestone).
+    /// modes name the answering adapter here; `MigrationRouter` runs the other beside it and
+    /// stores the comparison.
     public func primary(for evidence: PurchaseEvidence, app: AppPolicy) throws(VerificationError)
         -> any VerificationAdapter {
         let id: AdapterID = app.routing[evidence.kind].usesLegacyAsPrimary ? .verifyReceipt : .serverAPI

@@ -287,9 +287,6 @@ public final class GatewayService: Sendable {
         audit.environment = outcome.environment.rawValue
         audit.transactionIds = outcome.transactions.map(\.transactionId)
         audit.productIds = Array(Set(outcome.transactions.map(\.productId))).sorted()
-        if case .appReceipt(_, let nonce?) = evidence, let echoed = outcome.echoedNonce, echoed != nonce {
-            throw VerificationError(.nonceInvalid, "Apple echoed another nonce than the one sent")
-        }
 
         let context = ClaimContext(app: app, account: account, evidenceKind: evidence.kind, now: now())
         try checks.run(outcome, context)

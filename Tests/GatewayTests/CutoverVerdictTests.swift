@@ -6,7 +6,7 @@ import Foundation
 import IAPCore
 import XCTest
 
-/// The cutover verdict end to end (issue 11): receipts sent over real HTTP under compare routing,
+/// The cutover verdict end to end: receipts sent over real HTTP under compare routing,
 /// both generations answered by the simulator (planted discrepancies, junk, repeats), the verdict
 /// read from `GET /v1/apps/{bundleId}/cutover-impact` and the dashboard.
 final class CutoverVerdictTests: XCTestCase {

@@ -120,7 +120,7 @@ final class MigrationRoutingTests: XCTestCase {
         XCTAssertEqual(anonymous.status, 401, anonymous.text)
     }
 
-    // MARK: A purchase the Server API does not know (issue 11, item 1)
+    // MARK: A purchase the Server API does not know
 
     func testComparePurchaseUnknownToTheServerAPIIsReportedOnlyInLegacyNotAsAPathFailure() async throws {
         let gw = try await GatewayE2E.start(self) { $0.receiptRouting = "compare" }

@@ -53,7 +53,7 @@ enum LifecycleReplay {
     struct Step { var state: SubscriptionState?; var outcome: LifecycleOutcome }
 
     static func apply(_ event: LifecycleEvent, to state: SubscriptionState?, now: Int64) -> Step {
-        let outcome = SubscriptionLifecycle.apply(event, to: state, policy: LifecycleFixture.policy, now: now)
+        let outcome = SubscriptionLifecycle.apply(event, to: state, now: now)
         return Step(state: outcome.newState ?? state, outcome: outcome)
     }
 

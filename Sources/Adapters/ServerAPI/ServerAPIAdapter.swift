@@ -12,7 +12,9 @@ import UpstreamHTTP
 public final class ServerAPIAdapter: VerificationAdapter {
     public let id = AdapterID.serverAPI
 
-    /// What one app needs, built at first use and rebuilt when its policy changes (config reload).
+    /// What one app needs, built at first use. Kept with the policy it was built from: another
+    /// policy under the same bundle id (tests and tools build variants) gets its own, so a context
+    /// never serves one policy's roots or credentials to another.
     final class AppContext: Sendable {
         let policy: AppPolicy
         /// The app's one verifier (`AppVerifiers`), which accepts every environment the app could

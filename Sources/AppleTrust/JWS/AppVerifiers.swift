@@ -4,7 +4,8 @@ import Synchronization
 
 /// The one factory of JWS verifiers, and the one verifier (with its verified-chain cache) per app,
 /// for everything Apple signs about that app: the Server API adapter's transactions and renewal
-/// info, and notifications. Built at first use, rebuilt when the app's policy changes.
+/// info, and notifications. Built at first use and kept with the policy it was built from, so
+/// another policy under the same bundle id never gets a verifier of other roots or environments.
 ///
 /// Each verifier accepts every environment the app could ever accept (`AppPolicy.forNotifications`:
 /// Sandbox wherever the app takes Sandbox evidence at all, plus the local test environments where

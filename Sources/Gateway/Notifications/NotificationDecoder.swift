@@ -26,7 +26,6 @@ public struct DecodedNotification: Sendable, Equatable {
 /// roots (they must agree on bundle and environment); V1 bodies must carry the app's shared secret.
 public final class NotificationDecoder: Sendable {
     let serverAPINormalizer: ServerAPINormalizer
-    let legacyNormalizer: LegacyReceiptNormalizer
     let environment: [String: String]
     /// The per-app JWS verifiers (`limits.maxJWSBytes` for the outer JWS and every inner one),
     /// shared with the Server API adapter when the assembly builds both.
@@ -34,11 +33,10 @@ public final class NotificationDecoder: Sendable {
 
     public init(mappings: MappingSet, environment: [String: String],
                 verifiers: AppVerifiers = AppVerifiers()) throws(VerificationError) {
-        guard let server = mappings.latest(source: "serverAPI"), let legacy = mappings.latest(source: "verifyReceipt") else {
-            throw VerificationError(.invalidMapping, "notifications need the serverAPI and verifyReceipt mappings")
+        guard let server = mappings.latest(source: "serverAPI") else {
+            throw VerificationError(.invalidMapping, "notifications need the serverAPI mapping")
         }
         self.serverAPINormalizer = try ServerAPINormalizer(server)
-        self.legacyNormalizer = try LegacyReceiptNormalizer(legacy)
         self.environment = environment
         self.verifiers = verifiers
     }
