@@ -78,7 +78,7 @@ enum OpenAPIDocument {
             responses["422"] = error("the evidence was refused, its content included (see the error code)")
             responses["500"] = error("the gateway's configuration or an internal fault (INVALID_CONFIGURATION, INTERNAL_ERROR); not retryable")
             responses["502"] = error("Apple refused the gateway's credentials (UPSTREAM_CREDENTIALS_REJECTED) or answered in a shape the gateway cannot use (UPSTREAM_INVALID_RESPONSE)")
-            responses["503"] = error("Apple or storage unavailable; see Retry-After")
+            responses["503"] = error("Apple or storage unavailable, or Apple's Retry-After is beyond the request's budget; see Retry-After (Apple's own when it sent one)")
         case "/v1/apps/{bundleId}/accounts/{account}/entitlements":
             op["summary"] = "Current entitlements of an account"
             responses["200"] = ok("Entitlements")

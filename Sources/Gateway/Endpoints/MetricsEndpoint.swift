@@ -1,0 +1,59 @@
+import HTTPServer
+import IAPCore
+import Ledger
+
+/// GET /metrics: the Prometheus text of the gateway: request and upstream metrics, the storage
+/// gauges (never waited on for long, `StorageGauges`) and the verified-chain caches.
+struct MetricsEndpoint: Sendable {
+    typealias ChainCacheCounts = @Sendable () -> (hits: Int, misses: Int)
+
+    let metrics: GatewayMetrics
+    let storageGauges: StorageGauges
+    /// The verified-chain cache of every JWS verifier (Server API adapter and notifications).
+    let chainCaches: [ChainCacheCounts]
+
+    init(metrics: GatewayMetrics, ledger: any Ledger & NotificationLedger, comparisons: (any ComparisonLedger)?,
+         bundleIds: [String], chainCaches: [ChainCacheCounts]) {
+        self.metrics = metrics
+        self.chainCaches = chainCaches
+        storageGauges = StorageGauges { () async throws(VerificationError) -> String in
+            try await Self.storageGauges(ledger: ledger, comparisons: comparisons, bundleIds: bundleIds)
+        }
+    }
+
+    func answer() async -> HTTPResponse {
+        HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
+                     body: Array((metrics.prometheusText() + (await storageGauges.text()) + chainCacheGauges()).utf8))
+    }
+
+    /// Gauges read from the ledger: inbox and outbox depth, and per app the migration comparisons
+    /// and how many agreed (app labels are configured bundle ids: bounded).
+    static func storageGauges(ledger: any Ledger & NotificationLedger, comparisons: (any ComparisonLedger)?,
+                              bundleIds: [String]) async throws(VerificationError) -> String {
+        let inbox = try await ledger.inboxDepth()
+        var out = "# HELP iapgw_inbox_entries Notification inbox entries by state.\n# TYPE iapgw_inbox_entries gauge\n"
+        out += "iapgw_inbox_entries{state=\"pending\"} \(inbox.pending)\n"
+        out += "iapgw_inbox_entries{state=\"retrying\"} \(inbox.retrying)\n"
+        out += "iapgw_inbox_entries{state=\"parked\"} \(inbox.parked)\n"
+        out += "# HELP iapgw_outbox_depth Webhook events not yet delivered.\n# TYPE iapgw_outbox_depth gauge\n"
+        out += "iapgw_outbox_depth \(try await ledger.outboxDepth())\n"
+        if let comparisons {
+            out += "# HELP iapgw_comparisons Stored migration comparisons by app and outcome.\n# TYPE iapgw_comparisons gauge\n"
+            for bundleId in bundleIds {
+                let counts = try await comparisons.comparisonCounts(bundleId: bundleId, from: nil, to: nil)
+                out += "iapgw_comparisons{app=\"\(bundleId)\",outcome=\"agreed\"} \(counts.agreed)\n"
+                out += "iapgw_comparisons{app=\"\(bundleId)\",outcome=\"disagreed\"} \(counts.total - counts.agreed)\n"
+            }
+        }
+        return out
+    }
+
+    private func chainCacheGauges() -> String {
+        let counts = chainCaches.map { $0() }
+        var out = "# HELP iapgw_chain_cache_lookups_total Verified certificate-chain cache lookups.\n"
+        out += "# TYPE iapgw_chain_cache_lookups_total counter\n"
+        out += "iapgw_chain_cache_lookups_total{result=\"hit\"} \(counts.reduce(0) { $0 + $1.hits })\n"
+        out += "iapgw_chain_cache_lookups_total{result=\"miss\"} \(counts.reduce(0) { $0 + $1.misses })\n"
+        return out
+    }
+}

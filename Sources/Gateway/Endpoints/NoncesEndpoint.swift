@@ -1,0 +1,16 @@
+import HTTPServer
+import IAPCore
+import Ledger
+
+/// POST /v1/apps/{bundleId}/nonces: a single-use nonce for the account, to send with a receipt.
+struct NoncesEndpoint: Sendable {
+    let ledger: any Ledger
+    let now: @Sendable () -> Int64
+
+    func answer(_ request: HTTPRequest, app: AppPolicy) async throws(VerificationError) -> HTTPResponse {
+        let account = try RequestBody(request, allowed: ["account"]).account()
+        let nonce = try await ledger.issueNonce(bundleId: app.bundleId, account: account,
+                                                ttlSeconds: Int(app.noncePolicy.ttlSeconds), now: now())
+        return .json(200, JSONValue.object(["nonce": .string(nonce.value), "expiresAt": .int(nonce.expiresAt)]).jsonText)
+    }
+}

@@ -1,0 +1,171 @@
+import Adapters
+import AppleTrust
+import Foundation
+import HTTPServer
+import IAPCore
+import Ledger
+
+/// POST /v1/apps/{bundleId}/verify: evidence verified by an adapter (or the migration router),
+/// judged by the purchase checks, claimed in the ledger, audited, and answered with the account's
+/// entitlements as they stand now.
+struct VerifyEndpoint: Sendable {
+    let adapters: AdapterRegistry
+    let ledger: any Ledger
+    let checks: [any PurchaseCheck]
+    /// Shadow, compare and cutover routing of receipts; nil: receipts take the primary path only.
+    let migration: MigrationRouter?
+    /// Seals the newest legacy receipt for later re-verification; nil: receipts are not kept.
+    let sealer: AESGCMSealer?
+    let metrics: GatewayMetrics
+    let logger: Logger
+    let now: @Sendable () -> Int64
+
+    func answer(_ request: HTTPRequest, app: AppPolicy) async throws(VerificationError) -> HTTPResponse {
+        let log = logger
+        let body = try RequestBody(request, allowed: ["account", "receipt", "transactionId", "signedTransaction", "nonce"])
+        let account = try body.account()
+        let evidence = try body.evidence()
+        let started = DispatchTime.now().uptimeNanoseconds
+        var audit = AuditRecord(time: now(), bundleId: app.bundleId, account: account,
+                                evidenceKind: evidence.kind.rawValue, evidenceSHA256: Self.evidenceDigest(evidence),
+                                transactionIds: [], productIds: [], environment: nil, verdict: .refused,
+                                errorCode: nil, adapter: nil, latencyMicros: 0)
+        do {
+            // The granted record is written by the claim itself, in its transaction.
+            let result = try await verifyAndClaim(evidence, account: account, app: app, audit: &audit,
+                                                  started: started, log: log)
+            log.info("verified", ["bundleId": app.bundleId, "adapter": audit.adapter ?? "", "evidence": evidence.kind.rawValue,
+                                  "transactions": String(audit.transactionIds.count)])
+            return .json(200, result.jsonText)
+        } catch {
+            audit.errorCode = error.code
+            audit.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
+            await recordAudit(audit, log)
+            metrics.recordRefusal(code: error.code.rawValue)
+            throw error
+        }
+    }
+
+    private func verifyAndClaim(_ evidence: PurchaseEvidence, account: String, app: AppPolicy,
+                                audit: inout AuditRecord, started: UInt64, log: Logger)
+        async throws(VerificationError) -> JSONValue {
+        if case .appReceipt(_, let nonce) = evidence {
+            // Consumed before Apple is asked: a nonce buys one attempt, so a replay race cannot win twice.
+            if let nonce {
+                try await ledger.consumeNonce(nonce, bundleId: app.bundleId, account: account, now: now())
+            } else if app.noncePolicy.requiredForReceipts {
+                throw VerificationError(.nonceRequired, "\(app.bundleId) requires a nonce with every receipt")
+            }
+        }
+        let outcome: AdapterOutcome
+        var comparison: PurchaseComparison?
+        if let migration, MigrationRouter.applies(to: evidence, app: app) {
+            let answer = try await migration.run(evidence, account: account, app: app, adapters: adapters,
+                                                 evidenceSHA256: audit.evidenceSHA256)
+            audit.adapter = answer.answeringAdapter.rawValue
+            comparison = answer.comparison
+            outcome = try answer.outcome.get()
+        } else {
+            let adapter = try adapters.primary(for: evidence, app: app)
+            audit.adapter = adapter.id.rawValue
+            outcome = try await adapter.verify(evidence, account: account, for: app)
+        }
+        audit.environment = outcome.environment.rawValue
+        audit.transactionIds = outcome.transactions.map(\.transactionId)
+        audit.productIds = Array(Set(outcome.transactions.map(\.productId))).sorted()
+
+        let context = ClaimContext(app: app, account: account, evidenceKind: evidence.kind, now: now())
+        try checks.run(outcome, context)
+
+        let entitlements = EntitlementCalculator.entitlements(account: account, transactions: outcome.transactions,
+                                                              renewals: outcome.renewals, now: context.now)
+        var granted = audit
+        granted.verdict = .granted
+        granted.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
+        // One ledger step: refuses a chain refunded after this evidence was signed, binds, grants,
+        // audits, and reads back the ledger's view (a newer notification may already know better).
+        let claim = try await ledger.claim(PurchaseClaim(bundleId: app.bundleId, account: account,
+                                                   transactions: outcome.transactions, entitlements: entitlements,
+                                                   now: context.now, factTimes: Self.factTimes(outcome, now: context.now),
+                                                   presentedTransactionId: outcome.presentedTransactionId,
+                                                   audit: granted))
+        audit = granted
+        if let latest = outcome.latestReceipt { await keepLatestReceipt(latest, app: app, outcome: outcome, log: log) }
+        // Refunded and revoked purchases are answered as such, never as granted (a backend that
+        // credits per newly granted id must not pay out a refund).
+        let revoked = Set(outcome.transactions.filter { $0.revocationDate != nil }.map(\.transactionId))
+        let chains = Set(entitlements.map(\.originalTransactionId))
+        // As they stand now: the claim stored facts, the clock may have ended some since they were signed.
+        let stored = claim.entitlements.filter { chains.contains($0.originalTransactionId) }
+            .map { EntitlementAccess.current($0, now: context.now) }
+        var answer: [String: JSONValue] = [
+            "account": .string(account),
+            "verdict": .string(VerifyVerdict.of(stored, policy: app.gracePeriodPolicy).rawValue),
+            "adapter": .string(outcome.adapter.rawValue),
+            "environment": .string(outcome.environment.rawValue),
+            "mappingVersion": .string(outcome.mappingVersion),
+            "transactions": .array(outcome.transactions.map(\.jsonValue)),
+            "newlyGranted": .array(claim.newlyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
+            "alreadyGranted": .array(claim.alreadyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
+            "revoked": .array(outcome.transactions.map(\.transactionId).filter { revoked.contains($0) }.map(JSONValue.string)),
+            "entitlements": .array(stored.map { EntitlementsEndpoint.json($0, policy: app) }),
+        ]
+        if let comparison { answer["comparison"] = MigrationRouter.json(comparison) }
+        return .object(answer)
+    }
+
+    /// When Apple stated each chain's facts: a live answer (verifyReceipt, Server API lookups) is
+    /// `now`'s truth; a signed transaction checked locally only is as old as its `signedDate`.
+    static func factTimes(_ outcome: AdapterOutcome, now: Int64) -> [String: Int64] {
+        var times: [String: Int64] = [:]
+        for t in outcome.transactions {
+            let chain = t.originalTransactionId ?? t.transactionId
+            let time = t.signedDate ?? now
+            times[chain] = max(times[chain] ?? time, time)
+        }
+        return times
+    }
+
+    /// The newest legacy receipt, sealed with the gateway's key and bound to its row, for apps that
+    /// stay on verifyReceipt and are re-verified later. Never logged; skipped without a key.
+    private func keepLatestReceipt(_ receipt: String, app: AppPolicy, outcome: AdapterOutcome, log: Logger) async {
+        guard let sealer else { return }
+        let chains = Set(outcome.transactions.compactMap { $0.originalTransactionId ?? $0.transactionId })
+        for chain in chains.sorted() {
+            let binding = Array("\(app.bundleId)\0\(chain)".utf8)
+            do {
+                let sealed = try sealer.seal(Array(receipt.utf8), associatedData: binding)
+                try await ledger.storeLatestReceipt(bundleId: app.bundleId, originalTransactionId: chain, sealedReceipt: Data(sealed))
+            } catch {
+                // The grant stands (Apple said yes); only later re-verification of this chain is lost.
+                metrics.recordLostWrite("latest_receipt")
+                log.error("latest_receipt_not_kept", ["bundleId": app.bundleId, "code": error.code.rawValue])
+            }
+        }
+    }
+
+    /// An audit row that cannot be written is logged and counted: loud, but not a reason to take
+    /// back an answer Apple already gave. A refusal because storage is unavailable is not written
+    /// at all: the write would wait out the storage deadline a second time before the client hears.
+    private func recordAudit(_ record: AuditRecord, _ log: Logger) async {
+        do throws(VerificationError) {
+            if record.errorCode == .storageUnavailable {
+                throw VerificationError(.storageUnavailable, "storage is unavailable")
+            }
+            try await ledger.recordAudit(record)
+        } catch {
+            metrics.recordLostWrite("audit")
+            log.error("audit_not_written", ["bundleId": record.bundleId, "code": error.code.rawValue])
+        }
+    }
+
+    /// The audit trail keeps a digest of the evidence, never the evidence.
+    static func evidenceDigest(_ evidence: PurchaseEvidence) -> String {
+        let text: String = switch evidence {
+        case .appReceipt(let base64, _): base64
+        case .transactionId(let id): id
+        case .signedTransaction(let jws): jws
+        }
+        return SHA256Digest.lowercaseHex(text)
+    }
+}
