@@ -54,7 +54,11 @@ var targets: [Target] = [
                                                     "Gateway", "Ledger", "HTTPServer", "AppStoreSimulator", "Demo",
                                                     "UpstreamHTTP"]),
 
-    .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore"], exclude: ["Fixtures"]),
+    // What tests share (the seeded generator, the end-to-end harness); linked by tests only.
+    .target(name: "TestSupport", dependencies: ["Demo", "Gateway", "AppStoreSimulator", "AppleTrust", "IAPCore",
+                                                "HTTPServer", "UpstreamHTTP"], path: "Tests/TestSupport"),
+
+    .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore", "TestSupport"], exclude: ["Fixtures"]),
     .testTarget(name: "AppleTrustTests", dependencies: ["AppleTrust", "TestPKI", "IAPCore"]),
     .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore", "AppleTrust"]),
     .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
@@ -63,7 +67,7 @@ var targets: [Target] = [
                                                       "AppleTrust", "UpstreamHTTP", "HTTPServer"]),
     .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "TestPKI", "AppleTrust",
                                                                "AppReceipts", "IAPCore", "UpstreamHTTP"]),
-    .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
+    .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "Gateway", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
                                                      "UpstreamHTTP", "TestPKI", "IAPCore", "AppleTrust"]),
     .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "AppleTrust", "TestPKI", "IAPCore"]),
 ]

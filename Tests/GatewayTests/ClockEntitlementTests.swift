@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import IAPCore
+import TestSupport
 import XCTest
 
 /// Access follows the clock, end to end over real HTTP: the simulator (as Apple) signs subscriptions a few

@@ -4,6 +4,7 @@ import Demo
 import Foundation
 @testable import Gateway
 import IAPCore
+import TestSupport
 import XCTest
 
 /// The cutover verdict end to end: receipts sent over real HTTP under compare routing,

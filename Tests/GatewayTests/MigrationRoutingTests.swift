@@ -3,6 +3,7 @@ import AppleTrust
 import Demo
 import Foundation
 import IAPCore
+import TestSupport
 import XCTest
 
 /// Receipts under shadow and compare routing, end to end over the demo deployment.

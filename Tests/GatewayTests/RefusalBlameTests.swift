@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import IAPCore
 import TestPKI
+import TestSupport
 import XCTest
 
 /// Refusals that blame the right party: 400 only for a request body the

@@ -3,6 +3,7 @@ import AppleTrust
 import Foundation
 import IAPCore
 import Ledger
+import TestSupport
 import XCTest
 
 /// What the gateway must never disclose (logs, responses, storage) and what it must always record.

@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import IAPCore
+import TestSupport
 import XCTest
 
 /// One verdict vocabulary. Each kind of evidence (receipt, transaction id,
