@@ -16,14 +16,10 @@ package struct ChainValidity: Sendable, Equatable {
     package var notBefore: Int64
     package var notAfter: Int64
 
-    package init(notBefore: Int64, notAfter: Int64) {
-        self.notBefore = notBefore
-        self.notAfter = notAfter
-    }
-
-    /// Where all of `chain` is valid at once.
+    /// Where all of `chain` is valid at once (nowhere for an empty chain).
     package init(_ chain: [X509Certificate]) {
-        self.init(notBefore: chain.map(\.notBefore).max() ?? .max, notAfter: chain.map(\.notAfter).min() ?? .min)
+        notBefore = chain.map(\.notBefore).max() ?? .max
+        notAfter = chain.map(\.notAfter).min() ?? .min
     }
 
     package func contains(_ second: Int64) -> Bool { notBefore <= second && second <= notAfter }
