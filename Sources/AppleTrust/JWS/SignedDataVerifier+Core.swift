@@ -75,8 +75,7 @@ extension SignedDataVerifier {
             try ValidityTime(nowSecond).check(verified.validity)
             if verified.revocationCheckedAt.map({ nowSecond - $0 > revocationRecheckSeconds || $0 > nowSecond }) ?? true {
                 if certs == nil { certs = try Self.decodeHeader(header) }
-                try revocation.check(certs![0], issuer: certs![1], policy: policy)
-                try revocation.check(certs![1], issuer: certs![2], policy: policy)
+                try revocation.check(certs!)
                 verified.revocationCheckedAt = nowSecond
                 cache.store(header, verified)
             }

@@ -52,7 +52,7 @@ public final class SignedDataVerifier: Sendable {
         self.clockSkewMs = min(max(0, clockSkewMs), PayloadDates.maxMs)
         self.now = now
         self.cache = VerifiedChainCache(capacity: cacheCapacity)
-        self.revocation = OCSPRevocationCheck(transport: ocspTransport)
+        self.revocation = OCSPRevocationCheck(transport: ocspTransport, pinned: policy)
         self.revocationRecheckSeconds = min(max(0, revocationRecheckSeconds), PayloadDates.maxMs / 1000)
         self.maxInputBytes = max(0, maxInputBytes)
     }
