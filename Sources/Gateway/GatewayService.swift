@@ -74,7 +74,7 @@ public final class GatewayService: Sendable {
         let offerSigners = OfferSigners(environment: environment)
         offerSignatures = OfferSignaturesEndpoint(ledger: ledger, signers: offerSigners, now: now)
         retention = RetentionEndpoint(apps: apps, ledger: ledger, signers: offerSigners,
-                                      maxJWSBytes: notifications?.maxJWSBytes ?? SignedDataVerifier.defaultMaxInputBytes,
+                                      verifiers: jwsVerifiers ?? notifications?.verifiers ?? AppVerifiers(),
                                       logger: logger, now: now)
         notificationInbox = NotificationsEndpoint(apps: apps, decoder: notifications, legacy: adapters.capability((any ReceiptReverifying).self),
                                                   ledger: ledger, metrics: metrics, logger: logger, now: now)

@@ -4,6 +4,7 @@ import Demo
 import Foundation
 import Gateway
 import IAPCore
+import TestSupport
 import XCTest
 
 /// POST /v1/apps/{bundleId}/offer-signatures over real HTTP: every signature verified with the

@@ -2,6 +2,7 @@ import AppStoreSimulator
 import AppleTrust
 import Foundation
 import IAPCore
+import TestSupport
 import UpstreamHTTP
 import XCTest
 

@@ -4,7 +4,6 @@ import Foundation
 import HTTPServer
 import IAPCore
 import Ledger
-import Synchronization
 
 /// POST /v1/retention/{bundleId}: the Retention Messaging API's realtime URL. Public (the App
 /// Store calls it while a subscriber looks at cancelling), so only Apple's signature is trusted:
@@ -12,25 +11,14 @@ import Synchronization
 /// is Apple's RealtimeResponseBody, chosen by the app's `retentionMessages` rules from the request
 /// (product, locale) and what the ledger knows of the chain's account (state, tenure, refunds);
 /// every answer and refusal is audited. Apple shows its default message for `{}` or any error.
-final class RetentionEndpoint: Sendable {
+struct RetentionEndpoint: Sendable {
     let apps: [String: AppPolicy]
     let ledger: any Ledger
     let signers: OfferSigners
-    /// `limits.maxJWSBytes`.
-    let maxJWSBytes: Int
+    /// The app's one JWS verifier, the one notifications use.
+    let verifiers: AppVerifiers
     let logger: Logger
     let now: @Sendable () -> Int64
-    private let verifiers = Mutex<[String: (AppPolicy, SignedDataVerifier)]>([:])
-
-    init(apps: [String: AppPolicy], ledger: any Ledger, signers: OfferSigners, maxJWSBytes: Int, logger: Logger,
-         now: @escaping @Sendable () -> Int64) {
-        self.apps = apps
-        self.ledger = ledger
-        self.signers = signers
-        self.maxJWSBytes = maxJWSBytes
-        self.logger = logger
-        self.now = now
-    }
 
     func answer(_ request: HTTPRequest, bundleId: String) async throws(VerificationError) -> HTTPResponse {
         guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
@@ -44,7 +32,7 @@ final class RetentionEndpoint: Sendable {
                                 evidenceSHA256: SHA256Digest.lowercaseHex(Array(jws.utf8)), transactionIds: [], productIds: [],
                                 environment: nil, verdict: .refused, errorCode: nil, adapter: nil, latencyMicros: 0)
         do throws(VerificationError) {
-            let realtime = try verifier(for: app).verifyAndDecodeRealtimeRequest(jws)
+            let realtime = try verifiers.verifier(for: app).verifyAndDecodeRealtimeRequest(jws)
             try ClaimPolicy(app: app, claimant: .apple).admit(EvidenceIdentity(environment: realtime.environment))
             audit.transactionIds = [realtime.originalTransactionId]
             audit.productIds = [realtime.productId]
@@ -105,12 +93,6 @@ final class RetentionEndpoint: Sendable {
         return ("none", .object([:]))
     }
 
-    private func verifier(for app: AppPolicy) throws(VerificationError) -> SignedDataVerifier {
-        if let (policy, verifier) = verifiers.withLock({ $0[app.bundleId] }), policy == app { return verifier }
-        let verifier = try SignedDataVerifier(policy: app, maxInputBytes: maxJWSBytes)
-        verifiers.withLock { $0[app.bundleId] = (app, verifier) }
-        return verifier
-    }
 }
 
 /// What the gateway knows of the account behind a purchase chain, for the retention rules.
