@@ -24,13 +24,8 @@ struct BenchRetentionCommand: Subcommand {
     static let appleDeadlineMs = 700.0
 
     func run(_ args: inout CommandLineArguments) throws -> Int32 {
-        func positive(_ name: String, _ fallback: Int) throws -> Int {
-            guard let text = try args.value(name) else { return fallback }
-            guard let v = Int(text), v > 0, v <= 1_000_000 else { throw UsageError(message: "\(name) must be a positive integer") }
-            return v
-        }
-        let count = try positive("--count", 3000)
-        let connections = try positive("--connections", 8)
+        let count = try args.positiveCount("--count", default: 3000)
+        let connections = try args.positiveCount("--connections", default: 8)
         let jsonPath = try args.value("--json")
         try args.finish()
         return try runAsync { try await Self.bench(count: count, connections: connections, jsonPath: jsonPath) }
