@@ -153,7 +153,8 @@ final class RetentionTests: XCTestCase {
 
         // The refusals are audited as refused, with their codes; the genuine request still answers.
         let refused = try e2e.ledger.auditRecords(bundleId: e2e.bundleId, limit: 100).filter { $0.evidenceKind == "retention" }
-        XCTAssertEqual(refused.map(\.errorCode?.rawValue), ["WRONG_PAYLOAD_KIND", "APP_APPLE_ID_MISMATCH", "INVALID_SIGNATURE"])
+        XCTAssertEqual(refused.map(\.errorCode?.rawValue),
+                       ["MALFORMED_REQUEST", "WRONG_PAYLOAD_KIND", "APP_APPLE_ID_MISMATCH", "INVALID_SIGNATURE"])
         XCTAssertTrue(refused.allSatisfy { $0.verdict == .refused })
         let answer = try await postRaw(e2e, genuine)
         XCTAssertEqual(answer.status, 200, answer.text)

@@ -24,14 +24,15 @@ struct RetentionEndpoint: Sendable {
         guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
         let rules = app.retentionMessages
         let started = DispatchTime.now().uptimeNanoseconds
-        guard case .object(let body) = try RequestBody.parse(request.body, maxDepth: 4), body.count == 1,
-              case .string(let jws)? = body["signedPayload"] else {
-            throw VerificationError(.malformedRequest, "a realtime request body is {\"signedPayload\": \"…\"}")
-        }
+        // The evidence is the body as received: a malformed one is audited as refused like the rest.
         var audit = AuditRecord(time: now(), bundleId: app.bundleId, account: nil, evidenceKind: "retention",
-                                evidenceSHA256: SHA256Digest.lowercaseHex(Array(jws.utf8)), transactionIds: [], productIds: [],
+                                evidenceSHA256: SHA256Digest.lowercaseHex(request.body), transactionIds: [], productIds: [],
                                 environment: nil, verdict: .refused, errorCode: nil, adapter: nil, latencyMicros: 0)
         do throws(VerificationError) {
+            guard case .object(let body) = try RequestBody.parse(request.body, maxDepth: 4), body.count == 1,
+                  case .string(let jws)? = body["signedPayload"] else {
+                throw VerificationError(.malformedRequest, "a realtime request body is {\"signedPayload\": \"…\"}")
+            }
             let realtime = try verifiers.verifier(for: app).verifyAndDecodeRealtimeRequest(jws)
             try ClaimPolicy(app: app, claimant: .apple).admit(EvidenceIdentity(environment: realtime.environment))
             audit.transactionIds = [realtime.originalTransactionId]
