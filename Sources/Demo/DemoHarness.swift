@@ -27,6 +27,8 @@ public final class DemoHarness: Sendable {
         public var readiness: AppPolicy.Readiness?
         public var gatewayPort = 0
         public var simulatorPort = 0
+        /// `timeouts.budgetSeconds`: all the upstream work of one gateway request ends within it.
+        public var upstreamBudgetSeconds = 20
         /// The simulator's clock (its purchase, expiry and signedDate times); tests pass a strictly
         /// increasing one so that events made one after another never share a millisecond.
         public var simulatorClock: @Sendable () -> Date = { Date() }
@@ -210,6 +212,7 @@ public final class DemoHarness: Sendable {
             <timeouts>
                 <connectSeconds type="integer">2</connectSeconds>
                 <requestSeconds type="integer">5</requestSeconds>
+                <budgetSeconds type="integer">\(o.upstreamBudgetSeconds)</budgetSeconds>
             </timeouts>
             <limits>
                 <maxBodyBytes type="integer">262144</maxBodyBytes>

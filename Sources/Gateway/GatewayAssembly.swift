@@ -48,11 +48,14 @@ public struct GatewayAssembly {
         } catch {
             throw VerificationError(.invalidConfiguration, "upstream HTTP client: \(error)")
         }
-        var serverAPIOptions = ServerAPIAdapter.Options(secretEnvironment: environment)
+        let budget = Duration.seconds(gateway.timeouts.budgetSeconds)
+        let retryPolicy = RetryPolicy(budget: budget)
+        var serverAPIOptions = ServerAPIAdapter.Options(retryPolicy: retryPolicy, secretEnvironment: environment)
         serverAPIOptions.maxJWSBytes = Int(gateway.limits.maxJWSBytes)
         let registry = AdapterRegistry([
             try LegacyReceiptAdapter(upstream: upstream, endpoints: VerifyReceiptEndpoints(gateway.upstream),
-                                     mapping: legacyMapping, environmentVariables: environment, logger: logger),
+                                     mapping: legacyMapping, retryPolicy: retryPolicy, environmentVariables: environment,
+                                     logger: logger),
             ServerAPIAdapter(upstream: upstream, baseURLs: AppStoreServerAPIClient.BaseURLs(gateway.upstream),
                              normalizer: try ServerAPINormalizer(serverMapping),
                              options: serverAPIOptions, logger: logger),
@@ -68,7 +71,7 @@ public struct GatewayAssembly {
                               receiptSealer: try ReceiptSealKey.load(environment: environment,
                                                                      storageURL: gateway.storageURL, logger: logger),
                               environment: environment, logger: logger, migration: migration, comparisons: ledger,
-                              metrics: metrics)
+                              metrics: metrics, upstreamBudget: budget)
     }
 
     /// The background work of a running gateway: the inbox drained through the state machine, the
@@ -85,11 +88,10 @@ public struct GatewayAssembly {
         } catch {
             throw VerificationError(.invalidConfiguration, "webhook HTTP client: \(error)")
         }
+        let (identity, instanceLock) = webhookIdentity()
         let dispatcher = WebhookDispatcher(apps: service.apps, ledger: service.ledger, client: client,
-                                           environment: environment, logger: logger,
-                                           attemptTimeoutMillis: (gateway.timeouts.connectSeconds
-                                                                  + gateway.timeouts.requestSeconds) * 1000,
-                                           now: service.now)
+                                           environment: environment, logger: logger, identity: identity,
+                                           leaseMillis: gateway.webhooks.leaseSeconds * 1000, now: service.now)
         let maintenance = try ReconciliationSchedule(service: service, environment: environment, logger: logger)
         let sweep = try EntitlementSweep(service: service, environment: environment, logger: logger)
         return Task {
@@ -99,7 +101,22 @@ public struct GatewayAssembly {
                 group.addTask { await maintenance.run() }
                 group.addTask { await sweep.run() }
             }
+            // Held until the dispatcher has stopped: then another instance may be "the" one.
+            withExtendedLifetime(instanceLock) {}
         }
+    }
+
+    /// Who this instance is to the webhook outbox: the configured `instanceId`; else, on SQLite, "the
+    /// instance of this file" while it holds the file's instance lock; else a new one at each start
+    /// (its leases are only ever taken back by running out).
+    func webhookIdentity() -> (WebhookDispatcher.Identity, InstanceLock?) {
+        if let id = configuration.gateway.instanceId { return (.init(id: id, isStable: true), nil) }
+        guard case .sqlite(let path) = LedgerStorage(configuration.gateway.storageURL) else { return (.ephemeral(), nil) }
+        guard let lock = InstanceLock(path: path + "-instance.lock") else {
+            logger.warning("sqlite_shared_by_another_instance", ["reason": "its instance lock is held by another process"])
+            return (.ephemeral(), nil)
+        }
+        return (.init(id: "sqlite", isStable: true), lock)
     }
 
     public func makeServer(service: GatewayService) throws -> HTTPServer {

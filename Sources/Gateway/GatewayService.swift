@@ -4,6 +4,7 @@ import Foundation
 import HTTPServer
 import IAPCore
 import Ledger
+import UpstreamHTTP
 
 /// The gateway's HTTP API as a plain async function from request to response: no sockets here, so
 /// every route is testable in-process, and `iapgw serve` only puts `HTTPServer` in front of it.
@@ -24,6 +25,8 @@ public final class GatewayService: Sendable {
     let comparisons: (any ComparisonLedger)?
     /// Shared with the upstream HTTP client (as its observer) when the assembly builds both.
     public let metrics: GatewayMetrics
+    /// All the upstream work one request does (every call, attempt and retry wait) ends within this.
+    let upstreamBudget: Duration
 
     let authenticator: APIKeyAuthenticator
     let endpoints: GatewayEndpoints
@@ -34,8 +37,9 @@ public final class GatewayService: Sendable {
                 environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = .disabled,
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
                 migration: MigrationRouter? = nil, comparisons: (any ComparisonLedger)? = nil,
-                metrics: GatewayMetrics = GatewayMetrics()) {
+                metrics: GatewayMetrics = GatewayMetrics(), upstreamBudget: Duration = .seconds(20)) {
         self.metrics = metrics
+        self.upstreamBudget = upstreamBudget
         self.migration = migration
         self.comparisons = comparisons
         self.apps = apps
@@ -64,8 +68,11 @@ public final class GatewayService: Sendable {
 
     /// The one entry point: route, authenticate, run, and turn every refusal into its JSON error.
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        // Every log line of this request, from any component, carries its id.
-        await Logger.$requestId.withValue(request.requestId) { await handleWithinRequest(request) }
+        // Every log line of this request, from any component, carries its id; every upstream call made
+        // for it ends within its one budget (work moved off the request, in detached tasks, does not).
+        await Logger.$requestId.withValue(request.requestId) {
+            await UpstreamDeadline.within(upstreamBudget) { await handleWithinRequest(request) }
+        }
     }
 
     private func handleWithinRequest(_ request: HTTPRequest) async -> HTTPResponse {

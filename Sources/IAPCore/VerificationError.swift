@@ -109,7 +109,8 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         /// Apple documents, a member of the wrong type or missing): the fault is upstream's, not the
         /// client's evidence. Not retryable: the same question is likely to get the same answer.
         public static let upstreamInvalidResponse = Code(rawValue: "UPSTREAM_INVALID_RESPONSE")
-        /// Apple (or the upstream) asked us to slow down (HTTP 429) and retries ran out.
+        /// Apple (or the upstream) asked us to slow down (HTTP 429), and its `Retry-After` does not fit the
+        /// request's budget or retries ran out; the 503 carries Apple's `Retry-After`.
         public static let rateLimited = Code(rawValue: "RATE_LIMITED")
         /// Apple refused our credentials (verifyReceipt 21004 shared secret, Server API 401 key):
         /// an operator must fix the app's configuration; the log line names the key id or the secret's

@@ -186,8 +186,20 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
         try await read { (l) throws(VerificationError) in try l.dueWebhooks(now: now, limit: limit) }
     }
 
-    public func leaseDueWebhooks(now: Int64, limit: Int, leaseMillis: Int64) async throws(VerificationError) -> [OutboxEntry] {
-        try await write { (l) throws(VerificationError) in try l.leaseDueWebhooks(now: now, limit: limit, leaseMillis: leaseMillis) }
+    public func leaseDueWebhooks(now: Int64, limit: Int, leaseMillis: Int64, holder: String)
+        async throws(VerificationError) -> [OutboxEntry] {
+        try await write { (l) throws(VerificationError) in
+            try l.leaseDueWebhooks(now: now, limit: limit, leaseMillis: leaseMillis, holder: holder)
+        }
+    }
+
+    public func renewWebhookLeases(_ seqs: [Int64], holder: String, until: Int64) async throws(VerificationError) -> Set<Int64> {
+        try await write { (l) throws(VerificationError) in try l.renewWebhookLeases(seqs, holder: holder, until: until) }
+    }
+
+    @discardableResult
+    public func releaseWebhookLeases(holder: String, now: Int64) async throws(VerificationError) -> Int {
+        try await write { (l) throws(VerificationError) in try l.releaseWebhookLeases(holder: holder, now: now) }
     }
 
     public func markDelivered(_ seq: Int64, at now: Int64) async throws(VerificationError) {

@@ -78,15 +78,27 @@ public protocol NotificationLedger: Sendable {
     /// Undelivered events with `nextAttemptAt <= now`, earliest due first (a read: operations, tests).
     func dueWebhooks(now: Int64, limit: Int) async throws(VerificationError) -> [OutboxEntry]
 
-    /// Takes up to `limit` due events for delivery by this caller: they are not due again for anyone
-    /// (another instance included) until `now + leaseMillis`, unless marked failed or delivered
-    /// sooner. A deliverer that dies mid-way leaves them to be retried once the lease runs out, so
-    /// delivery stays at-least-once without two instances sending the same event at the same time.
-    func leaseDueWebhooks(now: Int64, limit: Int, leaseMillis: Int64) async throws(VerificationError) -> [OutboxEntry]
+    /// Takes up to `limit` due events for delivery by `holder`: they are not due again for anyone
+    /// (another instance included) until `now + leaseMillis`, unless renewed, marked failed or
+    /// delivered sooner. A deliverer that dies mid-way leaves them to be retried once the lease runs
+    /// out (or at once, when it restarts: `releaseWebhookLeases`), so delivery stays at-least-once
+    /// without two instances sending the same event at the same time.
+    func leaseDueWebhooks(now: Int64, limit: Int, leaseMillis: Int64, holder: String) async throws(VerificationError) -> [OutboxEntry]
+
+    /// Extends to `until` the leases `holder` still has among `seqs` (undelivered, not marked failed,
+    /// not taken by another holder since); returns those seqs. A seq missing from the answer is no
+    /// longer the caller's to send.
+    func renewWebhookLeases(_ seqs: [Int64], holder: String, until: Int64) async throws(VerificationError) -> Set<Int64>
+
+    /// Makes every undelivered event leased by `holder` due at `now`. For an instance starting under
+    /// a stable identity: what that identity holds was taken by its previous incarnation, which no
+    /// longer sends it. Returns how many events were released.
+    @discardableResult
+    func releaseWebhookLeases(holder: String, now: Int64) async throws(VerificationError) -> Int
 
     func markDelivered(_ seq: Int64, at now: Int64) async throws(VerificationError)
 
-    /// Counts a failed attempt; the caller computes the backoff.
+    /// Counts a failed attempt and ends the event's lease; the caller computes the backoff.
     func markFailed(_ seq: Int64, nextAttemptAt: Int64) async throws(VerificationError)
 
     /// Events not yet delivered.

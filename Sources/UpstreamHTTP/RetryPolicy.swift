@@ -13,9 +13,9 @@ public struct RetryGaveUp<Failure: Error>: Error {
     public enum Reason: Sendable, Equatable {
         case notRetryable
         case attemptsExhausted
-        /// The upstream asked us to wait longer than the remaining budget.
+        /// The upstream asked us to wait at least as long as the budget has left.
         case retryAfterBeyondBudget
-        /// The next backoff would overrun the budget.
+        /// The next backoff would use up the budget.
         case budgetExhausted
         case cancelled
     }
@@ -28,15 +28,21 @@ public struct RetryGaveUp<Failure: Error>: Error {
 
 /// Bounded retries with exponential backoff and jitter, honouring Retry-After. Generic over the error so
 /// it serves HTTP transport errors, verifyReceipt statuses and Server API error codes alike.
+///
+/// Time is bounded twice over: by `budget` (attempts and waits together), and by the enclosing
+/// `UpstreamDeadline` (a gateway request's one budget for all its calls), whichever ends first; each
+/// attempt runs under that end, so the HTTP client cuts its timeouts to it. An upstream's Retry-After is
+/// waited out in full, never shortened: when the time left is not longer than the wait it asks for,
+/// the policy gives up at once and hands the Retry-After on (the gateway's 503 carries it).
 public struct RetryPolicy: Sendable {
     /// Attempts in total, the first included (1 = never retry).
     public var maxAttempts: Int
     public var baseDelay: Duration
-    /// No single wait is longer than this, Retry-After included.
+    /// No backoff is longer than this (a Retry-After is taken as the upstream gave it).
     public var maxDelay: Duration
     /// Fraction (0...1) of each backoff that is randomised away, so clients that failed together spread out.
     public var jitter: Double
-    /// Total time the policy may spend waiting between attempts (attempt durations are not counted).
+    /// Total time one `run` may take: its attempts and the waits between them.
     public var budget: Duration
 
     public typealias Sleep = @Sendable (Duration) async throws -> Void
@@ -44,7 +50,7 @@ public struct RetryPolicy: Sendable {
     public static let taskSleep: Sleep = { try await Task.sleep(for: $0) }
 
     public init(maxAttempts: Int = 3, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(2),
-                jitter: Double = 0.2, budget: Duration = .seconds(5)) {
+                jitter: Double = 0.2, budget: Duration = .seconds(20)) {
         self.maxAttempts = max(1, maxAttempts)
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
@@ -62,7 +68,8 @@ public struct RetryPolicy: Sendable {
     }
 
     /// Runs `operation` (given the 1-based attempt number) until it succeeds, fails for good, or the
-    /// policy's attempts or budget run out. `sleep` and `random` are injectable so tests take no time.
+    /// policy's attempts or time run out. `sleep` and `random` are injectable so tests take no time:
+    /// the budget counts each attempt as long as it took and each wait as long as it was asked to be.
     public func run<Success, Failure: Error>(
         isolation: isolated (any Actor)? = #isolation,
         sleep: Sleep = RetryPolicy.taskSleep,
@@ -70,9 +77,19 @@ public struct RetryPolicy: Sendable {
         _ operation: (_ attempt: Int) async -> RetryDecision<Success, Failure>
     ) async throws(RetryGaveUp<Failure>) -> Success {
         var attempt = 1
-        var waited: Duration = .zero
+        var spent: Duration = .zero
+        let enclosing = UpstreamDeadline.current
+        /// What is left: of this run's budget, and of the enclosing deadline.
+        func remaining() -> Duration {
+            let own = budget - spent
+            return enclosing.map { min(own, ContinuousClock.now.duration(to: $0)) } ?? own
+        }
         while true {
-            let decision = await operation(attempt)
+            let started = ContinuousClock.now
+            let decision = await UpstreamDeadline.$current.withValue(started.advanced(by: remaining())) {
+                await operation(attempt)
+            }
+            spent += started.duration(to: .now)
             let lastError: Failure
             let retryAfter: Duration?
             switch decision {
@@ -87,17 +104,18 @@ public struct RetryPolicy: Sendable {
             guard attempt < maxAttempts else {
                 throw RetryGaveUp(lastError: lastError, attempts: attempt, reason: .attemptsExhausted, retryAfter: retryAfter)
             }
-            let remaining = budget - waited
+            let left = remaining()
             let delay: Duration
             if let retryAfter {
-                guard retryAfter <= remaining else {
+                // Never sooner than asked; and a retry with no time left after the wait is no retry.
+                guard retryAfter < left else {
                     throw RetryGaveUp(lastError: lastError, attempts: attempt, reason: .retryAfterBeyondBudget,
                                       retryAfter: retryAfter)
                 }
-                delay = min(max(retryAfter, .zero), maxDelay)
+                delay = max(retryAfter, .zero)
             } else {
                 delay = backoff(beforeRetry: attempt, random: random())
-                guard delay <= remaining else {
+                guard delay < left else {
                     throw RetryGaveUp(lastError: lastError, attempts: attempt, reason: .budgetExhausted, retryAfter: nil)
                 }
             }
@@ -106,7 +124,7 @@ public struct RetryPolicy: Sendable {
             } catch {
                 throw RetryGaveUp(lastError: lastError, attempts: attempt, reason: .cancelled, retryAfter: retryAfter)
             }
-            waited += delay
+            spent += delay
             attempt += 1
         }
     }

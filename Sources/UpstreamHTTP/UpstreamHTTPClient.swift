@@ -59,9 +59,16 @@ public final class UpstreamHTTPClient: Sendable {
         let target = try URLPolicy.check(request.url)
         try HeaderPolicy.check(request.headers)
         if Task.isCancelled { throw .cancelled }
+        // Within a deadline (a request's budget, a retry policy's), no transfer outlasts it.
+        var limits = configuration
+        if let left = UpstreamDeadline.remaining {
+            guard left > .zero else { throw .timedOut }
+            limits.connectTimeout = min(limits.connectTimeout, left)
+            limits.requestTimeout = min(limits.requestTimeout, left)
+        }
 
         let transfer = CurlTransfer(method: method, url: target.normalizedURL, headers: request.headers,
-                                    body: request.body, configuration: configuration)
+                                    body: request.body, configuration: limits)
         let engine = self.engine
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in

@@ -25,10 +25,10 @@ final class WebhookLeaseTests: XCTestCase {
         let client = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(
             connectTimeout: .seconds(2), requestTimeout: .seconds(2)))
         // Each delivery seems to take a minute (a slow receiver, a stalled database checkout): after the
-        // first, the batch's lease (2 × (4 s + 1 s)) has long run out.
+        // first, the batch's 10 s lease has long run out (its renewal, every 3.3 s, has not come yet).
         let dispatcher = WebhookDispatcher(apps: [bundleId: app(webhookURL: receiver.url)], ledger: AsyncSQLLedger(ledger), client: client,
                                            environment: ["HOOK_SECRET": "hook-secret"], logger: .disabled,
-                                           attemptTimeoutMillis: 4_000,
+                                           leaseMillis: 10_000,
                                            now: { 1_000 + Int64(receiver.deliveries.count) * 60_000 })
         let delivered = try await dispatcher.deliverDue(limit: 2)
         XCTAssertEqual(delivered, 1)
@@ -37,6 +37,48 @@ final class WebhookLeaseTests: XCTestCase {
         let later = try await dispatcher.deliverDue(limit: 2)
         XCTAssertEqual(later, 1)
         XCTAssertEqual(receiver.deliveries.map(\.idempotencyKey), ["k1", "k2"])
+    }
+
+    /// Issue 10 item 7: the lease is renewed while the receiver takes its time; once a renewal finds the
+    /// event taken by another holder, the attempt in flight is aborted (not left to run to its timeout),
+    /// and the event is neither marked delivered nor failed by the one that lost it.
+    func testAnAttemptIsAbortedOnceARenewalFindsItsEventTakenByAnotherHolder() async throws {
+        let receiver = WebhookReceiver()
+        try receiver.start(self)
+        receiver.expectSecret("hook-secret")
+        receiver.hold()
+        addTeardownBlock { receiver.release() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hooks-\(UUID().uuidString)")
+        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
+        let ledger = try SQLLedger(storage: "sqlite:" + directory.appendingPathComponent("ledger.sqlite").path)
+        try ledger.enqueueWebhooks([WebhookEvent(kind: .entitlementChanged, idempotencyKey: "k1", bundleId: bundleId,
+                                                 originalTransactionId: nil, transactionId: nil, productId: "p", state: .active,
+                                                 expiresDate: nil, notificationType: "DID_RENEW", subtype: nil, occurredAt: 1)],
+                                   now: 1_000)
+        let client = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(
+            connectTimeout: .seconds(2), requestTimeout: .seconds(60)))
+        let clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+        let dispatcher = WebhookDispatcher(apps: [bundleId: app(webhookURL: receiver.url)], ledger: AsyncSQLLedger(ledger), client: client,
+                                           environment: ["HOOK_SECRET": "hook-secret"], logger: .disabled,
+                                           identity: .init(id: "gw-a", isStable: false), leaseMillis: 3_000, now: clock)
+        let started = ContinuousClock.now
+        async let delivered = dispatcher.deliverDue()
+        while receiver.heldKeys.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        // Held past several lease lengths: the renewals keep it gw-a's meanwhile.
+        try await Task.sleep(for: .seconds(4))
+        XCTAssertEqual(try ledger.leaseDueWebhooks(now: clock(), limit: 1, leaseMillis: 60_000, holder: "gw-b"), [],
+                       "a lease renewed while its holder delivers is nobody else's")
+        // As if gw-a had stalled past its lease and gw-b had taken the event.
+        XCTAssertEqual(try ledger.releaseWebhookLeases(holder: "gw-a", now: clock()), 1)
+        XCTAssertEqual(try ledger.leaseDueWebhooks(now: clock(), limit: 1, leaseMillis: 60_000, holder: "gw-b").count, 1)
+        let count = try await delivered
+        XCTAssertEqual(count, 0)
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(15), "aborted, not left to run to the 60 s timeout")
+        XCTAssertEqual(receiver.heldKeys, ["k1"])
+        XCTAssertEqual(try ledger.outboxDepth(), 1, "not marked delivered")
+        XCTAssertEqual(try ledger.renewWebhookLeases(try ledger.dueWebhooks(now: .max, limit: 1).map(\.seq), holder: "gw-b",
+                                                     until: clock() + 60_000).count, 1, "still gw-b's: gw-a marked nothing")
+        XCTAssertEqual(try ledger.dueWebhooks(now: .max, limit: 1).first?.attempts, 0)
     }
 
     private func app(webhookURL: String) -> AppPolicy {

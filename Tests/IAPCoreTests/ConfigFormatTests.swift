@@ -70,11 +70,39 @@ final class ConfigFormatTests: XCTestCase {
         XCTAssertEqual(xml.upstream.verifyReceiptProduction, "https://buy.itunes.apple.com/verifyReceipt")
         XCTAssertEqual(xml.upstream.serverAPISandbox, "https://api.storekit-sandbox.itunes.apple.com")
         XCTAssertEqual(xml.listenPort, 8080)
+        XCTAssertEqual(xml.timeouts, GatewayConfig.Timeouts(), "Config/gateway.xml shows the defaults")
+        XCTAssertEqual(xml.webhooks, GatewayConfig.Webhooks())
+        XCTAssertEqual(xml.timeouts.budgetSeconds, 20)
+        XCTAssertEqual(xml.webhooks.leaseSeconds, 10)
+        XCTAssertNil(xml.instanceId)
         let plist = try ConfigLoader.loadGateway(file: S.configDirectory.appendingPathComponent("examples/gateway.plist"))
         XCTAssertEqual(plist.listenPort, 8443)
         XCTAssertEqual(plist.storageURL, "postgresql://iapgw@localhost/iapgw")
         XCTAssertEqual(plist.appsDirectory.standardizedFileURL, xml.appsDirectory.standardizedFileURL)
         XCTAssertEqual(plist.limits, GatewayConfig.Limits())
+    }
+
+    /// Issue 10 items 4 and 7: the request's upstream budget, the webhook lease and the instance's name.
+    func testGatewayReadsTheUpstreamBudgetTheWebhookLeaseAndTheInstanceIdWithinTheirRanges() throws {
+        func gateway(_ body: String) throws(VerificationError) -> GatewayConfig {
+            try ConfigLoader.decodeGateway(Data("<gateway>\(body)</gateway>".utf8), format: .xml, displayName: "gateway.xml",
+                                           baseDirectory: URL(fileURLWithPath: "/tmp"))
+        }
+        let set = try gateway("""
+            <timeouts><budgetSeconds type="integer">7</budgetSeconds></timeouts>\
+            <webhooks><leaseSeconds type="integer">30</leaseSeconds></webhooks><instanceId>gw-eu-1</instanceId>
+            """)
+        XCTAssertEqual(set.timeouts.budgetSeconds, 7)
+        XCTAssertEqual(set.webhooks.leaseSeconds, 30)
+        XCTAssertEqual(set.instanceId, "gw-eu-1")
+        for (body, path) in [("<timeouts><budgetSeconds type=\"integer\">0</budgetSeconds></timeouts>", "timeouts.budgetSeconds"),
+                             ("<webhooks><leaseSeconds type=\"integer\">2</leaseSeconds></webhooks>", "webhooks.leaseSeconds"),
+                             ("<webhooks><leaseMillis type=\"integer\">2</leaseMillis></webhooks>", "webhooks"),
+                             ("<instanceId>gw eu</instanceId>", "instanceId")] {
+            let error = S.refusal { () throws(VerificationError) in _ = try gateway(body) }
+            XCTAssertEqual(error?.code, .invalidConfiguration, body)
+            XCTAssertTrue(error?.message.contains(path) ?? false, "\(body): \(error?.message ?? "accepted")")
+        }
     }
 
     func testGatewayRefusesPlainHTTPUpstreamExceptLocalhost() throws {

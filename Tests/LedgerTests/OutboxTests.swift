@@ -95,15 +95,15 @@ final class OutboxTests: InboxTestCase {
     func testLeasedEventsAreNotDueForAnyoneElseUntilTheLeaseRunsOut() throws {
         let ledger = try openLedger()
         try ledger.enqueueWebhooks([event("k-1"), event("k-2"), event("k-3")], now: t0)
-        let first = try ledger.leaseDueWebhooks(now: t0, limit: 2, leaseMillis: 60_000)
+        let first = try ledger.leaseDueWebhooks(now: t0, limit: 2, leaseMillis: 60_000, holder: "a")
         XCTAssertEqual(first.map(\.event.idempotencyKey), ["k-1", "k-2"])
-        let second = try ledger.leaseDueWebhooks(now: t0 + 1, limit: 10, leaseMillis: 60_000)
+        let second = try ledger.leaseDueWebhooks(now: t0 + 1, limit: 10, leaseMillis: 60_000, holder: "b")
         XCTAssertEqual(second.map(\.event.idempotencyKey), ["k-3"], "a second deliverer gets only what nobody holds")
-        XCTAssertEqual(try ledger.leaseDueWebhooks(now: t0 + 2, limit: 10, leaseMillis: 60_000), [])
+        XCTAssertEqual(try ledger.leaseDueWebhooks(now: t0 + 2, limit: 10, leaseMillis: 60_000, holder: "b"), [])
 
         // The first deliverer died without marking anything: its events come back after the lease.
         try ledger.markDelivered(second[0].seq, at: t0 + 3)
-        let retaken = try ledger.leaseDueWebhooks(now: t0 + 60_000, limit: 10, leaseMillis: 60_000)
+        let retaken = try ledger.leaseDueWebhooks(now: t0 + 60_000, limit: 10, leaseMillis: 60_000, holder: "c")
         XCTAssertEqual(retaken.map(\.event.idempotencyKey), ["k-1", "k-2"])
         XCTAssertEqual(try ledger.outboxDepth(), 2)
     }
@@ -111,9 +111,45 @@ final class OutboxTests: InboxTestCase {
     func testLeasedEventMarkedFailedIsDueAtItsBackoffNotAtTheLeaseEnd() throws {
         let ledger = try openLedger()
         try ledger.enqueueWebhooks([event("k-1")], now: t0)
-        let seq = try XCTUnwrap(ledger.leaseDueWebhooks(now: t0, limit: 1, leaseMillis: 600_000).first?.seq)
+        let seq = try XCTUnwrap(ledger.leaseDueWebhooks(now: t0, limit: 1, leaseMillis: 600_000, holder: "a").first?.seq)
         try ledger.markFailed(seq, nextAttemptAt: t0 + 1_000)
-        XCTAssertEqual(try ledger.leaseDueWebhooks(now: t0 + 1_000, limit: 1, leaseMillis: 600_000).map(\.seq), [seq])
+        XCTAssertEqual(try ledger.leaseDueWebhooks(now: t0 + 1_000, limit: 1, leaseMillis: 600_000, holder: "a").map(\.seq), [seq])
+    }
+
+    /// Issue 10 item 7: a lease is short and renewed by its holder while it delivers; once another
+    /// holder took an event (the lease ran out meanwhile), the first can no longer renew it.
+    func testOnlyTheHolderRenewsALeaseAndAnEventTakenByAnotherHolderIsLostToTheFirst() throws {
+        let ledger = try openLedger()
+        try ledger.enqueueWebhooks([event("k-1"), event("k-2"), event("k-3")], now: t0)
+        let batch = try ledger.leaseDueWebhooks(now: t0, limit: 3, leaseMillis: 10_000, holder: "a").map(\.seq)
+        XCTAssertEqual(try ledger.renewWebhookLeases(batch, holder: "b", until: t0 + 20_000), [], "not b's")
+        try ledger.markDelivered(batch[0], at: t0 + 1)
+        try ledger.markFailed(batch[1], nextAttemptAt: t0 + 60_000)
+        XCTAssertEqual(try ledger.renewWebhookLeases(batch, holder: "a", until: t0 + 20_000), [batch[2]],
+                       "only what is still leased: neither the delivered nor the failed event")
+        XCTAssertEqual(try ledger.leaseDueWebhooks(now: t0 + 19_999, limit: 3, leaseMillis: 10_000, holder: "b"), [],
+                       "the renewed lease holds past its first end")
+        // a stalls past its renewed lease; b takes the event, and a's late renewal finds it gone.
+        XCTAssertEqual(try ledger.leaseDueWebhooks(now: t0 + 20_000, limit: 3, leaseMillis: 10_000, holder: "b").map(\.seq),
+                       [batch[2]])
+        XCTAssertEqual(try ledger.renewWebhookLeases(batch, holder: "a", until: t0 + 30_000), [])
+        XCTAssertEqual(try ledger.renewWebhookLeases(batch, holder: "b", until: t0 + 30_000), [batch[2]])
+    }
+
+    /// Issue 10 item 7: an instance that restarts under its stable identity takes back at once what
+    /// its previous incarnation held, and nothing else: not another holder's lease, not a backoff.
+    func testReleasingAHoldersLeasesMakesOnlyItsLeasedEventsDueNow() throws {
+        let ledger = try openLedger()
+        try ledger.enqueueWebhooks([event("k-1"), event("k-2"), event("k-3"), event("k-4")], now: t0)
+        let mine = try ledger.leaseDueWebhooks(now: t0, limit: 2, leaseMillis: 600_000, holder: "gw-1").map(\.seq)
+        let theirs = try ledger.leaseDueWebhooks(now: t0, limit: 1, leaseMillis: 600_000, holder: "gw-2").map(\.seq)
+        let backedOff = try XCTUnwrap(ledger.leaseDueWebhooks(now: t0, limit: 1, leaseMillis: 600_000, holder: "gw-1").first?.seq)
+        try ledger.markFailed(backedOff, nextAttemptAt: t0 + 300_000)
+        XCTAssertEqual(try ledger.releaseWebhookLeases(holder: "gw-1", now: t0 + 5), 2)
+        XCTAssertEqual(try ledger.leaseDueWebhooks(now: t0 + 5, limit: 10, leaseMillis: 600_000, holder: "gw-1").map(\.seq), mine)
+        XCTAssertFalse(mine.contains(theirs[0]))
+        XCTAssertEqual(try ledger.renewWebhookLeases(theirs, holder: "gw-2", until: t0 + 700_000), Set(theirs),
+                       "another live holder keeps its lease")
     }
 
     func testConcurrentDeliverersNeverTakeTheSameEvent() throws {
@@ -121,8 +157,8 @@ final class OutboxTests: InboxTestCase {
         try ledger.enqueueWebhooks((0..<200).map { event("k-\($0)") }, now: t0)
         let taken = Mutex<[String]>([])
         let t0 = self.t0
-        DispatchQueue.concurrentPerform(iterations: 8) { _ in
-            while let batch = try? ledger.leaseDueWebhooks(now: t0, limit: 7, leaseMillis: 60_000), !batch.isEmpty {
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            while let batch = try? ledger.leaseDueWebhooks(now: t0, limit: 7, leaseMillis: 60_000, holder: "w\(worker)"), !batch.isEmpty {
                 taken.withLock { $0 += batch.map(\.event.idempotencyKey) }
             }
         }

@@ -118,6 +118,40 @@ final class StorageTests: LedgerTestCase {
         XCTAssertEqual(result, .constraintViolation(usesPostgres ? "23505" : "1555"))
     }
 
+    /// Issue 10 item 9: an answer that reports a state change is sent after its commit is on disk. SQLite
+    /// syncs the WAL at every commit (synchronous=FULL = 2, not NORMAL's sync at checkpoints only);
+    /// PostgreSQL waits for the WAL flush on every session of the pool, even when the URL (as here) or
+    /// the role asks for synchronous_commit = off.
+    func testEveryCommitOfTheLedgerWaitsForStableStorage() throws {
+        let ledger: SQLLedger
+        let query: String
+        let durable: String
+        if usesPostgres {
+            ledger = try SQLLedger(storage: storage + "%20-csynchronous_commit%3Doff")
+            (query, durable) = ("SELECT current_setting('synchronous_commit')", "on")
+        } else {
+            ledger = try openLedger()
+            (query, durable) = ("PRAGMA synchronous", "2")
+        }
+        let read = { () throws -> String in
+            try ledger.database.withConnection { (connection) throws(VerificationError) -> String in
+                try connection.query(query) { (row) throws(VerificationError) in
+                    row.text(0) ?? row.integer(0).map(String.init) ?? ""
+                }.first ?? ""
+            }
+        }
+        XCTAssertEqual(try read(), durable)
+        _ = try ledger.issueNonce(bundleId: "com.example.app", account: "alice", ttlSeconds: 60, now: 1)
+        XCTAssertEqual(try read(), durable, "after a commit")
+        if usesPostgres {
+            // A second connection of the pool, opened while the first is checked out, is set up the same.
+            let second = try ledger.database.withConnection { (_) throws(VerificationError) -> String in
+                do { return try read() } catch { throw VerificationError(.storageUnavailable, "\(error)") }
+            }
+            XCTAssertEqual(second, durable, "every connection of the pool")
+        }
+    }
+
     func testWALIsCopiedIntoTheDatabaseFileInTheBackgroundNotByTheWritersCommit() throws {
         try skipOnPostgres("the WAL checkpointer")
         let ledger = try openLedger()

@@ -38,7 +38,9 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(policy.backoff(beforeRetry: 40, random: 0), .milliseconds(250))
     }
 
-    func testRetryAfterReplacesBackoffAndIsCappedAtMaxDelay() async throws {
+    /// Issue 10 item 4: after a 429 with `Retry-After: 3` the retry came after 2 s (the backoff cap).
+    /// A Retry-After replaces the backoff and is waited out in full, even beyond `maxDelay`.
+    func testRetryAfterReplacesBackoffAndIsNeverShortened() async throws {
         let recorder = SleepRecorder()
         let value: String = try await policy.run(sleep: recorder.sleep, random: { 0 }) { attempt in
             switch attempt {
@@ -48,7 +50,54 @@ final class RetryPolicyTests: XCTestCase {
             }
         }
         XCTAssertEqual(value, "done on 3")
-        XCTAssertEqual(recorder.sleeps, [.milliseconds(180), .milliseconds(250)])
+        XCTAssertEqual(recorder.sleeps, [.milliseconds(180), .seconds(3)])
+    }
+
+    /// Issue 10 item 4: the budget is the run's whole time, attempts included (3 attempts of 15 s each
+    /// took 45 s under a 5 s budget that only counted waits).
+    func testAttemptsCountAgainstTheBudget() async {
+        let tight = RetryPolicy(maxAttempts: 10, baseDelay: .milliseconds(50), maxDelay: .milliseconds(50), jitter: 0,
+                                budget: .milliseconds(500))
+        let recorder = SleepRecorder()
+        let calls = Mutex(0)
+        do {
+            let _: Int = try await tight.run(sleep: recorder.sleep) { attempt in
+                calls.withLock { $0 += 1 }
+                try? await Task.sleep(for: .milliseconds(200))  // an attempt that takes its time
+                return .retry(Failure(attempt: attempt))
+            }
+            XCTFail("expected to give up")
+        } catch {
+            XCTAssertEqual(error.reason, .budgetExhausted)
+        }
+        XCTAssertEqual(calls.withLock { $0 }, 2, "200 + 50 + 200 ms spent: a third attempt would overrun 500 ms")
+    }
+
+    /// Issue 10 item 4: within an enclosing deadline (a gateway request's budget), a Retry-After that
+    /// does not fit what is left ends the run at once, carrying the upstream's value; each attempt runs
+    /// under the nearer of the two ends.
+    func testAnEnclosingDeadlineBoundsTheRunAndItsAttempts() async {
+        let recorder = SleepRecorder()
+        let seen = Mutex<[Duration]>([])
+        let gaveUp: RetryGaveUp<Failure>? = await UpstreamDeadline.within(.seconds(2)) { () async -> RetryGaveUp<Failure>? in
+            do throws(RetryGaveUp<Failure>) {
+                let _: Int = try await policy.run(sleep: recorder.sleep) { attempt in
+                    seen.withLock { $0.append(UpstreamDeadline.remaining ?? .seconds(-1)) }
+                    return .retry(Failure(attempt: attempt), retryAfter: .seconds(3))
+                }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        XCTAssertEqual(gaveUp?.reason, .retryAfterBeyondBudget)
+        XCTAssertEqual(gaveUp?.retryAfter, .seconds(3))
+        XCTAssertEqual(gaveUp?.attempts, 1)
+        XCTAssertEqual(recorder.sleeps, [], "no wait started that could not end in time")
+        let left = seen.withLock { $0 }
+        XCTAssertEqual(left.count, 1)
+        XCTAssertTrue(left.allSatisfy { $0 > .zero && $0 <= .seconds(2) }, "the attempt ran under the request's end: \(left)")
+        XCTAssertNil(UpstreamDeadline.current, "the deadline ends with its scope")
     }
 
     func testRetryAfterBeyondTheBudgetGivesUpAtOnceCarryingTheValue() async {

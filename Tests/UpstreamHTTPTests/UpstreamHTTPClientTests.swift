@@ -134,6 +134,26 @@ final class UpstreamHTTPClientTests: XCTestCase {
         XCTAssertTrue(UpstreamError.timedOut.isRetryable)
     }
 
+    /// Issue 10 item 4: under a deadline (a request's budget) a transfer is cut to what is left of it,
+    /// whatever the client's own timeouts; once it has passed, nothing is sent at all.
+    func testATransferEndsAtTheEnclosingDeadlineNotAtTheRequestTimeout() async throws {
+        let served = Mutex(0)
+        let server = try LoopbackServer { _ in served.withLock { $0 += 1 }; return .hang }
+        defer { server.stop() }
+        let client = try makeClient(requestTimeout: .seconds(15))
+        let started = ContinuousClock.now
+        let result: UpstreamError? = await UpstreamDeadline.within(.seconds(1)) { () async -> UpstreamError? in
+            do throws(UpstreamError) { _ = try await client.send(UpstreamRequest(url: server.baseURL + "/slow")); return nil } catch { return error }
+        }
+        XCTAssertEqual(result, .timedOut)
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(5), "the 1 s deadline, not the 15 s timeout")
+        let late: UpstreamError? = await UpstreamDeadline.within(.zero) { () async -> UpstreamError? in
+            do throws(UpstreamError) { _ = try await client.send(UpstreamRequest(url: server.baseURL + "/late")); return nil } catch { return error }
+        }
+        XCTAssertEqual(late, .timedOut)
+        XCTAssertEqual(served.withLock { $0 }, 1, "no request once the deadline has passed")
+    }
+
     func testDeclaredOversizedResponseIsRefused() async throws {
         let server = try LoopbackServer { _ in .respond(status: 200, body: [UInt8](repeating: 7, count: 1025)) }
         defer { server.stop() }

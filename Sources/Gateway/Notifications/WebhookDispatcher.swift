@@ -2,30 +2,51 @@ import AppleTrust
 import Foundation
 import IAPCore
 import Ledger
+import Synchronization
 import UpstreamHTTP
 
 /// Delivers the webhook outbox to each app backend: at least once, each event with its
 /// idempotency key, signed `X-IAPGW-Signature: sha256=HEX(HMAC(secret, timestamp + "." + body))`
 /// with `X-IAPGW-Timestamp`, retried with exponential backoff while the receiver is down.
 public final class WebhookDispatcher: Sendable {
+    /// Who takes the outbox's leases. A stable identity names this instance again after a restart,
+    /// and no other live instance has it: what it holds at start was held by its previous
+    /// incarnation, which no longer sends it, so it is taken back at once instead of waiting out
+    /// the lease. An ephemeral one is new at every start (nothing to take back).
+    public struct Identity: Sendable, Equatable {
+        public var id: String
+        public var isStable: Bool
+
+        public init(id: String, isStable: Bool) {
+            self.id = id
+            self.isStable = isStable
+        }
+
+        public static func ephemeral() -> Identity { Identity(id: "gw-" + UUID().uuidString, isStable: false) }
+    }
+
     let apps: [String: AppPolicy]
     let ledger: any NotificationLedger & Ledger
     let client: UpstreamHTTPClient
     let environment: [String: String]
     let logger: Logger
     let now: @Sendable () -> Int64
-    /// The longest one delivery attempt can take (connect + request timeouts of `client`).
-    let attemptTimeoutMillis: Int64
+    let identity: Identity
+    /// How long an event taken for delivery stays ours without renewal: a crashed instance's events
+    /// are due again (for another instance, or its own next incarnation) at most this long after.
+    /// Renewed every third of it while a batch is being delivered.
+    let leaseMillis: Int64
 
     public init(apps: [String: AppPolicy], ledger: any NotificationLedger & Ledger, client: UpstreamHTTPClient,
-                environment: [String: String], logger: Logger, attemptTimeoutMillis: Int64 = 20_000,
-                now: @escaping @Sendable () -> Int64) {
-        self.attemptTimeoutMillis = attemptTimeoutMillis
+                environment: [String: String], logger: Logger, identity: Identity = .ephemeral(),
+                leaseMillis: Int64 = 10_000, now: @escaping @Sendable () -> Int64) {
         self.apps = apps
         self.ledger = ledger
         self.client = client
         self.environment = environment
         self.logger = logger
+        self.identity = identity
+        self.leaseMillis = max(leaseMillis, 3)
         self.now = now
     }
 
@@ -63,12 +84,13 @@ public final class WebhookDispatcher: Sendable {
     /// Sends what is due; returns how many were delivered.
     @discardableResult
     public func deliverDue(limit: Int = 16) async throws(VerificationError) -> Int {
+        let taken = try await ledger.leaseDueWebhooks(now: now(), limit: limit, leaseMillis: leaseMillis, holder: identity.id)
+        guard !taken.isEmpty else { return 0 }
+        let lease = BatchLease(seqs: taken.map(\.seq), until: now() + leaseMillis)
+        let renewal = Task { await keepRenewing(lease) }
+        defer { renewal.cancel() }
         var delivered = 0
-        // A batch taken for delivery stays ours longer than its receivers can take at the upstream
-        // timeout, so another instance never sends the same event while we still may.
-        let lease = Int64(max(1, limit)) * (attemptTimeoutMillis + 1_000)
-        let leasedAt = now()
-        for entry in try await ledger.leaseDueWebhooks(now: leasedAt, limit: limit, leaseMillis: lease) {
+        for entry in taken {
             guard let app = apps[entry.event.bundleId], let webhook = app.webhook else {
                 // No receiver configured: nothing will ever take it, so it is not retried forever.
                 try await ledger.markDelivered(entry.seq, at: now())
@@ -89,36 +111,97 @@ public final class WebhookDispatcher: Sendable {
                 try await ledger.markFailed(entry.seq, nextAttemptAt: now() + Self.backoffMs(afterAttempts: entry.attempts))
                 continue
             }
-            // The slack is not a bound: a stalled storage checkout can outlast it. An attempt that might
-            // end after the lease is not started; the rest of the batch is due again when the lease ends.
-            guard now() + attemptTimeoutMillis <= leasedAt + lease else {
+            // Once the lease may have run out (a renewal lost, or stalled on storage), another instance
+            // may be sending the rest of the batch: this one stops, and sends nothing it no longer holds.
+            guard lease.holds(entry.seq, now: now(), margin: leaseMillis / 5) else {
                 logger.warning("webhook_lease_ran_out", ["bundleId": entry.event.bundleId])
                 break
             }
-            let ok: Bool
-            do {
-                let response = try await client.send(UpstreamRequest(method: "POST", url: webhook.url, headers: [
-                    ("Content-Type", "application/json"), ("Idempotency-Key", entry.event.idempotencyKey),
-                    ("X-IAPGW-Timestamp", timestamp),
-                    ("X-IAPGW-Signature", Self.signature(secret: secret, timestamp: timestamp, body: body)),
-                ], body: Array(body.utf8)))
-                ok = (200..<300).contains(response.status)
-            } catch {
-                ok = false
-            }
-            if ok {
+            let request = UpstreamRequest(method: "POST", url: webhook.url, headers: [
+                ("Content-Type", "application/json"), ("Idempotency-Key", entry.event.idempotencyKey),
+                ("X-IAPGW-Timestamp", timestamp),
+                ("X-IAPGW-Signature", Self.signature(secret: secret, timestamp: timestamp, body: body)),
+            ], body: Array(body.utf8))
+            switch await attempt(request, seq: entry.seq, lease: lease) {
+            case .delivered:
                 try await ledger.markDelivered(entry.seq, at: now())
                 delivered += 1
-            } else {
+            case .failed:
                 let next = now() + Self.backoffMs(afterAttempts: entry.attempts)
                 try await ledger.markFailed(entry.seq, nextAttemptAt: next)
                 logger.warning("webhook_failed", ["bundleId": entry.event.bundleId, "attempts": String(entry.attempts + 1)])
+            case .leaseLost:
+                // Aborted mid-way: the event is someone else's now (or due again), at least once still holds.
+                logger.warning("webhook_lease_ran_out", ["bundleId": entry.event.bundleId])
+                return delivered
             }
         }
         return delivered
     }
 
+    /// At start, under a stable identity: the events its previous incarnation held are due now.
+    public func reclaimEarlierLeases() async {
+        guard identity.isStable else { return }
+        do {
+            let released = try await ledger.releaseWebhookLeases(holder: identity.id, now: now())
+            if released > 0 { logger.info("webhook_leases_reclaimed", ["events": String(released)]) }
+        } catch {
+            // Not fatal: those events are due again anyway once their lease runs out.
+            logger.warning("webhook_lease_reclaim_failed", ["code": error.code.rawValue])
+        }
+    }
+
+    private enum AttemptOutcome: Sendable { case delivered, failed, leaseLost }
+
+    /// One POST, raced against the lease: if the lease may run out before the receiver answers, the
+    /// request is aborted, so two instances never send one event at the same time. An answer that
+    /// arrived first is the outcome, whatever the lease did meanwhile.
+    private func attempt(_ request: UpstreamRequest, seq: Int64, lease: BatchLease) async -> AttemptOutcome {
+        let client = self.client
+        let margin = leaseMillis / 5
+        // nil: the watchdog's "the lease may run out"; the POST's own outcome otherwise.
+        return await withTaskGroup(of: AttemptOutcome?.self) { group in
+            group.addTask {
+                do {
+                    let response = try await client.send(request)
+                    return (200..<300).contains(response.status) ? .delivered : .failed
+                } catch {
+                    return Task.isCancelled ? .leaseLost : .failed
+                }
+            }
+            group.addTask { [now, leaseMillis] in
+                // Looks again after each renewal (a third of a lease), and when the lease as last renewed
+                // is about to end: a renewal that found the event taken, or none in time, ends the attempt.
+                while lease.holds(seq, now: now(), margin: margin) {
+                    let left = min(lease.until - margin - now(), leaseMillis / 3)
+                    do { try await Task.sleep(for: .milliseconds(max(left, 1))) } catch { break }
+                }
+                return nil
+            }
+            // The first to end cancels the other; when it is the watchdog, the aborted POST still reports.
+            while let next = await group.next() {
+                group.cancelAll()
+                if let outcome = next { return outcome }
+            }
+            return .leaseLost
+        }
+    }
+
+    /// Renews the batch's leases every third of a lease until cancelled (the batch is done).
+    private func keepRenewing(_ lease: BatchLease) async {
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: .milliseconds(max(leaseMillis / 3, 1))) } catch { return }
+            let until = now() + leaseMillis
+            do {
+                lease.renewed(try await ledger.renewWebhookLeases(lease.held, holder: identity.id, until: until), until: until)
+            } catch {
+                logger.warning("webhook_lease_renewal_failed", ["code": error.code.rawValue])
+            }
+        }
+    }
+
     public func run(interval: Duration = .milliseconds(250)) async {
+        await reclaimEarlierLeases()
         while !Task.isCancelled {
             do {
                 while try await deliverDue() > 0 {}
@@ -126,6 +209,34 @@ public final class WebhookDispatcher: Sendable {
                 logger.error("webhook_dispatch_failed", ["code": error.code.rawValue])
             }
             try? await Task.sleep(for: interval)
+        }
+    }
+}
+
+/// The events of one batch this dispatcher still holds, and until when (as last renewed).
+private final class BatchLease: Sendable {
+    private struct State {
+        var held: Set<Int64>
+        var until: Int64
+    }
+
+    private let state: Mutex<State>
+
+    init(seqs: [Int64], until: Int64) { state = Mutex(State(held: Set(seqs), until: until)) }
+
+    var held: [Int64] { state.withLock { $0.held.sorted() } }
+    var until: Int64 { state.withLock { $0.until } }
+
+    /// Still ours, with at least `margin` ms of the lease left.
+    func holds(_ seq: Int64, now: Int64, margin: Int64) -> Bool {
+        state.withLock { $0.held.contains(seq) && now + margin < $0.until }
+    }
+
+    /// `held`: what the renewal found still ours; the rest is not sent any more.
+    func renewed(_ held: Set<Int64>, until: Int64) {
+        state.withLock { state in
+            state.held.formIntersection(held)
+            state.until = until
         }
     }
 }

@@ -10,6 +10,11 @@ public struct GatewayConfig: Sendable, Equatable {
     public var upstream = Upstream()
     public var timeouts = Timeouts()
     public var limits = Limits()
+    /// This instance's name among those sharing a database, the same across its restarts (so it can
+    /// take back at once the webhook leases it held when it crashed). Nil: the one instance of an
+    /// SQLite file needs none; on PostgreSQL each start is then a new instance.
+    public var instanceId: String?
+    public var webhooks = Webhooks()
     /// Where the per-app files are; `apps` next to the gateway file unless set.
     public var appsDirectory: URL
 
@@ -25,11 +30,22 @@ public struct GatewayConfig: Sendable, Equatable {
     }
 
     public struct Timeouts: Sendable, Equatable {
+        /// One upstream attempt: its connect, and the whole exchange.
         public var connectSeconds: Int64 = 5
         public var requestSeconds: Int64 = 15
         /// How long a request waits for any one storage call before it answers 503 STORAGE_UNAVAILABLE
         /// (also PostgreSQL's statement and lock timeouts, SQLite's busy timeout).
         public var storageSeconds: Int64 = 5
+        /// All the upstream work of one gateway request (every call, attempt and retry wait) ends
+        /// within this; each background call is bounded by it too.
+        public var budgetSeconds: Int64 = 20
+        public init() {}
+    }
+
+    public struct Webhooks: Sendable, Equatable {
+        /// How long a webhook event taken for delivery stays one instance's without renewal (renewed
+        /// every third of it while delivering): after a crash, delivery resumes within about this long.
+        public var leaseSeconds: Int64 = 10
         public init() {}
     }
 
@@ -90,6 +106,7 @@ struct GatewayConfigDecoder {
             if let g = t.optional("connectSeconds") { config.timeouts.connectSeconds = try g.integer(in: 1...300) }
             if let g = t.optional("requestSeconds") { config.timeouts.requestSeconds = try g.integer(in: 1...600) }
             if let g = t.optional("storageSeconds") { config.timeouts.storageSeconds = try g.integer(in: 1...60) }
+            if let g = t.optional("budgetSeconds") { config.timeouts.budgetSeconds = try g.integer(in: 1...600) }
             try t.finish()
         }
         if let f = o.optional("limits") {
@@ -101,6 +118,18 @@ struct GatewayConfigDecoder {
                 config.limits.maxConnectionsPerClient = try g.integer(in: 0...config.limits.maxConnections)
             }
             try l.finish()
+        }
+        if let f = o.optional("instanceId") {
+            let id = try f.nonEmptyString()
+            guard id.count <= 128, id.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F }) else {
+                throw f.fail("must be 1-128 printable ASCII characters without spaces")
+            }
+            config.instanceId = id
+        }
+        if let f = o.optional("webhooks") {
+            let w = try f.object()
+            if let g = w.optional("leaseSeconds") { config.webhooks.leaseSeconds = try g.integer(in: 3...300) }
+            try w.finish()
         }
         if let f = o.optional("appsDirectory") {
             let text = try f.nonEmptyString()

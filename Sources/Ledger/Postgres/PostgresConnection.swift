@@ -48,7 +48,14 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         // libpq prints server notices ("relation already exists, skipping") to stderr by default:
         // that would break the JSON-lines log, and a notice may quote names or values. Dropped.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
-        return PostgresConnection(handle: handle)
+        let connection = PostgresConnection(handle: handle)
+        // A 200 reports a commit that is on disk: a role, database or URL (`options=-c...`) default of
+        // synchronous_commit = off would let COMMIT return before the WAL flush, so this session turns
+        // it back on. Every other value (on, local, remote_write, remote_apply) flushes locally first.
+        try connection.executeScript(
+            "SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') = 'off'",
+            operation: "configure")
+        return connection
     }
 
     /// False once the session is gone (server restarted, backend terminated): the pool drops it.

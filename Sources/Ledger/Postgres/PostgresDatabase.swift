@@ -121,13 +121,4 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
             }
         }
     }
-
-    /// synchronous_commit is on by default: COMMIT returns once the WAL is flushed to disk (and to
-    /// synchronous standbys, if configured). Nothing to change per call; a server configured with
-    /// synchronous_commit = off gives that up for every write, which is its operator's choice.
-    @discardableResult
-    func withDurableConnection<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
-        throws(VerificationError) -> R {
-        try withConnection(body)
-    }
 }

@@ -6,7 +6,7 @@
 /// AUTOINCREMENT is an identity column, WITHOUT ROWID has no equivalent (a table is a heap with its
 /// primary-key index either way), and partial indexes keep their WHERE clauses.
 enum PostgresLedgerSchema {
-    static let migrations: [String] = [v1, v2, v3, v4, v5, v6]
+    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7]
 
     static let v1 = """
         CREATE TABLE nonces (
@@ -207,5 +207,11 @@ enum PostgresLedgerSchema {
             agreed BIGINT NOT NULL CHECK (agreed IN (0, 1)),
             PRIMARY KEY (comparison_id, original_transaction_id)
         );
+        """
+
+    /// The holder of a webhook event's lease (renewal by the holder only; reclaimed at its restart).
+    static let v7 = """
+        ALTER TABLE webhook_outbox ADD COLUMN leased_by TEXT;
+        CREATE INDEX webhook_outbox_by_holder ON webhook_outbox (leased_by) WHERE delivered_at IS NULL;
         """
 }

@@ -131,14 +131,11 @@ protocol SQLDatabase: Sendable {
     func withConnection<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
         throws(VerificationError) -> R
 
-    /// Runs `body` in one write transaction; any throw rolls everything back. An engine may run
+    /// Runs `body` in one write transaction; any throw rolls everything back. Every commit (this one,
+    /// and each statement run outside a transaction) is on stable storage when it returns, not only
+    /// handed to the OS (SQLite `synchronous=FULL`, PostgreSQL `synchronous_commit` on). An engine may run
     /// `body` again after a transient conflict (a deadlock between instances), so `body` must have
     /// no effect outside the transaction.
     func transaction<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
-        throws(VerificationError) -> R
-
-    /// Runs `body` so that its writes reach stable storage before it returns, not only the OS:
-    /// for what the gateway acknowledges to a sender that will not send it again.
-    func withDurableConnection<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
         throws(VerificationError) -> R
 }

@@ -34,17 +34,40 @@ extension SQLLedger {
         }
     }
 
-    public func leaseDueWebhooks(now: Int64, limit: Int, leaseMillis: Int64) throws(VerificationError) -> [OutboxEntry] {
-        guard leaseMillis > 0 else {
-            throw VerificationError(.internalError, "storage: a webhook lease must be positive")
+    public func leaseDueWebhooks(now: Int64, limit: Int, leaseMillis: Int64, holder: String)
+        throws(VerificationError) -> [OutboxEntry] {
+        guard leaseMillis > 0, !holder.isEmpty else {
+            throw VerificationError(.internalError, "storage: a webhook lease needs a holder and a positive lifetime")
         }
         return try database.transaction { (connection) throws(VerificationError) -> [OutboxEntry] in
             let taken = try Self.due(now: now, limit: limit, locking: true, connection)
             for entry in taken {
-                try connection.run("UPDATE webhook_outbox SET next_attempt_at = ? WHERE seq = ?",
-                                   .integer(now + leaseMillis), .integer(entry.seq))
+                try connection.run("UPDATE webhook_outbox SET next_attempt_at = ?, leased_by = ? WHERE seq = ?",
+                                   .integer(now + leaseMillis), .text(holder), .integer(entry.seq))
             }
             return taken
+        }
+    }
+
+    public func renewWebhookLeases(_ seqs: [Int64], holder: String, until: Int64) throws(VerificationError) -> Set<Int64> {
+        guard !seqs.isEmpty else { return [] }
+        return try database.transaction { (connection) throws(VerificationError) -> Set<Int64> in
+            var held: Set<Int64> = []
+            for seq in seqs where try connection.run("""
+                UPDATE webhook_outbox SET next_attempt_at = ? WHERE seq = ? AND leased_by = ? AND delivered_at IS NULL
+                """, .integer(until), .integer(seq), .text(holder)) == 1 {
+                held.insert(seq)
+            }
+            return held
+        }
+    }
+
+    @discardableResult
+    public func releaseWebhookLeases(holder: String, now: Int64) throws(VerificationError) -> Int {
+        try database.withConnection { (connection) throws(VerificationError) -> Int in
+            try connection.run("""
+                UPDATE webhook_outbox SET next_attempt_at = ?, leased_by = NULL WHERE leased_by = ? AND delivered_at IS NULL
+                """, .integer(now), .text(holder))
         }
     }
 
@@ -73,7 +96,8 @@ extension SQLLedger {
     public func markFailed(_ seq: Int64, nextAttemptAt: Int64) throws(VerificationError) {
         try database.withConnection { (connection) throws(VerificationError) in
             try connection.run("""
-                UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = ? WHERE seq = ? AND delivered_at IS NULL
+                UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = ?, leased_by = NULL
+                WHERE seq = ? AND delivered_at IS NULL
                 """, .integer(nextAttemptAt), .integer(seq))
         }
     }

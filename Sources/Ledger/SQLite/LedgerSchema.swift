@@ -1,6 +1,6 @@
 /// The SQLite ledger's migrations, in order. Append new versions; never edit a released one.
 enum LedgerSchema {
-    static let migrations: [String] = [v1, v2, v3, v4, v5, v6]
+    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7]
 
     /// Times are integer milliseconds since 1970. Nonces are stored as the SHA-256 of their value,
     /// so a copy of the file cannot be used to answer an outstanding challenge.
@@ -95,5 +95,12 @@ enum LedgerSchema {
     static let v5 = """
         CREATE INDEX entitlements_ending_by_time ON entitlements (expires_date)
             WHERE state IN ('active', 'gracePeriod');
+        """
+
+    /// Who holds a webhook event's lease, so the lease can be renewed by its holder only and an
+    /// instance that restarts can take back at once what its previous incarnation held.
+    static let v7 = """
+        ALTER TABLE webhook_outbox ADD COLUMN leased_by TEXT;
+        CREATE INDEX webhook_outbox_by_holder ON webhook_outbox (leased_by) WHERE delivered_at IS NULL;
         """
 }

@@ -160,7 +160,10 @@ final class SQLiteDatabase: SQLDatabase, @unchecked Sendable {
         sqlite3_extended_result_codes(handle, 1)
         // The busy timeout comes first: switching to WAL needs a lock another process may hold.
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
-        try connection.executeScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
+        // synchronous=FULL: each COMMIT syncs the WAL before it returns, so what an answer reports
+        // (a grant, a binding, a spent nonce, an accepted notification) survives a power cut or an
+        // OS crash, not only a crash of this process (all that NORMAL promises).
+        try connection.executeScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; "
                                      + "PRAGMA wal_autocheckpoint=\(WALCheckpointer.backstopPages);",
                                      operation: "configure")
         try SchemaMigrator.migrate(self, migrations: migrations)
@@ -192,18 +195,6 @@ final class SQLiteDatabase: SQLDatabase, @unchecked Sendable {
                 throw error
             }
             return result
-        }
-    }
-
-    /// WAL with synchronous=NORMAL survives a process crash, not a power cut; only these writes pay
-    /// for the extra sync.
-    @discardableResult
-    func withDurableConnection<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
-        throws(VerificationError) -> R {
-        try withConnection { (connection) throws(VerificationError) -> R in
-            try connection.executeScript("PRAGMA synchronous=FULL", operation: "configure")
-            defer { try? connection.executeScript("PRAGMA synchronous=NORMAL", operation: "configure") }
-            return try body(connection)
         }
     }
 }

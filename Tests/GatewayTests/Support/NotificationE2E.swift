@@ -25,7 +25,8 @@ final class StrictlyIncreasingClock: Sendable {
 }
 
 /// The app backend's side of the webhooks: a loopback HTTP server that answers 503 to the first
-/// `failFirst` deliveries, then 200, and records every delivery with its signature check.
+/// `failFirst` deliveries, then 200, and records every delivery with its signature check. While
+/// held, it answers nothing (a receiver that hangs), noting only which events arrived.
 final class WebhookReceiver: Sendable {
     struct Delivery: Sendable {
         let idempotencyKey: String
@@ -39,6 +40,8 @@ final class WebhookReceiver: Sendable {
         var failuresLeft: Int
         var secret: String?
         var deliveries: [Delivery] = []
+        var holding = false
+        var heldKeys: [String] = []
     }
 
     private let state: Mutex<State>
@@ -49,7 +52,7 @@ final class WebhookReceiver: Sendable {
     }
 
     func start(_ test: XCTestCase) throws {
-        let s = try HTTPServer(configuration: HTTPServerConfiguration(port: 0)) { [self] request in receive(request) }
+        let s = try HTTPServer(configuration: HTTPServerConfiguration(port: 0)) { [self] request in await answer(request) }
         try s.start()
         server.withLock { $0 = s }
         test.addTeardownBlock { await s.shutdown(gracePeriod: .seconds(1)) }
@@ -62,6 +65,22 @@ final class WebhookReceiver: Sendable {
 
     var deliveries: [Delivery] { state.withLock { $0.deliveries } }
     var accepted: [Delivery] { deliveries.filter { $0.answered == 200 } }
+
+    /// From now on requests wait unanswered until `release()` (then they get a 503, to a sender that
+    /// may be gone by then); `heldKeys` lists their idempotency keys.
+    func hold() { state.withLock { $0.holding = true } }
+    func release() { state.withLock { $0.holding = false } }
+    var heldKeys: [String] { state.withLock { $0.heldKeys } }
+
+    private func answer(_ request: HTTPRequest) async -> HTTPResponse {
+        let held = state.withLock { s in
+            if s.holding { s.heldKeys.append(request.headers["Idempotency-Key"] ?? "") }
+            return s.holding
+        }
+        guard held else { return receive(request) }
+        while state.withLock({ $0.holding }) { try? await Task.sleep(for: .milliseconds(20)) }
+        return HTTPResponse(status: 503)
+    }
 
     private func receive(_ request: HTTPRequest) -> HTTPResponse {
         let body = String(decoding: request.body, as: UTF8.self)
