@@ -21,11 +21,11 @@ var targets: [Target] = [
     .target(name: "AppleTrust", dependencies: ["IAPCore", "COpenSSL"]),
 
     // Legacy receipts: BER/DER reader, PKCS#7 SignedData, receipt payload, signature check.
-    .target(name: "AppReceipts", dependencies: ["IAPCore", "AppleTrust", "COpenSSL"]),
+    .target(name: "AppReceipts", dependencies: ["IAPCore", "COpenSSL"]),
 
     // A private PKI that mimics Apple's (root, WWDR-like intermediate, leaf, broken variants).
     // Used by tests, the simulator and benchmarks; never trusted by a production policy.
-    .target(name: "TestPKI", dependencies: ["AppleTrust", "COpenSSL"]),
+    .target(name: "TestPKI", dependencies: ["IAPCore", "COpenSSL"]),
 
     // Durable state after verification: nonces, ownership, grants, entitlements, audit (SQLite or PostgreSQL).
     .target(name: "Ledger", dependencies: ["IAPCore", "CSQLite", "CLibPQ", "COpenSSL"]),
@@ -40,7 +40,7 @@ var targets: [Target] = [
     .target(name: "Adapters", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "UpstreamHTTP"]),
 
     // The gateway: policy checks, entitlements, routes, auth, nonces (transport-free handlers).
-    .target(name: "Gateway", dependencies: ["IAPCore", "AppleTrust", "Adapters", "Ledger", "HTTPServer"]),
+    .target(name: "Gateway", dependencies: ["IAPCore", "AppleTrust", "Adapters", "Ledger", "HTTPServer", "UpstreamHTTP"]),
 
     // A local App Store on loopback: its own test PKI, receipts, verifyReceipt, the Server API,
     // notifications and fault injection. For tests, the demo and benchmarks; never for production.
@@ -50,22 +50,21 @@ var targets: [Target] = [
     // A gateway wired to the simulator through real config files: `iapgw demo` and end-to-end tests.
     .target(name: "Demo", dependencies: ["Gateway", "AppStoreSimulator", "AppleTrust", "IAPCore", "HTTPServer"]),
 
-    .executableTarget(name: "iapgw", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "TestPKI", "Adapters",
-                                                    "Gateway", "Ledger", "HTTPServer", "AppStoreSimulator", "Demo",
-                                                    "UpstreamHTTP"]),
+    .executableTarget(name: "iapgw", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "TestPKI", "Gateway", "Ledger",
+                                                    "AppStoreSimulator", "Demo", "UpstreamHTTP"]),
 
     .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore"], exclude: ["Fixtures"]),
     .testTarget(name: "AppleTrustTests", dependencies: ["AppleTrust", "TestPKI", "IAPCore"]),
     .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore"]),
     .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-    .testTarget(name: "UpstreamHTTPTests", dependencies: ["UpstreamHTTP", "HTTPServer"]),
-    .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "AppStoreSimulator", "TestPKI", "IAPCore",
-                                                      "AppleTrust", "UpstreamHTTP", "HTTPServer"]),
-    .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "TestPKI", "AppleTrust",
-                                                               "AppReceipts", "IAPCore", "UpstreamHTTP"]),
+    .testTarget(name: "UpstreamHTTPTests", dependencies: ["UpstreamHTTP"]),
+    .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "AppReceipts", "TestPKI", "IAPCore", "AppleTrust",
+                                                      "UpstreamHTTP", "HTTPServer"]),
+    .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "AppleTrust", "AppReceipts", "IAPCore",
+                                                               "UpstreamHTTP"]),
     .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
                                                      "UpstreamHTTP", "TestPKI", "IAPCore", "AppleTrust"]),
-    .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "AppleTrust", "TestPKI", "IAPCore"]),
+    .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "TestPKI", "IAPCore", "COpenSSL"]),
 ]
 
 var products: [Product] = [.executable(name: "iapgw", targets: ["iapgw"])]
