@@ -64,7 +64,8 @@ public struct GatewayAssembly {
                                         logger: logger)
         let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
                                         store: ledger, legacyMappingVersion: legacyMapping.id,
-                                        serverAPIMappingVersion: serverMapping.id, logger: logger)
+                                        serverAPIMappingVersion: serverMapping.id, logger: logger,
+                                        onShadowDropped: { metrics.recordLostWrite("shadow_comparison") })
         return GatewayService(apps: configuration.apps, adapters: registry, ledger: ledger,
                               notifications: try NotificationDecoder(mappings: mappings, environment: environment,
                                                                      maxJWSBytes: Int(gateway.limits.maxJWSBytes)),

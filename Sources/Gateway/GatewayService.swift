@@ -66,6 +66,12 @@ public final class GatewayService: Sendable {
             comparisons: comparisons)
     }
 
+    /// For shutdown, once the server takes no more requests: waits for the shadow comparisons
+    /// already taken (new ones are dropped), so none is lost half-done.
+    public func finishShadowWork() async {
+        await migration?.shadowWork.drain()
+    }
+
     /// The one entry point: route, authenticate, run, and turn every refusal into its JSON error.
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
         // Every log line of this request, from any component, carries its id; every upstream call made

@@ -30,6 +30,7 @@ struct ServeCommand: Subcommand {
             let signal = await waitForTerminationSignal()
             logger.info("shutting_down", ["signal": String(signal), "inFlight": String(server.inFlight)])
             await server.shutdown(gracePeriod: .seconds(10))
+            await service.finishShadowWork()
             background.cancel()
             _ = await background.value
             logger.info("stopped")
