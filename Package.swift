@@ -47,11 +47,19 @@ var targets: [Target] = [
     .target(name: "AppStoreSimulator", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "TestPKI", "HTTPServer",
                                                        "UpstreamHTTP", "COpenSSL"]),
 
-    // A gateway wired to the simulator through real config files: `iapgw demo` and end-to-end tests.
+    // A gateway wired to the simulator through real config files: `iapgw-dev demo` and end-to-end tests.
     .target(name: "Demo", dependencies: ["Gateway", "AppStoreSimulator", "AppleTrust", "IAPCore", "HTTPServer"]),
 
-    .executableTarget(name: "iapgw", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "TestPKI", "Gateway", "Ledger",
-                                                    "AppStoreSimulator", "Demo", "UpstreamHTTP"]),
+    // What both executables share: subcommands, strict argument reading, exit codes.
+    .target(name: "CommandLineSupport", dependencies: []),
+
+    // Production: links no test machinery (CommandLineTests checks its symbols for TestPKI and the simulator).
+    .executableTarget(name: "iapgw", dependencies: ["CommandLineSupport", "IAPCore", "AppleTrust", "AppReceipts", "Gateway"]),
+
+    // Development: the demo, the simulator alone and the benchmarks, on the test PKI.
+    .executableTarget(name: "iapgw-dev", dependencies: ["CommandLineSupport", "IAPCore", "AppleTrust", "AppReceipts",
+                                                        "TestPKI", "Gateway", "Ledger", "AppStoreSimulator", "Demo",
+                                                        "UpstreamHTTP"]),
 
     .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore"], exclude: ["Fixtures"]),
     .testTarget(name: "AppleTrustTests", dependencies: ["AppleTrust", "TestPKI", "IAPCore"]),
@@ -67,15 +75,23 @@ var targets: [Target] = [
     .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "TestPKI", "IAPCore", "COpenSSL"]),
 ]
 
-var products: [Product] = [.executable(name: "iapgw", targets: ["iapgw"])]
+var products: [Product] = [.executable(name: "iapgw", targets: ["iapgw"]),
+                           .executable(name: "iapgw-dev", targets: ["iapgw-dev"])]
 
 // libFuzzer targets are built only by Scripts/fuzz.sh (IAPGW_FUZZ=1): they have no main().
 if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
     for (name, deps) in [("FuzzJWS", ["AppleTrust", "IAPCore"]),
+                         ("FuzzSignedJWS", ["AppleTrust", "IAPCore", "TestPKI"]),
                          ("FuzzDER", ["AppReceipts"]),
+                         ("FuzzPKCS7", ["AppReceipts", "AppStoreSimulator", "IAPCore", "TestPKI"]),
+                         ("FuzzOCSP", ["AppleTrust", "IAPCore", "TestPKI"]),
                          ("FuzzConfig", ["IAPCore"]),
                          ("FuzzJSON", ["IAPCore"]),
-                         ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore"])] {
+                         ("FuzzMappings", ["IAPCore"]),
+                         ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore"]),
+                         ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "UpstreamHTTP"]),
+                         ("FuzzRequest", ["Gateway", "HTTPServer", "IAPCore"]),
+                         ("FuzzCompareInput", ["Gateway", "IAPCore"])] {
         targets.append(.executableTarget(
             name: name, dependencies: deps.map { .target(name: $0) }, path: "Fuzz/\(name)",
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]))

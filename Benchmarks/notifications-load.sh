@@ -12,5 +12,5 @@ count="${1:-5000}"
 connections="${2:-16}"
 storage=()
 if [[ -n "${3:-}" ]]; then storage=(--storage "$3"); fi
-[[ "${IAPGW_SKIP_BUILD:-0}" == 1 ]] || swift build -c release --product iapgw >/dev/null
-.build/release/iapgw bench-notifications --count "$count" --connections "$connections" --seconds 3 "${storage[@]}"
+[[ "${IAPGW_SKIP_BUILD:-0}" == 1 ]] || swift build -c release --product iapgw-dev >/dev/null
+.build/release/iapgw-dev bench-notifications --count "$count" --connections "$connections" --seconds 3 "${storage[@]}"

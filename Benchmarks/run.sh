@@ -32,12 +32,12 @@ now_ns() { date +%s%N; }
 section() { echo; echo "== $*"; }
 
 section "build (release)"
-swift build -c release --product iapgw >/dev/null
+swift build -c release --product iapgw-dev >/dev/null
 export IAPGW_SKIP_BUILD=1
-iapgw=.build/release/iapgw
+iapgw=.build/release/iapgw-dev
 git rev-parse --short HEAD >"$work/commit" 2>/dev/null || echo unknown >"$work/commit"
 
-section "1-3. JWS and receipts (iapgw bench --seconds $seconds), Apple's Python library as the peer"
+section "1-3. JWS and receipts (iapgw-dev bench --seconds $seconds), Apple's Python library as the peer"
 python_args=()
 if peer=$(bash Benchmarks/setup_python_peer.sh 2>"$work/peer.log" | tail -1) && [[ -n "$peer" ]]; then
   if [[ "$peer" == "env PYTHONPATH="* ]]; then

@@ -17,10 +17,10 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
-[[ "${IAPGW_SKIP_BUILD:-0}" == 1 ]] || swift build -c release --product iapgw >/dev/null
+[[ "${IAPGW_SKIP_BUILD:-0}" == 1 ]] || swift build -c release --product iapgw-dev >/dev/null
 dir="$(mktemp -d)"; pid=""; trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 port=$(free_port); sim=$(free_port)
-.build/release/iapgw demo --port $port --sim-port $sim --dir "$dir" --local-only-jws >"$dir/demo.out" 2>"$dir/demo.log" &
+.build/release/iapgw-dev demo --port $port --sim-port $sim --dir "$dir" --local-only-jws >"$dir/demo.out" 2>"$dir/demo.log" &
 pid=$!
 for _ in $(seq 1 300); do grep -q "Ctrl-C" "$dir/demo.out" 2>/dev/null && break; sleep 0.1; done
 key=$(grep -o "Bearer [A-Za-z0-9-]*" "$dir/demo.out" | head -1 | cut -d' ' -f2)

@@ -3,7 +3,7 @@ import Foundation
 import HTTPServer
 import IAPCore
 
-/// The simulator's control surface (JSON), mirroring the Swift API for `iapgw sim` and the demo:
+/// The simulator's control surface (JSON), mirroring the Swift API for `iapgw-dev sim` and the demo:
 ///   POST /admin/apps                                         register (generates a key unless privateKeyPEM given)
 ///   POST /admin/purchases                                    buy
 ///   POST /admin/subscriptions/{originalTransactionId}/renew

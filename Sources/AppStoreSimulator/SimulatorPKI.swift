@@ -11,9 +11,12 @@ public struct SimulatorPKI: Sendable {
     public let leaf: TestPKI.Identity
     public let jwsSigner: TestPKI.JWSSigner
 
-    public init() throws(VerificationError) {
-        let authority = try TestPKI.CertificateAuthority.make(rootName: "IAPGateway Simulator Root CA")
-        let leaf = try authority.issueLeaf(commonName: "IAPGateway Simulator StoreKit Signing")
+    /// `validity` bounds the root and intermediate, `leafValidity` the signing leaf (wider for a
+    /// fuzzer that signs payloads dated years back).
+    public init(validity: TestPKI.Validity = .around(days: 3650),
+                leafValidity: TestPKI.Validity = .around(days: 365)) throws(VerificationError) {
+        let authority = try TestPKI.CertificateAuthority.make(rootName: "IAPGateway Simulator Root CA", validity: validity)
+        let leaf = try authority.issueLeaf(validity: leafValidity, commonName: "IAPGateway Simulator StoreKit Signing")
         self.authority = authority
         self.leaf = leaf
         self.jwsSigner = authority.signer(leaf: leaf)

@@ -7,7 +7,7 @@ import IAPCore
 
 /// A gateway wired to a local App Store simulator on loopback, configured through real files
 /// (written under `directory`, then loaded by `ConfigLoader` like any deployment's). Used by
-/// `iapgw demo` and by the end-to-end tests, so both exercise exactly the production code path.
+/// `iapgw-dev demo` and by the end-to-end tests, so both exercise exactly the production code path.
 public final class DemoHarness: Sendable {
     public struct Options: Sendable {
         public var bundleId = "com.example.demo"

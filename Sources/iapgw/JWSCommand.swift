@@ -1,4 +1,5 @@
 import AppleTrust
+import CommandLineSupport
 import Foundation
 import IAPCore
 

@@ -1,4 +1,5 @@
 import AppReceipts
+import CommandLineSupport
 import Foundation
 import IAPCore
 

@@ -1,16 +1,20 @@
 import Foundation
 import XCTest
 
-/// `iapgw` as an operator runs it (the built binary).
+/// `iapgw` and `iapgw-dev` as an operator runs them (the built binaries).
 final class CommandLineTests: XCTestCase {
-    static let commands = ["serve", "demo", "sim", "reconcile", "notifications", "jws", "receipt", "mappings", "config",
-                           "bench", "bench-notifications", "compare"]
+    static let commands = ["serve", "reconcile", "notifications", "jws", "receipt", "mappings", "config", "compare"]
+    static let devCommands = ["demo", "sim", "bench", "bench-notifications"]
 
     private struct Run { let status: Int32; let stdout: String; let stderr: String }
 
     private func iapgw(_ arguments: [String], stdin: Data = Data()) throws -> Run {
+        try run(GatewayProcess.binary, arguments, stdin: stdin)
+    }
+
+    private func run(_ binary: URL, _ arguments: [String], stdin: Data = Data()) throws -> Run {
         let process = Process()
-        process.executableURL = GatewayProcess.binary
+        process.executableURL = binary
         process.arguments = arguments
         let input = Pipe(), output = Pipe(), errors = Pipe()
         process.standardInput = input
@@ -27,14 +31,17 @@ final class CommandLineTests: XCTestCase {
     }
 
     func testEveryCommandsHelpExitsZeroWithItsUsage() throws {
-        let overview = try iapgw(["--help"])
-        XCTAssertEqual(overview.status, 0)
-        for command in Self.commands {
-            XCTAssertTrue(overview.stderr.contains("  \(command) "), "the overview lists \(command)")
-            for flag in ["--help", "-h"] {
-                let run = try iapgw([command, flag])
-                XCTAssertEqual(run.status, 0, "\(command) \(flag): \(run.stderr)")
-                XCTAssertTrue(run.stdout.contains("usage: iapgw \(command)"), "\(command) \(flag): \(run.stdout)")
+        for (binary, tool, commands) in [(GatewayProcess.binary, "iapgw", Self.commands),
+                                         (GatewayProcess.devBinary, "iapgw-dev", Self.devCommands)] {
+            let overview = try run(binary, ["--help"])
+            XCTAssertEqual(overview.status, 0)
+            for command in commands {
+                XCTAssertTrue(overview.stderr.contains("  \(command) "), "the \(tool) overview lists \(command)")
+                for flag in ["--help", "-h"] {
+                    let help = try run(binary, [command, flag])
+                    XCTAssertEqual(help.status, 0, "\(tool) \(command) \(flag): \(help.stderr)")
+                    XCTAssertTrue(help.stdout.contains("usage: \(tool) \(command)"), "\(tool) \(command) \(flag): \(help.stdout)")
+                }
             }
         }
         let nested = try iapgw(["jws", "verify", "--kind", "transaction", "--help"])
@@ -73,5 +80,35 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(real.status, 0, real.stderr)
         XCTAssertTrue(real.stdout.hasPrefix("{"), real.stdout)
         XCTAssertTrue(real.stdout.contains("\"valid\":true"), real.stdout)
+    }
+
+    /// The production executable carries no test machinery: the test PKI "never trusted by a
+    /// production policy" and the simulator are in `iapgw-dev` only. Checked on the debug binaries
+    /// the tests run (a release build is not made by the test run); both link the same targets.
+    func testProductionBinaryLinksNoTestPKIOrSimulatorAndHasNoDevCommands() throws {
+        // Swift mangles a module name as its length and name: 7TestPKI, 17AppStoreSimulator, 4Demo.
+        let testMachinery = ["7TestPKI", "17AppStoreSimulator", "4Demo"]
+        func symbols(_ binary: URL) throws -> String {
+            for tool in ["llvm-nm", "nm"] {
+                let listing = try run(URL(fileURLWithPath: "/usr/bin/env"), [tool, binary.path])
+                if listing.status == 0 { return listing.stdout }
+            }
+            XCTFail("neither llvm-nm (beside swift) nor nm is on PATH")
+            return ""
+        }
+        let production = try symbols(GatewayProcess.binary)
+        XCTAssertTrue(production.contains("7Gateway"), "the listing is of the gateway binary")
+        for module in testMachinery {
+            let found = production.split(separator: "\n").filter { $0.contains(module) }
+            XCTAssertEqual(found.count, 0, "iapgw links \(module): \(found.prefix(3).joined(separator: "\n"))")
+        }
+        // The check can fail: the development executable does link them.
+        let development = try symbols(GatewayProcess.devBinary)
+        for module in testMachinery { XCTAssertTrue(development.contains(module), "iapgw-dev links \(module)") }
+
+        for command in Self.devCommands {
+            let refused = try iapgw([command])
+            XCTAssertEqual(refused.status, 2, "iapgw \(command) is not a command of the production executable")
+        }
     }
 }

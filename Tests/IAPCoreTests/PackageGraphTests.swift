@@ -26,7 +26,7 @@ final class PackageGraphTests: XCTestCase {
 
     /// `.target(name: "X", dependencies: [...])`, `.executableTarget` and `.testTarget` alike.
     static func declaredDependencies(_ manifest: String) throws -> [String: Set<String>] {
-        let pattern = try NSRegularExpression(pattern: #"\.(?:target|executableTarget|testTarget)\(name: "(\w+)",\s*dependencies: \[([^\]]*)\]"#)
+        let pattern = try NSRegularExpression(pattern: #"\.(?:target|executableTarget|testTarget)\(name: "([\w-]+)",\s*dependencies: \[([^\]]*)\]"#)
         let text = manifest as NSString
         var declared: [String: Set<String>] = [:]
         for match in pattern.matches(in: manifest, range: NSRange(location: 0, length: text.length)) {

@@ -162,6 +162,8 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
         stack[stack.count - 1].text += string
     }
 
+    // XMLParserDelegate's own parameter name.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     func parser(_ parser: XMLParser, foundCDATA CDATABlock: Data) {
         guard refusal == nil, !stack.isEmpty else { return }
         guard let s = String(data: CDATABlock, encoding: .utf8) else { return refuse(parser, "CDATA is not UTF-8") }

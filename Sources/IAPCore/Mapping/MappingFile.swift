@@ -224,12 +224,16 @@ private struct MappingFileCompiler {
         func forbid(_ keys: [String], _ why: String) throws(VerificationError) {
             if let k = keys.first(where: { o[$0] != nil }) { throw fail(place, "\"\(k)\" is not allowed \(why)") }
         }
+        // `where` is a keyword.
+        // swift-format-ignore: AlwaysUseLowerCamelCase
         func slot(_ field: String, _ where_: String) throws(VerificationError) -> Int {
             guard let s = schema.index[field] else {
                 throw fail(place, "unknown \(target.rawValue) field \"\(field.prefix(64))\" in \"\(where_)\"")
             }
             return s
         }
+        // `where` is a keyword.
+        // swift-format-ignore: AlwaysUseLowerCamelCase
         func literal(_ v: JSONValue, for slot: Int, _ where_: String) throws(VerificationError) -> MappedValue {
             guard let value = MappedValue(literal: v), value.type == schema.types[slot] else {
                 throw fail(place, "\"\(where_)\" must be a \(schema.types[slot].rawValue) for \(schema.names[slot])")

@@ -10,9 +10,14 @@ final class GatewayProcess: @unchecked Sendable {
     private let output = Mutex<String>("")
 
     /// The debug binary next to the test bundle (`swift build` builds it with the tests).
-    static var binary: URL {
+    static var binary: URL { built("iapgw") }
+
+    /// The development executable (demo, sim, bench), built beside it.
+    static var devBinary: URL { built("iapgw-dev") }
+
+    private static func built(_ name: String) -> URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/debug/iapgw")
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/debug/\(name)")
     }
 
     static var mappings: URL {

@@ -1,4 +1,5 @@
 import AppStoreSimulator
+import CommandLineSupport
 import Demo
 import Foundation
 import Gateway
@@ -7,7 +8,7 @@ import Ledger
 import Synchronization
 import UpstreamHTTP
 
-/// `iapgw bench-notifications`: App Store Server Notifications V2 accepted per second over
+/// `iapgw-dev bench-notifications`: App Store Server Notifications V2 accepted per second over
 /// loopback HTTP (outer + inner JWS verified, durable ledger insert, then 200), and the inbox drain
 /// rate (state machine + entitlement + outbox, each entry atomic, 16 per commit), beside the single-core
 /// `openssl speed ecdsap256` verify rate measured in the same run.
@@ -15,7 +16,7 @@ struct BenchNotificationsCommand: Subcommand {
     let name = "bench-notifications"
     let summary = "benchmark: notifications accepted/s and inbox drain/s (with openssl speed ecdsap256)"
     let usage = """
-        usage: iapgw bench-notifications [--count N] [--connections C] [--seconds S] [--storage URL] [--json FILE]
+        usage: iapgw-dev bench-notifications [--count N] [--connections C] [--seconds S] [--storage URL] [--json FILE]
           --count        notifications, signed in advance by the simulator (default 5000)
           --connections  concurrent HTTP connections posting them (default 16)
           --seconds      for openssl speed (default 3)

@@ -1,11 +1,12 @@
 import AppStoreSimulator
+import CommandLineSupport
 import Demo
 import Foundation
 import Gateway
 import IAPCore
 import UpstreamHTTP
 
-/// `iapgw demo`: the local App Store simulator and the gateway on loopback, a demo app configured
+/// `iapgw-dev demo`: the local App Store simulator and the gateway on loopback, a demo app configured
 /// through real files under var/demo (its receipts in `shadow` routing), two purchases made, and
 /// copy-paste curl commands that walk an old-app receipt flow and a new-app transaction flow end to
 /// end; then the migration: a few old-app receipts (one with a planted disagreement) compared in
@@ -14,7 +15,7 @@ struct DemoCommand: Subcommand {
     let name = "demo"
     let summary = "run the gateway against the built-in App Store simulator, with curl commands to try"
     let usage = """
-        usage: iapgw demo [--port N] [--sim-port N] [--dir DIR] [--once] [--local-only-jws]
+        usage: iapgw-dev demo [--port N] [--sim-port N] [--dir DIR] [--once] [--local-only-jws]
           --port      gateway port (default 8080)      --sim-port  simulator port (default 8090)
           --dir       where the demo's config, keys and SQLite database go (default var/demo)
           --once      run the flows itself, print each answer, and exit (0 if every answer was as expected)

@@ -1,5 +1,5 @@
-/// A subcommand of `iapgw`: its name, one line for the overview, its usage text, and its body.
-protocol Subcommand {
+/// A subcommand of `iapgw` or `iapgw-dev`: its name, one line for the overview, its usage text, and its body.
+public protocol Subcommand {
     var name: String { get }
     var summary: String { get }
     var usage: String { get }
@@ -7,18 +7,21 @@ protocol Subcommand {
     func run(_ args: inout CommandLineArguments) throws -> Int32
 }
 
-struct UsageError: Error { let message: String }
+public struct UsageError: Error {
+    public let message: String
+    public init(message: String) { self.message = message }
+}
 
 /// A small, strict reader of command-line arguments: `--name value`, `--name=value`, `--flag`
 /// and positionals. Every option must be consumed by the command, so a typo is a usage error
 /// (exit 2) instead of a silently ignored check.
-struct CommandLineArguments {
+public struct CommandLineArguments {
     private var items: [String]
 
-    init(_ items: [String]) { self.items = items }
+    public init(_ items: [String]) { self.items = items }
 
     /// All values of a repeatable option (`--root A --root B`).
-    mutating func values(_ name: String) throws(UsageError) -> [String] {
+    public mutating func values(_ name: String) throws(UsageError) -> [String] {
         var found: [String] = []
         var i = 0
         while i < items.count {
@@ -42,26 +45,26 @@ struct CommandLineArguments {
     }
 
     /// A single-valued option; given twice is a usage error.
-    mutating func value(_ name: String) throws(UsageError) -> String? {
+    public mutating func value(_ name: String) throws(UsageError) -> String? {
         let all = try values(name)
         guard all.count <= 1 else { throw UsageError(message: "\(name) given more than once") }
         return all.first
     }
 
-    mutating func flag(_ name: String) -> Bool {
+    public mutating func flag(_ name: String) -> Bool {
         guard let i = items.firstIndex(of: name) else { return false }
         items.remove(at: i)
         return true
     }
 
     /// The next positional argument, if any.
-    mutating func positional() -> String? {
+    public mutating func positional() -> String? {
         guard let i = items.firstIndex(where: { !$0.hasPrefix("--") }) else { return nil }
         return items.remove(at: i)
     }
 
     /// Call after reading every option: anything left over is a usage error.
-    func finish() throws(UsageError) {
+    public func finish() throws(UsageError) {
         let rest = items.filter { $0 != "--" }
         guard rest.isEmpty else { throw UsageError(message: "unexpected argument(s): \(rest.joined(separator: " "))") }
     }

@@ -1,13 +1,14 @@
 import AppStoreSimulator
+import CommandLineSupport
 import Foundation
 
-/// `iapgw sim`: the local App Store on its own, for a gateway started separately (`iapgw serve`
+/// `iapgw-dev sim`: the local App Store on its own, for a gateway started separately (`iapgw serve`
 /// with upstream URLs pointing here) or for poking at Apple's wire formats by hand.
 struct SimCommand: Subcommand {
     let name = "sim"
     let summary = "run the local App Store simulator (verifyReceipt, Server API, admin API) on loopback"
     let usage = """
-        usage: iapgw sim [--port N] [--trust-root FILE]
+        usage: iapgw-dev sim [--port N] [--trust-root FILE]
           --port        listen port on 127.0.0.1 (default 8090)
           --trust-root  write the simulator's root certificate (DER) here, to pin in an app policy
           Admin API (JSON): POST /admin/apps, POST /admin/purchases, POST /admin/subscriptions/{id}/renew|expire|change-product,

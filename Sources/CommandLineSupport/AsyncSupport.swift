@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 
 /// Runs an async body from the synchronous CLI entry point and returns its result.
-func runAsync<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+public func runAsync<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
     let semaphore = DispatchSemaphore(value: 0)
     nonisolated(unsafe) var result: Result<T, any Error>!
     Task {
@@ -14,7 +14,7 @@ func runAsync<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) thr
 }
 
 /// Waits until SIGTERM or SIGINT arrives (the signals are handled, not fatal, while waiting).
-func waitForTerminationSignal() async -> Int32 {
+public func waitForTerminationSignal() async -> Int32 {
     await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
         let queue = DispatchQueue(label: "iapgw.signals")
         nonisolated(unsafe) var sources: [DispatchSourceSignal] = []

@@ -1,16 +1,17 @@
 import AppReceipts
 import AppleTrust
+import CommandLineSupport
 import Foundation
 import IAPCore
 import TestPKI
 
-/// `iapgw bench`: how fast verification runs here, as ratios to the cryptography underneath it
+/// `iapgw-dev bench`: how fast verification runs here, as ratios to the cryptography underneath it
 /// (`openssl speed ecdsap256`, measured in the same run on the same core). Single-threaded.
 struct BenchCommand: Subcommand {
     let name = "bench"
     let summary = "measure verification speed against openssl speed ecdsap256 (and Apple's Python library)"
     let usage = """
-        usage: iapgw bench [--seconds N] [--vectors DIR] [--python PYTHON] [--results FILE]
+        usage: iapgw-dev bench [--seconds N] [--vectors DIR] [--python PYTHON] [--results FILE]
           --seconds   per measurement (default 3)
           --vectors   Apple's real vectors (default ../shared/testdata/apple-real or $IAPGW_APPLE_REAL)
           --python    a Python with app-store-server-library (Benchmarks/setup_python_peer.sh) to measure as a peer

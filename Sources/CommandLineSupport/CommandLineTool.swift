@@ -1,0 +1,29 @@
+import Foundation
+
+/// The entry point both executables share: picks the subcommand named by the first argument, answers
+/// `--help`, and maps the outcome to the exit code (0 ok, 1 refused or invalid input, 2 usage error).
+/// `tool` is the executable's name as messages and usage texts give it.
+public func runCommandLine(tool: String, subcommands: [any Subcommand]) -> Never {
+    let argv = Array(CommandLine.arguments.dropFirst())
+    guard let name = argv.first, let command = subcommands.first(where: { $0.name == name }) else {
+        var text = "usage: \(tool) <command> [options]\n\ncommands:\n"
+        for c in subcommands { text += "  \(c.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(c.summary)\n" }
+        FileHandle.standardError.write(Data(text.utf8))
+        exit(argv.first.map { ["-h", "--help", "help"].contains($0) } == true ? 0 : 2)
+    }
+    // Asking for help is not a usage error: the command's usage on stdout, exit 0.
+    if argv.dropFirst().prefix(while: { $0 != "--" }).contains(where: { $0 == "--help" || $0 == "-h" }) {
+        FileHandle.standardOutput.write(Data("\(tool) \(name): \(command.summary)\n\(command.usage)\n".utf8))
+        exit(0)
+    }
+    do {
+        var args = CommandLineArguments(Array(argv.dropFirst()))
+        exit(try command.run(&args))
+    } catch let error as UsageError {
+        FileHandle.standardError.write(Data("\(tool) \(name): \(error.message)\n\(command.usage)\n".utf8))
+        exit(2)
+    } catch {
+        FileHandle.standardError.write(Data("\(tool) \(name): \(error)\n".utf8))
+        exit(1)
+    }
+}

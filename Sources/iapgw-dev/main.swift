@@ -1,0 +1,7 @@
+// iapgw-dev: what runs against the test PKI and the built-in App Store simulator, kept out of the
+// production `iapgw`: the demo, the simulator alone, and the benchmarks. Exit codes as `iapgw`'s.
+import CommandLineSupport
+
+runCommandLine(tool: "iapgw-dev", subcommands: [
+    DemoCommand(), SimCommand(), BenchCommand(), BenchNotificationsCommand(),
+])
