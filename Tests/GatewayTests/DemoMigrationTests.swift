@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// `iapgw demo --once` (what `Scripts/demo.sh --once` runs), as the built binary: besides the
+/// `iapgw-dev demo --once` (what `Scripts/demo.sh --once` runs), as the built binary: besides the
 /// purchase flows it must show the migration — receipts in shadow, a planted disagreement, a batch
 /// compare — and check that the dashboard states a verdict listing that disagreement.
 final class DemoMigrationTests: XCTestCase {
@@ -12,7 +12,7 @@ final class DemoMigrationTests: XCTestCase {
         FileManager.default.createFile(atPath: output.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: output) }
         let process = Process()
-        process.executableURL = GatewayProcess.binary
+        process.executableURL = GatewayProcess.devBinary
         process.arguments = ["demo", "--once", "--port", "0", "--sim-port", "0", "--dir", directory.path]
         process.standardOutput = try FileHandle(forWritingTo: output)
         process.standardError = FileHandle.nullDevice

@@ -77,4 +77,30 @@ final class ShadowWorkTests: XCTestCase {
         XCTAssertEqual(storedAfter.count, 1)
         XCTAssertEqual(storedAfter.first?.agreed, true)
     }
+
+    // Through the production binary: `iapgw serve` told to stop (SIGTERM) while a shadow comparison
+    // still waits on a slow Apple stores it before it exits, and exits 0.
+    func testServeTerminatedWhileAShadowComparisonRunsStoresItAndExitsZero() async throws {
+        let gw = try await GatewayE2E.start(self) { $0.receiptRouting = "shadow" }
+        let (config, storage) = try separateGatewayConfig(from: gw.harness.directory, harnessDatabase: gw.sqlitePath, test: self)
+        let gateway = try GatewayProcess(config: config, environment: storage.processEnvironment)
+        addTeardownBlock { gateway.kill9() }
+        let app = "http://127.0.0.1:\(try await gateway.port())/v1/apps/\(gw.bundleId)"
+        let purchase = try gw.buy(owner: "device-alice")
+        let nonce = try await gw.send("POST", "\(app)/nonces", body: Array(#"{"account":"alice"}"#.utf8))
+        gw.simulator.faults.setLatency(milliseconds: 400)
+
+        let answer = try await gw.send("POST", "\(app)/verify", body: Array(JSONValue.object([
+            "account": "alice", "receipt": .string(purchase.receiptBase64),
+            "nonce": try XCTUnwrap(nonce.json["nonce"]),
+        ]).jsonText.utf8))
+        kill(gateway.process.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(30)
+        while gateway.process.isRunning, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+
+        XCTAssertEqual(answer.status, 200, answer.text)
+        XCTAssertFalse(gateway.process.isRunning, "serve did not stop within 30 s")
+        XCTAssertEqual(gateway.process.terminationStatus, 0, gateway.log)
+        XCTAssertEqual(try storage.rows("SELECT count(*) FROM comparisons"), [["1"]], gateway.log)
+    }
 }
