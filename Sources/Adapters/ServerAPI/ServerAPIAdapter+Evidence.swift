@@ -12,7 +12,7 @@ extension ServerAPIAdapter {
         collected.presentedTransactionId = transactionId
         let client = try context.client.get()
         let info = try await client.getTransactionInfo(transactionId: transactionId, order: try Self.order(app, account: account))
-        let transaction = try verifiedTransaction(info.signedTransactionInfo, answeredBy: info.environment, account: account,
+        let transaction = try await verifiedTransaction(info.signedTransactionInfo, answeredBy: info.environment, account: account,
                                                   context)
         try collected.add(try normalizer.normalize(transaction: transaction.raw))
         try await addRenewals(for: [transaction], client: client, environment: info.environment, account: account,
@@ -24,7 +24,9 @@ extension ServerAPIAdapter {
     func verifySignedTransaction(_ jws: String, account: String, _ context: AppContext,
                                  into collected: inout Collected) async throws(VerificationError) {
         let app = context.policy
-        let local = try context.verifier.verifyAndDecodeTransaction(jws)
+        let local = try await context.verifier.verifying { verifier throws(VerificationError) in
+            try verifier.verifyAndDecodeTransaction(jws)
+        }
         collected.presentedTransactionId = local.transactionId
         try Self.checkEnvironment(local.environment, app: app, account: account)
         // Xcode and LocalTesting purchases exist on no Apple server: there is nothing to confirm.
@@ -36,7 +38,7 @@ extension ServerAPIAdapter {
         let environment: ServerAPIEnvironment = local.environment == .production ? .production : .sandbox
         // Apple's answer wins over what the client sent: it knows of refunds and revocations since.
         let info = try await client.getTransactionInfo(transactionId: local.transactionId, order: .only(environment))
-        let confirmed = try verifiedTransaction(info.signedTransactionInfo, answeredBy: info.environment, account: account,
+        let confirmed = try await verifiedTransaction(info.signedTransactionInfo, answeredBy: info.environment, account: account,
                                                 context)
         guard confirmed.transactionId == local.transactionId else {
             throw VerificationError(.notificationInconsistent,
@@ -107,7 +109,7 @@ extension ServerAPIAdapter {
                                         "purchase history longer than \(options.maxPages) pages; not judged on part of it")
             }
             for signed in history.signedTransactions {
-                let t = try verifiedTransaction(signed, answeredBy: history.environment, account: account, context)
+                let t = try await verifiedTransaction(signed, answeredBy: history.environment, account: account, context)
                 seen.insert(t.transactionId)
                 if let original = t.originalTransactionId { seen.insert(original) }
                 verifiedTransactions.append(t)
@@ -130,8 +132,10 @@ extension ServerAPIAdapter {
 
     /// Verifies a transaction JWS Apple returned and checks it came from the host that answered.
     func verifiedTransaction(_ jws: String, answeredBy environment: ServerAPIEnvironment, account: String,
-                             _ context: AppContext) throws(VerificationError) -> JWSTransactionDecodedPayload {
-        let t = try context.verifier.verifyAndDecodeTransaction(jws)
+                             _ context: AppContext) async throws(VerificationError) -> JWSTransactionDecodedPayload {
+        let t = try await context.verifier.verifying { verifier throws(VerificationError) in
+            try verifier.verifyAndDecodeTransaction(jws)
+        }
         try Self.checkEnvironment(t.environment, app: context.policy, account: account)
         guard t.environment == environment.appStoreEnvironment else {
             throw VerificationError(.environmentNotAllowed,
@@ -151,7 +155,7 @@ extension ServerAPIAdapter {
         let statuses = try await client.getAllSubscriptionStatuses(transactionId: first.transactionId,
                                                                    order: .only(environment))
         for item in statuses.data.flatMap({ $0.lastTransactions }) where chains.contains(item.originalTransactionId) {
-            let latest = try verifiedTransaction(item.signedTransactionInfo, answeredBy: statuses.environment,
+            let latest = try await verifiedTransaction(item.signedTransactionInfo, answeredBy: statuses.environment,
                                                  account: account, context)
             guard (latest.originalTransactionId ?? latest.transactionId) == item.originalTransactionId else {
                 throw VerificationError(.notificationInconsistent,
@@ -159,7 +163,9 @@ extension ServerAPIAdapter {
             }
             try collected.add(try normalizer.normalize(transaction: latest.raw))
             guard let signedRenewal = item.signedRenewalInfo else { continue }
-            let renewal = try context.verifier.verifyAndDecodeRenewalInfo(signedRenewal)
+            let renewal = try await context.verifier.verifying { verifier throws(VerificationError) in
+                try verifier.verifyAndDecodeRenewalInfo(signedRenewal)
+            }
             try Self.checkEnvironment(renewal.environment, app: context.policy, account: account)
             guard renewal.originalTransactionId == item.originalTransactionId else {
                 throw VerificationError(.notificationInconsistent,

@@ -51,6 +51,14 @@ public final class NotificationDecoder: Sendable {
         }
     }
 
+    /// `decode` from async code: a V2 body of an app with online checks is verified on threads of
+    /// their own (its OCSP requests block), never on the cooperative pool.
+    public func decodeOffPool(body: [UInt8], app: AppPolicy) async throws(VerificationError) -> DecodedNotification {
+        try await SignedDataVerifier.offPool(when: app.forNotifications.onlineChecks) { () throws(VerificationError) in
+            try self.decode(body: body, app: app)
+        }
+    }
+
     public func decode(body: [UInt8], app: AppPolicy) throws(VerificationError) -> DecodedNotification {
         let json = try RequestBody.parse(body, maxDepth: 16)
         guard case .object(let object) = json else {
