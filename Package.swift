@@ -14,8 +14,12 @@ var targets: [Target] = [
     .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                    providers: [.apt(["libcurl4-openssl-dev"])]),
 
-    // Canonical model, error codes, strict JSON, mapping engine, per-app policy. Foundation only.
+    // Canonical model, error codes, strict JSON, per-app policy, lifecycle, logging. Foundation only.
     .target(name: "IAPCore", dependencies: []),
+
+    // Mapping files: how Apple's fields become canonical records, and which differences between the
+    // two generations are known (the purchase comparator reads them).
+    .target(name: "IAPMapping", dependencies: ["IAPCore"]),
 
     // Apple's chain of trust: ES256, X.509 against pinned roots, JWS, JWT signing.
     .target(name: "AppleTrust", dependencies: ["IAPCore", "COpenSSL"]),
@@ -37,10 +41,10 @@ var targets: [Target] = [
     .target(name: "UpstreamHTTP", dependencies: ["CCurl"]),
 
     // The plugin protocol (VerificationAdapter) and the adapters: verifyReceipt, App Store Server API.
-    .target(name: "Adapters", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "UpstreamHTTP"]),
+    .target(name: "Adapters", dependencies: ["IAPCore", "IAPMapping", "AppleTrust", "AppReceipts", "UpstreamHTTP"]),
 
     // The gateway: policy checks, entitlements, routes, auth, nonces (transport-free handlers).
-    .target(name: "Gateway", dependencies: ["IAPCore", "AppleTrust", "Adapters", "Ledger", "HTTPServer", "UpstreamHTTP"]),
+    .target(name: "Gateway", dependencies: ["IAPCore", "IAPMapping", "AppleTrust", "Adapters", "Ledger", "HTTPServer", "UpstreamHTTP"]),
 
     // A local App Store on loopback: its own test PKI, receipts, verifyReceipt, the Server API,
     // notifications and fault injection. For tests, the demo and benchmarks; never for production.
@@ -54,23 +58,23 @@ var targets: [Target] = [
     .target(name: "CommandLineSupport", dependencies: []),
 
     // Production: links no test machinery (CommandLineTests checks its symbols for TestPKI and the simulator).
-    .executableTarget(name: "iapgw", dependencies: ["CommandLineSupport", "IAPCore", "AppleTrust", "AppReceipts", "Gateway"]),
+    .executableTarget(name: "iapgw", dependencies: ["CommandLineSupport", "IAPCore", "IAPMapping", "AppleTrust", "AppReceipts", "Gateway"]),
 
     // Development: the demo, the simulator alone and the benchmarks, on the test PKI.
     .executableTarget(name: "iapgw-dev", dependencies: ["CommandLineSupport", "IAPCore", "AppleTrust", "AppReceipts",
                                                         "TestPKI", "Gateway", "Ledger", "AppStoreSimulator", "Demo",
                                                         "UpstreamHTTP"]),
 
-    .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore"], exclude: ["Fixtures"]),
+    .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore", "IAPMapping"], exclude: ["Fixtures"]),
     .testTarget(name: "AppleTrustTests", dependencies: ["AppleTrust", "TestPKI", "IAPCore"]),
     .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore"]),
     .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
     .testTarget(name: "UpstreamHTTPTests", dependencies: ["UpstreamHTTP"]),
-    .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "AppReceipts", "TestPKI", "IAPCore", "AppleTrust",
+    .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "IAPMapping", "AppReceipts", "TestPKI", "IAPCore", "AppleTrust",
                                                       "UpstreamHTTP", "HTTPServer"]),
-    .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "AppleTrust", "AppReceipts", "IAPCore",
+    .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "IAPMapping", "AppleTrust", "AppReceipts", "IAPCore",
                                                                "UpstreamHTTP"]),
-    .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
+    .testTarget(name: "GatewayTests", dependencies: ["Gateway", "IAPMapping", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
                                                      "UpstreamHTTP", "TestPKI", "IAPCore", "AppleTrust"]),
     .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "TestPKI", "IAPCore", "COpenSSL"]),
 ]
@@ -86,9 +90,9 @@ if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
                          ("FuzzPKCS7", ["AppReceipts", "AppStoreSimulator", "IAPCore", "TestPKI"]),
                          ("FuzzOCSP", ["AppleTrust", "IAPCore", "TestPKI"]),
                          ("FuzzConfig", ["IAPCore"]),
-                         ("FuzzJSON", ["IAPCore"]),
-                         ("FuzzMappings", ["IAPCore"]),
-                         ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore"]),
+                         ("FuzzJSON", ["IAPCore", "IAPMapping"]),
+                         ("FuzzMappings", ["IAPCore", "IAPMapping"]),
+                         ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore", "IAPMapping"]),
                          ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "UpstreamHTTP"]),
                          ("FuzzRequest", ["Gateway", "HTTPServer", "IAPCore"]),
                          ("FuzzCompareInput", ["Gateway", "IAPCore"])] {

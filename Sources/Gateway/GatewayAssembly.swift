@@ -3,6 +3,7 @@ import AppleTrust
 import Foundation
 import HTTPServer
 import IAPCore
+import IAPMapping
 import Ledger
 import UpstreamHTTP
 

@@ -1,6 +1,7 @@
 import Adapters
 import Foundation
 import IAPCore
+import IAPMapping
 import Ledger
 
 /// Runs receipt evidence through both generations under the app's routing mode (shadow, compare,

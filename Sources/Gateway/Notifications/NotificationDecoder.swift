@@ -1,6 +1,7 @@
 import AppleTrust
 import Foundation
 import IAPCore
+import IAPMapping
 import Synchronization
 
 /// A notification from Apple, verified and normalised, ready for the durable inbox.
