@@ -54,6 +54,9 @@ var targets: [Target] = [
     // A gateway wired to the simulator through real config files: `iapgw-dev demo` and end-to-end tests.
     .target(name: "Demo", dependencies: ["Gateway", "AppStoreSimulator", "AppleTrust", "IAPCore", "HTTPServer"]),
 
+    // A Swift client for app backends (Foundation only): typed nonce / verify / entitlements, appAccountToken.
+    .target(name: "IAPGatewayClient", dependencies: []),
+
     // What both executables share: subcommands, strict argument reading, exit codes.
     .target(name: "CommandLineSupport", dependencies: []),
 
@@ -76,11 +79,14 @@ var targets: [Target] = [
                                                                "UpstreamHTTP"]),
     .testTarget(name: "GatewayTests", dependencies: ["Gateway", "IAPMapping", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
                                                      "UpstreamHTTP", "TestPKI", "IAPCore", "AppleTrust"]),
+    .testTarget(name: "IAPGatewayClientTests", dependencies: ["IAPGatewayClient", "Demo", "Gateway", "AppStoreSimulator",
+                                                             "HTTPServer", "UpstreamHTTP", "IAPCore", "AppleTrust", "TestPKI"]),
     .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "TestPKI", "IAPCore", "COpenSSL"]),
 ]
 
 var products: [Product] = [.executable(name: "iapgw", targets: ["iapgw"]),
                            .executable(name: "iapgw-dev", targets: ["iapgw-dev"])]
+products.append(.library(name: "IAPGatewayClient", targets: ["IAPGatewayClient"]))
 
 // libFuzzer targets are built only by Scripts/fuzz.sh (IAPGW_FUZZ=1): they have no main().
 if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
