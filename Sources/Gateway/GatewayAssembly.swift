@@ -96,8 +96,10 @@ public struct GatewayAssembly {
                                            environment: environment, logger: logger, identity: identity,
                                            leaseMillis: gateway.webhooks.leaseSeconds * 1000, now: service.now)
         let settings = try configuration.gateway.background.overridden(by: environment)
-        let maintenance = try ReconciliationSchedule(service: service, settings: settings, logger: logger)
-        let sweep = EntitlementSweep(service: service, settings: settings, logger: logger)
+        // Each component is handed what it uses, here, from the parts the service was built from.
+        let maintenance = ReconciliationSchedule(reconciler: try Reconciler(service: service, logger: logger),
+                                                 ledger: service.ledger, settings: settings, logger: logger, now: service.now)
+        let sweep = EntitlementSweep(ledger: service.ledger, settings: settings, logger: logger, now: service.now)
         return Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await processor.run() }
