@@ -25,20 +25,20 @@ var targets: [Target] = [
     .target(name: "AppleTrust", dependencies: ["IAPCore", "COpenSSL"]),
 
     // Legacy receipts: BER/DER reader, PKCS#7 SignedData, receipt payload, signature check.
-    .target(name: "AppReceipts", dependencies: ["IAPCore", "COpenSSL"]),
+    .target(name: "AppReceipts", dependencies: ["IAPCore", "AppleTrust", "COpenSSL"]),
 
     // A private PKI that mimics Apple's (root, WWDR-like intermediate, leaf, broken variants).
     // Used by tests, the simulator and benchmarks; never trusted by a production policy.
-    .target(name: "TestPKI", dependencies: ["IAPCore", "COpenSSL"]),
+    .target(name: "TestPKI", dependencies: ["IAPCore", "AppleTrust", "COpenSSL"]),
 
     // Durable state after verification: nonces, ownership, grants, entitlements, audit (SQLite or PostgreSQL).
-    .target(name: "Ledger", dependencies: ["IAPCore", "CSQLite", "CLibPQ", "COpenSSL"]),
+    .target(name: "Ledger", dependencies: ["IAPCore", "AppleTrust", "CSQLite", "CLibPQ"]),
 
     // HTTP/1.1 serving on libmicrohttpd: transport only; handlers are plain async functions.
     .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
 
     // Outgoing HTTPS to Apple (and plain HTTP to loopback simulators) on libcurl.
-    .target(name: "UpstreamHTTP", dependencies: ["CCurl"]),
+    .target(name: "UpstreamHTTP", dependencies: ["IAPCore", "CCurl"]),
 
     // The plugin protocol (VerificationAdapter) and the adapters: verifyReceipt, App Store Server API.
     .target(name: "Adapters", dependencies: ["IAPCore", "IAPMapping", "AppleTrust", "AppReceipts", "UpstreamHTTP"]),
@@ -68,16 +68,20 @@ var targets: [Target] = [
                                                         "TestPKI", "Gateway", "Ledger", "AppStoreSimulator", "Demo",
                                                         "UpstreamHTTP"]),
 
-    .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore", "IAPMapping"], exclude: ["Fixtures"]),
+    // What tests share (the seeded generator, the end-to-end harness); linked by tests only.
+    .target(name: "TestSupport", dependencies: ["Demo", "AppStoreSimulator", "AppleTrust", "IAPCore", "HTTPServer",
+                                                "UpstreamHTTP"], path: "Tests/TestSupport"),
+
+    .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore", "IAPMapping", "TestSupport"], exclude: ["Fixtures"]),
     .testTarget(name: "AppleTrustTests", dependencies: ["AppleTrust", "TestPKI", "IAPCore"]),
-    .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore"]),
+    .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore", "AppleTrust"]),
     .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
     .testTarget(name: "UpstreamHTTPTests", dependencies: ["UpstreamHTTP"]),
-    .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "IAPMapping", "AppReceipts", "TestPKI", "IAPCore", "AppleTrust",
-                                                      "UpstreamHTTP", "HTTPServer"]),
-    .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "IAPMapping", "AppleTrust", "AppReceipts", "IAPCore",
-                                                               "UpstreamHTTP"]),
-    .testTarget(name: "GatewayTests", dependencies: ["Gateway", "IAPMapping", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
+    .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "IAPMapping", "Gateway", "TestPKI", "IAPCore", "AppleTrust",
+                                                      "UpstreamHTTP", "HTTPServer", "AppReceipts"]),
+    .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "IAPMapping", "AppleTrust", "AppReceipts",
+                                                               "IAPCore", "UpstreamHTTP"]),
+    .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "Gateway", "IAPMapping", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
                                                      "UpstreamHTTP", "TestPKI", "IAPCore", "AppleTrust"]),
     .testTarget(name: "IAPGatewayClientTests", dependencies: ["IAPGatewayClient", "Demo", "Gateway", "AppStoreSimulator",
                                                              "HTTPServer", "UpstreamHTTP", "IAPCore", "AppleTrust", "TestPKI"]),
@@ -100,7 +104,7 @@ if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
                          ("FuzzMappings", ["IAPCore", "IAPMapping"]),
                          ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore", "IAPMapping"]),
                          ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "UpstreamHTTP"]),
-                         ("FuzzRequest", ["Gateway", "HTTPServer", "IAPCore"]),
+                         ("FuzzRequest", ["Adapters", "Gateway", "HTTPServer", "IAPCore"]),
                          ("FuzzCompareInput", ["Gateway", "IAPCore"])] {
         targets.append(.executableTarget(
             name: name, dependencies: deps.map { .target(name: $0) }, path: "Fuzz/\(name)",

@@ -14,7 +14,8 @@ public final class GatewayService: Sendable {
     /// The parts the gateway was built from, for the components that run beside it (background
     /// work, reconciliation, batch comparison, the CLI).
     let adapters: AdapterRegistry
-    let ledger: any Ledger & NotificationLedger
+    /// Reconciliation reads it too (chains near expiry, stored receipts): a declared need, not a cast.
+    let ledger: any Ledger & NotificationLedger & ReconciliationLedger
     let notifications: NotificationDecoder?
     let sealer: AESGCMSealer?
     let logger: Logger
@@ -31,13 +32,14 @@ public final class GatewayService: Sendable {
     let authenticator: APIKeyAuthenticator
     let endpoints: GatewayEndpoints
 
-    public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger,
+    public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger & ReconciliationLedger,
                 notifications: NotificationDecoder? = nil,
                 checks: [any PurchaseCheck] = .standard, receiptSealer: AESGCMSealer?,
                 environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = .disabled,
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
                 migration: MigrationRouter? = nil, comparisons: (any ComparisonLedger)? = nil,
-                metrics: GatewayMetrics = GatewayMetrics(), upstreamBudget: Duration = .seconds(20)) {
+                metrics: GatewayMetrics = GatewayMetrics(), upstreamBudget: Duration = .seconds(20),
+                jwsVerifiers: AppVerifiers? = nil) {
         self.metrics = metrics
         self.upstreamBudget = upstreamBudget
         self.migration = migration
@@ -50,18 +52,19 @@ public final class GatewayService: Sendable {
         self.logger = logger
         self.now = now
         authenticator = APIKeyAuthenticator(environment: environment)
-        var chainCaches: [MetricsEndpoint.ChainCacheCounts] = []
-        if let notifications { chainCaches.append { notifications.chainCacheCounts } }
-        if let serverAPI = adapters.adapter(.serverAPI) as? ServerAPIAdapter { chainCaches.append { serverAPI.chainCacheCounts } }
+        // One verifier and chain cache per app, shared by the Server API adapter and notifications.
+        let chainCaches: [MetricsEndpoint.ChainCacheCounts] = jwsVerifiers.map { verifiers in [{ verifiers.chainCacheCounts }] } ?? []
         endpoints = GatewayEndpoints(
             readiness: ReadinessEndpoint(apps: apps, ledger: ledger, environment: environment, logger: logger),
             metrics: MetricsEndpoint(metrics: metrics, ledger: ledger, comparisons: comparisons,
                                      bundleIds: apps.keys.sorted(), chainCaches: chainCaches),
+            openAPI: OpenAPIDocument.json(evidence: adapters.evidenceForms),
             nonces: NoncesEndpoint(ledger: ledger, now: now),
             verify: VerifyEndpoint(adapters: adapters, ledger: ledger, checks: checks, migration: migration,
                                    sealer: receiptSealer, metrics: metrics, logger: logger, now: now),
             entitlements: EntitlementsEndpoint(ledger: ledger, now: now),
-            notifications: NotificationsEndpoint(apps: apps, decoder: notifications, legacy: adapters.adapter(.verifyReceipt),
+            notifications: NotificationsEndpoint(apps: apps, decoder: notifications,
+                                                 legacy: adapters.capability((any ReceiptReverifying).self),
                                                  ledger: ledger, metrics: metrics, logger: logger, now: now),
             comparisons: comparisons)
     }

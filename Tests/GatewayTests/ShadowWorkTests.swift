@@ -2,6 +2,7 @@
 import IAPCore
 import Ledger
 import Synchronization
+import TestSupport
 import XCTest
 
 /// The comparisons answers do not wait for: bounded, and finished at shutdown.

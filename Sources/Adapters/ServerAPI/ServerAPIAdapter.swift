@@ -13,11 +13,14 @@ import UpstreamHTTP
 public final class ServerAPIAdapter: VerificationAdapter {
     public let id = AdapterID.serverAPI
 
-    /// What one app needs, built at first use and rebuilt when its policy changes (config reload).
+    /// What one app needs, built at first use. Kept with the policy it was built from: another
+    /// policy under the same bundle id (tests and tools build variants) gets its own, so a context
+    /// never serves one policy's roots or credentials to another.
     final class AppContext: Sendable {
         let policy: AppPolicy
-        /// Accepts every environment the app could ever accept; `checkEnvironment` then applies the
-        /// per-account rule (Sandbox only for App Review accounts), which a verifier cannot know.
+        /// The app's one verifier (`AppVerifiers`), which accepts every environment the app could
+        /// ever accept; the claim's `EvidencePolicy` then decides for this one (Sandbox only for App
+        /// Review accounts), which a verifier cannot know.
         let verifier: SignedDataVerifier
         let client: Result<AppStoreServerAPIClient, VerificationError>
         let receiptReader: Result<AppReceiptReader, VerificationError>
@@ -39,63 +42,61 @@ public final class ServerAPIAdapter: VerificationAdapter {
         public var secretEnvironment: [String: String]
         public var now: @Sendable () -> Date
         public var sleep: RetryPolicy.Sleep
-        public var ocspTransport: any OCSPTransport
-        /// `limits.maxJWSBytes`: every signed transaction and renewal info verified through this adapter.
-        public var maxJWSBytes = SignedDataVerifier.defaultMaxInputBytes
+        /// The per-app JWS verifiers (their clock, OCSP transport and `limits.maxJWSBytes`), which the
+        /// gateway shares with notifications; nil builds the adapter's own on `now`.
+        public var verifiers: AppVerifiers?
 
         public init(retryPolicy: RetryPolicy = RetryPolicy(), maxPages: Int = 50, maxReceiptLookups: Int = 20,
                     secretEnvironment: [String: String] = ProcessInfo.processInfo.environment,
                     now: @escaping @Sendable () -> Date = { Date() },
                     sleep: @escaping RetryPolicy.Sleep = RetryPolicy.taskSleep,
-                    ocspTransport: any OCSPTransport = URLSessionOCSPTransport()) {
+                    verifiers: AppVerifiers? = nil) {
             self.retryPolicy = retryPolicy
             self.maxPages = maxPages
             self.maxReceiptLookups = maxReceiptLookups
             self.secretEnvironment = secretEnvironment
             self.now = now
             self.sleep = sleep
-            self.ocspTransport = ocspTransport
+            self.verifiers = verifiers
         }
     }
 
-    public let baseURLs: AppStoreServerAPIClient.BaseURLs
+    public let baseURLs: EnvironmentURLs
     let upstream: UpstreamHTTPClient
     let normalizer: ServerAPINormalizer
     let options: Options
     let logger: Logger
+    /// Where `AppContext.verifier` comes from: one verifier and chain cache per app.
+    public let verifiers: AppVerifiers
     private let contexts = Mutex<[String: AppContext]>([:])
 
-    public init(upstream: UpstreamHTTPClient, baseURLs: AppStoreServerAPIClient.BaseURLs, normalizer: ServerAPINormalizer,
+    public init(upstream: UpstreamHTTPClient, baseURLs: EnvironmentURLs, normalizer: ServerAPINormalizer,
                 options: Options = Options(), logger: Logger = .disabled) {
         self.upstream = upstream
         self.baseURLs = baseURLs
         self.normalizer = normalizer
         self.options = options
         self.logger = logger
+        self.verifiers = options.verifiers ?? AppVerifiers(now: options.now)
     }
 
     public var mappingVersion: String { normalizer.mapping.id }
 
-    /// Chain-cache hits and misses summed over the per-app verifiers (for `/metrics`).
-    public var chainCacheCounts: (hits: Int, misses: Int) {
-        contexts.withLock { contexts in
-            contexts.values.reduce((0, 0)) { ($0.0 + $1.verifier.chainCacheHits, $0.1 + $1.verifier.chainCacheMisses) }
-        }
-    }
+    public let evidenceForms: [EvidenceForm] = [.receipt, .transactionId, .signedTransaction]
 
-    public func canVerify(_ evidence: PurchaseEvidence) -> Bool { true }
-
-    public func verify(_ evidence: PurchaseEvidence, account: String, for app: AppPolicy) async throws(VerificationError)
-        -> AdapterOutcome {
+    public func verify(_ evidence: PurchaseEvidence, for app: AppPolicy, policy: any EvidencePolicy)
+        async throws(VerificationError) -> AdapterOutcome {
         let context = try context(for: app)
         var collected = Collected()
-        switch evidence {
-        case .transactionId(let transactionId):
-            try await verifyTransactionId(transactionId, account: account, context, into: &collected)
-        case .signedTransaction(let jws):
-            try await verifySignedTransaction(jws, account: account, context, into: &collected)
-        case .appReceipt(let base64, _):
-            try await verifyReceipt(base64, account: account, context, into: &collected)
+        switch evidence.kind {
+        case .transactionId:
+            try await verifyTransactionId(evidence.value, policy: policy, context, into: &collected)
+        case .signedTransaction:
+            try await verifySignedTransaction(evidence.value, policy: policy, context, into: &collected)
+        case .receipt:
+            try await verifyReceipt(evidence.value, policy: policy, context, into: &collected)
+        default:
+            throw VerificationError(.invalidConfiguration, "the Server API adapter does not verify \(evidence.kind) evidence")
         }
         guard let environment = collected.environment else {
             throw VerificationError(.noTransactions, "the evidence carries no purchase")
@@ -115,14 +116,7 @@ public final class ServerAPIAdapter: VerificationAdapter {
     }
 
     private func makeContext(_ app: AppPolicy) throws(VerificationError) -> AppContext {
-        var environments = app.allowedEnvironments
-        if !app.sandboxAccounts.isEmpty { environments.insert(.sandbox) }
-        if app.allowLocalTestEnvironments { environments.formUnion([.xcode, .localTesting]) }
-        let verifier = try SignedDataVerifier(
-            rootCertificates: try Self.loadRoots(app.trustRoots.jws, app: app, what: "trustRoots.jws"),
-            bundleId: app.bundleId, appAppleId: app.appAppleId, environments: environments,
-            enableOnlineChecks: app.onlineChecks, allowLocalTestEnvironments: app.allowLocalTestEnvironments,
-            now: options.now, ocspTransport: options.ocspTransport, maxInputBytes: options.maxJWSBytes)
+        let verifier = try verifiers.verifier(for: app)
 
         let client: Result<AppStoreServerAPIClient, VerificationError>
         if let credentials = app.serverAPI {
@@ -138,49 +132,25 @@ public final class ServerAPIAdapter: VerificationAdapter {
         // Built eagerly but kept as a result: an app that never sends receipts needs no receipt roots.
         let reader: Result<AppReceiptReader, VerificationError>
         do throws(VerificationError) {
-            reader = .success(try AppReceiptReader(roots: try Self.loadRoots(app.trustRoots.receipts, app: app,
-                                                                             what: "trustRoots.receipts")))
+            reader = .success(try AppReceiptReader(roots: try AppVerifiers.loadRoots(app.trustRoots.receipts, app: app,
+                                                                                     what: "trustRoots.receipts")))
         } catch {
             reader = .failure(error)
         }
         return AppContext(policy: app, verifier: verifier, client: client, receiptReader: reader)
     }
 
-    static func loadRoots(_ urls: [URL], app: AppPolicy, what: String) throws(VerificationError) -> [Data] {
-        guard !urls.isEmpty else { throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(what) is empty") }
-        var roots: [Data] = []
-        for url in urls {
-            guard let data = try? Data(contentsOf: url), !data.isEmpty else {
-                throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(what): cannot read \(url.path)")
-            }
-            roots.append(data)
-        }
-        return roots
-    }
+    // MARK: Environments to ask
 
-    // MARK: Environment policy
-
-    /// The hosts to ask for this account: production when the app allows it, then sandbox when the
-    /// account may present Sandbox purchases.
-    static func order(_ app: AppPolicy, account: String) throws(VerificationError) -> ServerAPIEnvironmentOrder {
-        let production = app.allows(.production)
-        let sandbox = app.allowsSandbox(forAccount: account)
-        switch (production, sandbox) {
+    /// The hosts to ask for this claim: Production when the policy accepts it, then Sandbox when it
+    /// accepts that (for a production app, only its App Review accounts).
+    static func order(_ policy: any EvidencePolicy, app: AppPolicy) throws(VerificationError) -> ServerAPIEnvironmentOrder {
+        switch (policy.accepts(.production), policy.accepts(.sandbox)) {
         case (true, true): return .productionThenSandbox
         case (true, false): return .productionOnly
         case (false, true): return .sandboxOnly
         case (false, false):
             throw VerificationError(.environmentNotAllowed, "\(app.bundleId) allows neither Production nor Sandbox")
-        }
-    }
-
-    static func checkEnvironment(_ environment: AppStoreEnvironment?, app: AppPolicy,
-                                 account: String) throws(VerificationError) {
-        guard let environment else { throw VerificationError(.missingField, "payload has no environment") }
-        if environment == .sandbox, app.allowsSandbox(forAccount: account) { return }
-        guard app.allows(environment) else {
-            throw VerificationError(.environmentNotAllowed,
-                                    "environment \(environment.rawValue.prefix(64)) is not allowed for this account of \(app.bundleId)")
         }
     }
 }

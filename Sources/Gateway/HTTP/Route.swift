@@ -6,6 +6,8 @@ import Ledger
 struct GatewayEndpoints: Sendable {
     let readiness: ReadinessEndpoint
     let metrics: MetricsEndpoint
+    /// The OpenAPI document, its verify request built from the registered adapters' evidence forms.
+    let openAPI: String
     let nonces: NoncesEndpoint
     let verify: VerifyEndpoint
     let entitlements: EntitlementsEndpoint
@@ -107,7 +109,7 @@ extension Route {
         Route(method: "GET", path: "/openapi.json", name: "openapi",
               operation: OpenAPIOperation(summary: "This document",
                                           responses: ["200": .object(["description": "OpenAPI 3 document"])]),
-              handler: .open { _, _, _ in .json(200, OpenAPIDocument.json) }),
+              handler: .open { endpoints, _, _ in .json(200, endpoints.openAPI) }),
         Route(method: "GET", path: "/metrics", name: "metrics",
               operation: OpenAPIOperation(summary: "Prometheus metrics",
                                           responses: ["200": .object(["description": "text/plain metrics"])]),

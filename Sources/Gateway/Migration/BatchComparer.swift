@@ -1,4 +1,5 @@
 import Adapters
+import AppleTrust
 import Foundation
 import IAPCore
 import Ledger
@@ -37,8 +38,11 @@ public struct BatchComparer: Sendable {
         guard let router = service.migration else {
             throw VerificationError(.invalidConfiguration, "comparisons are not enabled (no comparison ledger)")
         }
-        guard let legacy = service.adapters.adapter(.verifyReceipt), let serverAPI = service.adapters.adapter(.serverAPI) else {
-            throw VerificationError(.invalidConfiguration, "batch comparison needs both the verifyReceipt and serverAPI adapters")
+        // The generations the app's receipt routing compares, or, where it compares nothing yet, shadow's.
+        let receipts = app.routing.receipt.generations ?? AppPolicy.RoutingMode.shadow.generations!
+        guard let legacy = service.adapters.adapter(receipts.from), let serverAPI = service.adapters.adapter(receipts.to) else {
+            throw VerificationError(.invalidConfiguration,
+                                    "batch comparison needs both the \(receipts.from) and \(receipts.to) adapters")
         }
         guard (1...256).contains(options.concurrency) else {
             throw VerificationError(.invalidConfiguration, "concurrency must be 1 to 256")
@@ -108,8 +112,9 @@ public struct BatchComparer: Sendable {
                 inFlight -= 1
                 switch attempt {
                 case .rateLimited where job.attempt + 1 < options.maxRateLimitAttempts:
-                    let pause = min(60, options.rateLimitBackoffSeconds * Double(1 << min(job.attempt, 16)))
-                    pauseUntil = max(pauseUntil, ContinuousClock.now + .milliseconds(Int64(pause * 1000)))
+                    let pause = ExponentialBackoff(base: .seconds(options.rateLimitBackoffSeconds),
+                                                   cap: .seconds(60)).delay(beforeRetry: job.attempt + 1)
+                    pauseUntil = max(pauseUntil, ContinuousClock.now + pause)
                     queue.append(Job(receipt: job.receipt, digest: job.digest, attempt: job.attempt + 1))
                     summary.rateLimitedRetries += 1
                 case .rateLimited:
@@ -155,8 +160,8 @@ public struct BatchComparer: Sendable {
 
     private func compare(_ job: Job) async -> Attempt {
         let account = job.receipt.account ?? ""
-        async let l = Self.attempt(legacy, job.evidence, account, app)
-        async let s = Self.attempt(serverAPI, job.evidence, account, app)
+        async let l = MigrationRouter.attempt(legacy, job.evidence, account, app)
+        async let s = MigrationRouter.attempt(serverAPI, job.evidence, account, app)
         let (legacyResult, serverResult) = await (l, s)
         for result in [legacyResult, serverResult] {
             if case .failure(let e) = result, e.code == .rateLimited { return .rateLimited }
@@ -166,18 +171,9 @@ public struct BatchComparer: Sendable {
                                         id: Self.comparisonId(bundleId: app.bundleId, digest: job.digest), now: service.now()))
     }
 
-    private static func attempt(_ adapter: any VerificationAdapter, _ evidence: PurchaseEvidence, _ account: String,
-                                _ app: AppPolicy) async -> Result<AdapterOutcome, VerificationError> {
-        do {
-            return .success(try await adapter.verify(evidence, account: account, for: app))
-        } catch {
-            return .failure(error)
-        }
-    }
-
     /// Derived from the app and the evidence, so comparing a receipt again replaces its comparison.
     static func comparisonId(bundleId: String, digest: String) -> String {
-        "batch-" + LedgerDigest.sha256Hex("\(bundleId)\n\(digest)").prefix(32)
+        "batch-" + SHA256Digest.lowercaseHex("\(bundleId)\n\(digest)").prefix(32)
     }
 
     static func seconds(_ d: Duration) -> Double {

@@ -18,11 +18,10 @@ public enum SubscriptionLifecycle {
     /// Applies `event` to the chain it names. `current` must be that chain's state (same bundleId
     /// and originalTransactionId) or nil if none is stored; a state of another chain is left alone.
     ///
-    /// `policy` does not change the state: the state records what Apple said (gracePeriod,
-    /// billingRetry…), and whether that grants access is decided when entitlements are read, so a
-    /// policy change needs no replay. Unused today; part of the agreed signature.
-    public static func apply(_ event: LifecycleEvent, to current: SubscriptionState?,
-                             policy: AppPolicy.GracePeriodPolicy, now: Int64) -> LifecycleOutcome {
+    /// No app policy goes in: the state records what Apple said (gracePeriod, billingRetry…), and
+    /// whether that grants access is decided when entitlements are read (`EntitlementAccess`), so
+    /// a policy change needs no replay.
+    public static func apply(_ event: LifecycleEvent, to current: SubscriptionState?, now: Int64) -> LifecycleOutcome {
         let classification = LifecycleClassification.classify(event.notificationType, event.subtype)
         let chainId = event.originalTransactionId
         let webhooks = LifecycleWebhooks(event: event, chainId: chainId)
@@ -86,7 +85,7 @@ public enum SubscriptionLifecycle {
             out.append(webhooks.entitlementChanged(state))
         }
         if renewalPreferenceChanged(from: current, to: state),
-           ["DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS"].contains(event.notificationType.rawValue) {
+           [.didChangeRenewalPref, .didChangeRenewalStatus].contains(event.notificationType) {
             out.append(webhooks.notice(.renewalPreferenceChanged, state: state))
         }
         out += notices
@@ -153,9 +152,9 @@ public enum SubscriptionLifecycle {
     }
 
     static func autoRenewStatusImplied(by subtype: NotificationSubtype?) -> AutoRenewStatus? {
-        switch subtype?.rawValue {
-        case "AUTO_RENEW_ENABLED": .on
-        case "AUTO_RENEW_DISABLED": .off
+        switch subtype {
+        case .autoRenewEnabled?: .on
+        case .autoRenewDisabled?: .off
         default: nil
         }
     }
@@ -172,7 +171,7 @@ public enum SubscriptionLifecycle {
 
     /// A refunded consumable was already used up: the app must claw it back, whatever the state.
     static func consumableRefund(_ event: LifecycleEvent, _ webhooks: LifecycleWebhooks) -> [WebhookEvent] {
-        guard event.notificationType.rawValue == "REFUND", event.transaction?.type == .consumable else { return [] }
+        guard event.notificationType == .refund, event.transaction?.type == .consumable else { return [] }
         return [webhooks.notice(.consumableRefunded)]
     }
 }
