@@ -25,7 +25,7 @@ struct BenchNotificationsCommand: Subcommand {
           --json         also write the figures as a JSON object to FILE
         """
 
-    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+    func run(_ args: inout CommandLineArguments) async throws -> Int32 {
         let count = try args.positiveCount("--count", default: 5000)
         let connections = try args.positiveCount("--connections", default: 16)
         let seconds = try args.positiveCount("--seconds", default: 3)
@@ -33,12 +33,10 @@ struct BenchNotificationsCommand: Subcommand {
         let jsonPath = try args.value("--json")
         try args.finish()
         let mappings = URL(fileURLWithPath: "Mappings", isDirectory: true)
-        // Measured first, outside the async runner: the subprocess is waited for on this thread.
+        // Measured first, before the gateway under test starts: waiting for the subprocess holds a thread.
         let openssl = try BenchCommand.opensslSpeedVerify(seconds: Double(seconds))
-        return try runAsync {
-            try await Self.bench(count: count, connections: connections, openssl: openssl, mappings: mappings,
-                                 storage: storage, jsonPath: jsonPath)
-        }
+        return try await Self.bench(count: count, connections: connections, openssl: openssl, mappings: mappings,
+                                    storage: storage, jsonPath: jsonPath)
     }
 
     static func bench(count: Int, connections: Int, openssl: Double, mappings: URL, storage: String?,

@@ -23,12 +23,12 @@ struct BenchRetentionCommand: Subcommand {
     /// Apple's documented threshold for the sandbox performance test (PerformanceTestConfig.responseTimeThreshold).
     static let appleDeadlineMs = 700.0
 
-    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+    func run(_ args: inout CommandLineArguments) async throws -> Int32 {
         let count = try args.positiveCount("--count", default: 3000)
         let connections = try args.positiveCount("--connections", default: 8)
         let jsonPath = try args.value("--json")
         try args.finish()
-        return try runAsync { try await Self.bench(count: count, connections: connections, jsonPath: jsonPath) }
+        return try await Self.bench(count: count, connections: connections, jsonPath: jsonPath)
     }
 
     static func bench(count: Int, connections: Int, jsonPath: String?) async throws -> Int32 {
