@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import IAPCore
 @testable import Ledger
+import TestSupport
 import XCTest
 
 /// Issue 13 items 1 and 7 end to end, over real HTTP against the simulator: today's fields reach

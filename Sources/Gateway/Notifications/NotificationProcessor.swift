@@ -32,7 +32,7 @@ public final class NotificationProcessor: Sendable {
             // tomorrow) still goes through the state machine, chainless: it changes no state, but
             // its notice — or `unknownNotification` — reaches the webhook as an event of its own.
             let event = entry.event ?? Self.chainlessEvent(entry)
-            return SubscriptionLifecycle.apply(event, to: state, policy: app.gracePeriodPolicy, now: now)
+            return SubscriptionLifecycle.apply(event, to: state, now: now)
         }
         if report.processed + report.failed + report.parked > 0 {
             logger.info("notifications_processed", ["processed": String(report.processed), "failed": String(report.failed),
