@@ -74,14 +74,7 @@ final class AppStore2026Tests: XCTestCase {
         let payload = try await e2e.simulator.sendAppNotification(type: "RESCIND_CONSENT", bundleId: e2e.bundleId,
                                                                   owner: "device-rhea", to: nil)
         XCTAssertNotNil(try jwsPayload(payload)["appData"]?["signedAppTransactionInfo"])
-        let uuid = try XCTUnwrap(try jwsPayload(payload)["notificationUUID"]?.stringValue)
-
-        let answer = try await e2e.post(signedPayload: payload)
-        XCTAssertEqual(answer.status, 200, answer.text)
-        XCTAssertEqual(answer.json["status"], "accepted")
-        try await e2e.waitUntilDrained()
-        XCTAssertTrue(try e2e.inboxIds().contains(uuid), "stored")
-        let event = try await delivered(e2e, uuid)
+        let event = try await acceptedStoredAndForwarded(e2e, payload)
         XCTAssertEqual(event.kind, "consentRescinded")
         XCTAssertEqual(event.body["notificationType"], "RESCIND_CONSENT")
         XCTAssertNil(event.body["originalTransactionId"], "it names no purchase")
@@ -91,15 +84,9 @@ final class AppStore2026Tests: XCTestCase {
         let e2e = try await NotificationE2E.start(self)
         let payload = try await e2e.simulator.sendAppNotification(type: "APP_MOVED_TO_ORBIT", subtype: "GEOSTATIONARY",
                                                                   bundleId: e2e.bundleId, owner: "device-orla", to: nil)
-        let uuid = try XCTUnwrap(try jwsPayload(payload)["notificationUUID"]?.stringValue)
-
-        let answer = try await e2e.post(signedPayload: payload)
-        XCTAssertEqual(answer.status, 200, answer.text)
-        try await e2e.waitUntilDrained()
-        XCTAssertTrue(try e2e.inboxIds().contains(uuid), "stored")
+        let event = try await acceptedStoredAndForwarded(e2e, payload)
         let counted = try e2e.ledger.unknownNotificationCounts().filter { $0.bundleId == e2e.bundleId }
         XCTAssertEqual(counted.map(\.notificationType), ["APP_MOVED_TO_ORBIT"])
-        let event = try await delivered(e2e, uuid)
         XCTAssertEqual(event.kind, "unknownNotification")
         XCTAssertEqual(event.body["notificationType"], "APP_MOVED_TO_ORBIT")
         XCTAssertEqual(event.body["subtype"], "GEOSTATIONARY")
@@ -145,7 +132,15 @@ final class AppStore2026Tests: XCTestCase {
         XCTAssertNotNil(refused.headers["retry-after"])
     }
 
-    private func delivered(_ e2e: NotificationE2E, _ uuid: String) async throws -> WebhookReceiver.Delivery {
+    /// Posts `payload`, expects 200 `accepted`, and returns the webhook delivery it led to once the
+    /// inbox holds it and has drained.
+    private func acceptedStoredAndForwarded(_ e2e: NotificationE2E, _ payload: String) async throws -> WebhookReceiver.Delivery {
+        let uuid = try XCTUnwrap(try jwsPayload(payload)["notificationUUID"]?.stringValue)
+        let answer = try await e2e.post(signedPayload: payload)
+        XCTAssertEqual(answer.status, 200, answer.text)
+        XCTAssertEqual(answer.json["status"], "accepted")
+        try await e2e.waitUntilDrained()
+        XCTAssertTrue(try e2e.inboxIds().contains(uuid), "stored")
         var found: WebhookReceiver.Delivery?
         try await e2e.eventually("the notification's webhook is delivered") {
             found = e2e.webhooks.accepted.first { $0.idempotencyKey.hasSuffix(":" + uuid) }
