@@ -1,5 +1,6 @@
 import Foundation
 import IAPCore
+import IAPMapping
 import XCTest
 
 /// Issue 13 item 1: serverAPI/v2 keeps every member of today's payloads under Apple's names, v1
