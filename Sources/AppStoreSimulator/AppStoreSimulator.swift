@@ -125,6 +125,9 @@ public final class AppStoreSimulator: Sendable {
         return try pki.signJWS(SignedPayloads.transaction(t, signedDate: store.nowMs))
     }
 
+    /// The Finish Transaction calls the simulator answered, oldest first.
+    public var finishTransactionCalls: [FinishTransactionCall] { store.finishCalls }
+
     public func signedRenewalInfo(originalTransactionId: String) throws -> String {
         guard let c = store.chain(originalTransactionId), let latest = store.transaction(c.latestTransactionId) else {
             throw SimulatorError("no auto-renewable subscription \(originalTransactionId)")
@@ -161,4 +164,13 @@ public struct SimulatedAppCredentials: Sendable {
     public let keyId: String
     /// The `.p8` private key (PKCS#8 PEM) a client signs its JWTs with.
     public let privateKeyPEM: String
+}
+
+/// One Finish Transaction call the simulator answered.
+public struct FinishTransactionCall: Hashable, Sendable {
+    public let transactionId: String
+    public let bundleId: String
+    public let environment: AppStoreEnvironment
+    /// The simulator's clock when it answered (ms since 1970).
+    public let at: Int64
 }

@@ -48,6 +48,12 @@ extension AppStoreSimulator {
                 _ = try findTransaction(path[4], app: app, environment: environment)
                 guard (try? StrictJSON().parse(request.body).objectValue) != nil else { throw ServerAPIError.generalBadRequest }
                 return HTTPResponse(status: 202)
+            case ("POST", "v1", "transactions", 5) where path[4] == "finish":
+                // Finish Transaction (API 1.20): no body either way; recorded so tests can count calls.
+                let t = try findTransaction(path[3], app: app, environment: environment)
+                store.recordFinish(FinishTransactionCall(transactionId: t.transactionId, bundleId: app.bundleId,
+                                                         environment: environment, at: store.nowMs))
+                return HTTPResponse(status: 200)
             case ("PUT", "v1", "transactions", 5) where path[4] == "appAccountToken":
                 let t = try findTransaction(path[3], app: app, environment: environment, notFound: .originalTransactionIdNotFound)
                 guard let body = try? StrictJSON().parse(request.body).objectValue,

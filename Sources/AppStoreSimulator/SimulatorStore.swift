@@ -11,6 +11,8 @@ final class SimulatorStore: Sendable {
         var chains: [String: SubscriptionChain] = [:]
         var notifications: [NotificationRecord] = []
         var consumptionRequests: [String: String] = [:]
+        /// Every Finish Transaction call answered, in order (a transaction finished twice appears twice).
+        var finishCalls: [FinishTransactionCall] = []
         var nextProductionId: Int64 = 1_000_000_100_000_001
         var nextSandboxId: Int64 = 2_000_000_100_000_001
         var nextWebOrderLineItemId: Int64 = 1_000_000_080_000_001
@@ -237,6 +239,9 @@ final class SimulatorStore: Sendable {
             s.chains[originalTransactionId]?.latestTransactionId ?? s.transactions[originalTransactionId]?.transactionId
         }
     }
+
+    func recordFinish(_ call: FinishTransactionCall) { state.withLock { $0.finishCalls.append(call) } }
+    var finishCalls: [FinishTransactionCall] { state.withLock { $0.finishCalls } }
 
     func setAppAccountToken(_ token: String, originalTransactionId: String) -> Bool {
         state.withLock { s in

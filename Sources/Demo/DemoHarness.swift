@@ -19,6 +19,8 @@ public final class DemoHarness: Sendable {
         public var nonceRequired = true
         public var familySharing = "allow"
         public var localOnlyJWS = false
+        /// The policy's `finishTransactions`.
+        public var finishTransactions = false
         /// `limits.maxJWSBytes` of the gateway file.
         public var maxJWSBytes = 65_536
         /// Where entitlement changes are posted (a loopback receiver in tests); nil: no webhook.
@@ -177,6 +179,7 @@ public final class DemoHarness: Sendable {
                 </gracePeriodPolicy>
                 <onlineChecks type="bool">false</onlineChecks>
                 <localOnlyJWS type="bool">\(o.localOnlyJWS)</localOnlyJWS>
+                <finishTransactions type="bool">\(o.finishTransactions)</finishTransactions>
                 <apiKey><sha256>\(apiKeySHA256)</sha256></apiKey>
                 \(o.webhookURL.map { "<webhook><url>\(escape($0))</url><secret><file>../secrets/webhook-secret</file></secret></webhook>" } ?? "")
                 \(o.readiness.map(readinessXML) ?? "")

@@ -92,6 +92,9 @@ public struct PurchaseClaim: Sendable {
     public var presentedTransactionId: String?
     /// Appended to the audit trail inside the claim: a grant is never stored without its record.
     public var audit: AuditRecord?
+    /// Queue each newly granted, unrevoked transaction for Finish Transaction in the claim's own
+    /// transaction (the app's `finishTransactions`; see `FinishLedger`).
+    public var finishNewlyGranted = false
 
     public init(bundleId: String, account: String, transactions: [CanonicalTransaction],
                 entitlements: [Entitlement], now: Int64, factTimes: [String: Int64] = [:],

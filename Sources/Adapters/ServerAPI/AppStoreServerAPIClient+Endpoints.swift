@@ -132,6 +132,15 @@ extension AppStoreServerAPIClient {
         _ = try await perform(call, order: .only(environment))
     }
 
+    /// POST /inApps/v1/transactions/{transactionId}/finish, no body (API 1.20): the server delivered
+    /// the content. Any 2xx is success; the answer's body, if any, is not read.
+    public func finishTransaction(transactionId: String, environment: ServerAPIEnvironment = .production)
+        async throws(VerificationError) {
+        let call = Call(method: "POST", name: "finishTransaction",
+                        path: "/inApps/v1/transactions/" + (try Self.checkTransactionId(transactionId)) + "/finish")
+        _ = try await perform(call, order: .only(environment))
+    }
+
     // MARK: Helpers
 
     /// Transaction ids are decimal digits (Xcode's are small numbers): anything else is refused

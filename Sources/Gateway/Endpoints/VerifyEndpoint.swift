@@ -87,11 +87,13 @@ struct VerifyEndpoint: Sendable {
         granted.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
         // One ledger step: refuses a chain refunded after this evidence was signed, binds, grants,
         // audits, and reads back the ledger's view (a newer notification may already know better).
-        let claim = try await ledger.claim(PurchaseClaim(bundleId: app.bundleId, account: account,
-                                                   transactions: outcome.transactions, entitlements: entitlements,
-                                                   now: context.now, factTimes: Self.factTimes(outcome, now: context.now),
-                                                   presentedTransactionId: outcome.presentedTransactionId,
-                                                   audit: granted))
+        var purchase = PurchaseClaim(bundleId: app.bundleId, account: account,
+                                     transactions: outcome.transactions, entitlements: entitlements,
+                                     now: context.now, factTimes: Self.factTimes(outcome, now: context.now),
+                                     presentedTransactionId: outcome.presentedTransactionId, audit: granted)
+        // Queued inside the claim, so only a durable grant is ever reported delivered to Apple.
+        purchase.finishNewlyGranted = app.finishTransactions
+        let claim = try await ledger.claim(purchase)
         audit = granted
         if let latest = outcome.latestReceipt { await keepLatestReceipt(latest, app: app, outcome: outcome, log: log) }
         // Refunded and revoked purchases are answered as such, never as granted (a backend that

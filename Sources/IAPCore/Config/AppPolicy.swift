@@ -33,6 +33,9 @@ public struct AppPolicy: Sendable, Equatable {
     public var webhook: Webhook?
     /// Answer CONSUMPTION_REQUEST with these declared values; nil: never answer.
     public var consumptionResponse: ConsumptionResponse? = nil
+    /// Tell the App Store (Finish Transaction) that each newly granted purchase was delivered, from
+    /// the ledger's finish outbox once the grant is durable; false: the app's StoreKit `finish()` does it.
+    public var finishTransactions = false
     /// Thresholds of the cutover verdict (`readiness` in the app file; defaults otherwise).
     public var readiness: Readiness = .standard
 

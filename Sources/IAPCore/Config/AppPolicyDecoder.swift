@@ -59,6 +59,7 @@ struct AppPolicyDecoder {
         let consumption = try o.optional("consumptionResponse").map { f throws(VerificationError) in
             try AppPolicy.ConsumptionResponse.decode(f)
         }
+        let finishTransactions = try o.optional("finishTransactions")?.bool() ?? false
         let readiness = try o.optional("readiness").map { f throws(VerificationError) in try AppPolicy.Readiness.decode(f) }
         try o.finish()
 
@@ -76,6 +77,7 @@ struct AppPolicyDecoder {
             noncePolicy: noncePolicy, familySharingPolicy: family, gracePeriodPolicy: grace,
             onlineChecks: onlineChecks, localOnlyJWS: localOnlyJWS, apiKey: apiKey, webhook: webhook)
         policy.consumptionResponse = consumption
+        policy.finishTransactions = finishTransactions
         policy.readiness = readiness ?? .standard
         return policy
     }

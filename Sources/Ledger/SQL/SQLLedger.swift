@@ -127,6 +127,7 @@ public final class SQLLedger: Sendable {
                 try bind(key, in: claim, &reads, connection)
                 if try grant(transaction, key: key, in: claim, connection) {
                     outcome.newlyGranted.append(transaction.transactionId)
+                    try Self.queueFinish(transaction, key: key, in: claim, connection)
                 } else {
                     outcome.alreadyGranted.append(transaction.transactionId)
                 }
