@@ -50,6 +50,9 @@ var targets: [Target] = [
     // A gateway wired to the simulator through real config files: `iapgw-dev demo` and end-to-end tests.
     .target(name: "Demo", dependencies: ["Gateway", "AppStoreSimulator", "AppleTrust", "IAPCore", "HTTPServer"]),
 
+    // A Swift client for app backends (Foundation only): typed nonce / verify / entitlements, appAccountToken.
+    .target(name: "IAPGatewayClient", dependencies: []),
+
     // What both executables share: subcommands, strict argument reading, exit codes.
     .target(name: "CommandLineSupport", dependencies: []),
 
@@ -66,17 +69,20 @@ var targets: [Target] = [
     .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore"]),
     .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
     .testTarget(name: "UpstreamHTTPTests", dependencies: ["UpstreamHTTP", "HTTPServer"]),
-    .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "AppStoreSimulator", "TestPKI", "IAPCore",
+    .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "Gateway", "AppStoreSimulator", "TestPKI", "IAPCore",
                                                       "AppleTrust", "UpstreamHTTP", "HTTPServer"]),
     .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "TestPKI", "AppleTrust",
                                                                "AppReceipts", "IAPCore", "UpstreamHTTP"]),
     .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
                                                      "UpstreamHTTP", "TestPKI", "IAPCore", "AppleTrust"]),
+    .testTarget(name: "IAPGatewayClientTests", dependencies: ["IAPGatewayClient", "Demo", "Gateway", "AppStoreSimulator",
+                                                             "HTTPServer", "UpstreamHTTP", "IAPCore", "AppleTrust", "TestPKI"]),
     .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "AppleTrust", "TestPKI", "IAPCore"]),
 ]
 
 var products: [Product] = [.executable(name: "iapgw", targets: ["iapgw"]),
                            .executable(name: "iapgw-dev", targets: ["iapgw-dev"])]
+products.append(.library(name: "IAPGatewayClient", targets: ["IAPGatewayClient"]))
 
 // libFuzzer targets are built only by Scripts/fuzz.sh (IAPGW_FUZZ=1): they have no main().
 if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
@@ -90,7 +96,7 @@ if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
                          ("FuzzMappings", ["IAPCore"]),
                          ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore"]),
                          ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "UpstreamHTTP"]),
-                         ("FuzzRequest", ["Gateway", "HTTPServer", "IAPCore"]),
+                         ("FuzzRequest", ["Adapters", "Gateway", "HTTPServer", "IAPCore"]),
                          ("FuzzCompareInput", ["Gateway", "IAPCore"])] {
         targets.append(.executableTarget(
             name: name, dependencies: deps.map { .target(name: $0) }, path: "Fuzz/\(name)",

@@ -3,12 +3,15 @@
 // account, exactly one kind of evidence). 1: the rest is a query string, decoded as the HTTP server
 // decodes it (percent-decoding, UTF-8) and then read as the comparisons endpoint reads its filters.
 // Any outcome but a VerificationError or a value is a bug. Run: Scripts/fuzz.sh 60 FuzzRequest
+import Adapters
 import Foundation
 @testable import Gateway
 @testable import HTTPServer
 import IAPCore
 
-let verifyMembers: Set<String> = ["account", "receipt", "transactionId", "signedTransaction", "nonce"]
+// The built-in adapters' forms, as a gateway with both registers them.
+let evidenceForms: [EvidenceForm] = [.receipt, .signedTransaction, .transactionId]
+let verifyMembers = RequestBody.verifyMembers(evidenceForms)
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
@@ -19,7 +22,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
                                   headers: ["Content-Type": "application/json"], body: rest)
         if let body = try? RequestBody(request, allowed: verifyMembers) {
             _ = try? body.account()
-            _ = try? body.evidence()
+            _ = try? body.evidence(evidenceForms)
         }
         _ = try? RequestBody(request, allowed: ["account"]).account()
     } else {

@@ -1,30 +1,61 @@
 import IAPCore
 
-/// The purchase evidence an app backend forwards for one account.
-public enum PurchaseEvidence: Sendable, Equatable {
-    /// A base64 PKCS#7 app receipt from an old app version, with the nonce the gateway issued for it.
-    case appReceipt(base64: String, nonce: String?)
-    /// A transaction ID from a new app version, to look up with the App Store Server API.
-    case transactionId(String)
-    /// A StoreKit 2 `jwsRepresentation`.
-    case signedTransaction(String)
+/// The purchase evidence an app backend forwards for one account: its kind, the text of the
+/// request member its form names, and the companion members sent with it.
+public struct PurchaseEvidence: Sendable, Equatable {
+    public var kind: AppPolicy.EvidenceKind
+    /// The evidence as the client sent it (a receipt's base64, a transaction id, a JWS, …).
+    public var value: String
+    /// Companion members by name (a receipt's `nonce`); only those its form lists.
+    public var companions: [String: String]
 
-    public var kind: AppPolicy.EvidenceKind {
-        switch self {
-        case .appReceipt: .receipt
-        case .transactionId: .transactionId
-        case .signedTransaction: .signedTransaction
-        }
+    public init(kind: AppPolicy.EvidenceKind, value: String, companions: [String: String] = [:]) {
+        self.kind = kind
+        self.value = value
+        self.companions = companions
     }
+
+    /// A base64 PKCS#7 app receipt from an old app version, with the nonce the gateway issued for it.
+    public static func appReceipt(base64: String, nonce: String?) -> Self {
+        Self(kind: .receipt, value: base64, companions: nonce.map { ["nonce": $0] } ?? [:])
+    }
+    /// A transaction ID from a new app version, to look up with the App Store Server API.
+    public static func transactionId(_ id: String) -> Self { Self(kind: .transactionId, value: id) }
+    /// A StoreKit 2 `jwsRepresentation`.
+    public static func signedTransaction(_ jws: String) -> Self { Self(kind: .signedTransaction, value: jws) }
+
+    /// The nonce the gateway issued for this evidence, when it came with one.
+    public var nonce: String? { companions["nonce"] }
 }
 
-/// Which adapter produced a fact. Stable strings: they are stored with every canonical record.
-public struct AdapterID: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public var description: String { rawValue }
-    public static let verifyReceipt = AdapterID(rawValue: "verifyReceipt")
-    public static let serverAPI = AdapterID(rawValue: "serverAPI")
+/// How one kind of evidence comes in a verify request: the body member that carries it and the
+/// members that may come with it. Declared by the adapters that verify it; the verify route's
+/// accepted body members, its reading of the body and its OpenAPI schema all follow from these.
+public struct EvidenceForm: Sendable {
+    public var kind: AppPolicy.EvidenceKind
+    /// The request member holding the evidence (a string).
+    public var member: String
+    /// Optional string members allowed only beside `member`.
+    public var companions: [String]
+    /// One line for the OpenAPI document.
+    public var summary: String
+    /// The step this kind takes before any adapter verifies it (a receipt's nonce); nil: none.
+    public var checkIn: (any EvidenceCheckIn)?
+
+    public init(kind: AppPolicy.EvidenceKind, member: String, companions: [String] = [], summary: String,
+                checkIn: (any EvidenceCheckIn)? = nil) {
+        self.kind = kind
+        self.member = member
+        self.companions = companions
+        self.summary = summary
+        self.checkIn = checkIn
+    }
+
+    // `.receipt` is the legacy adapter's (Legacy/ReceiptSteps.swift), with its nonce step.
+    public static let transactionId = Self(kind: .transactionId, member: "transactionId",
+                                           summary: "a transaction ID, looked up with the App Store Server API")
+    public static let signedTransaction = Self(kind: .signedTransaction, member: "signedTransaction",
+                                               summary: "a StoreKit 2 signed transaction (JWS)")
 }
 
 /// What an adapter found: canonical facts only. Binding accounts and granting happen after it,
@@ -37,18 +68,15 @@ public struct AdapterOutcome: Sendable {
     public var appTransaction: CanonicalAppTransaction?
     /// The mapping file that produced the records, e.g. "verifyReceipt/v1".
     public var mappingVersion: String
-    /// The newest base64 receipt Apple returned (legacy path), kept sealed for re-verification.
-    public var latestReceipt: String?
-    /// The nonce Apple echoed back (`request_data`), when the evidence carried one.
-    public var echoedNonce: String?
+    /// Steps the adapter asks for once the claim is stored (verifyReceipt: keep the newest receipt).
+    public var followUps: [any ClaimFollowUp]
     /// The one transaction the evidence names (a transaction ID or a signed transaction), as
     /// opposed to the rest of its chain found beside it; nil for receipts.
     public var presentedTransactionId: String?
 
     public init(adapter: AdapterID, environment: AppStoreEnvironment, transactions: [CanonicalTransaction],
                 renewals: [CanonicalRenewal] = [], appTransaction: CanonicalAppTransaction? = nil,
-                mappingVersion: String, latestReceipt: String? = nil, echoedNonce: String? = nil,
-                presentedTransactionId: String? = nil) {
+                mappingVersion: String, followUps: [any ClaimFollowUp] = [], presentedTransactionId: String? = nil) {
         self.presentedTransactionId = presentedTransactionId
         self.adapter = adapter
         self.environment = environment
@@ -56,22 +84,57 @@ public struct AdapterOutcome: Sendable {
         self.renewals = renewals
         self.appTransaction = appTransaction
         self.mappingVersion = mappingVersion
-        self.latestReceipt = latestReceipt
-        self.echoedNonce = echoedNonce
+        self.followUps = followUps
     }
+}
+
+/// What an adapter read from evidence before acting on it (asking Apple about it, following a
+/// redirect, normalising an answer), exactly as the evidence states it: nil is "not stated".
+public struct EvidenceIdentity: Sendable, Equatable {
+    public var bundleId: String?
+    public var appAppleId: Int64?
+    public var environment: AppStoreEnvironment?
+    /// A receipt always states its bundle, and in Production its app's Apple id (a JWS transaction
+    /// states no app id at all): for a receipt, "not stated" is refused.
+    public var isReceipt: Bool
+
+    public init(bundleId: String? = nil, appAppleId: Int64? = nil, environment: AppStoreEnvironment? = nil,
+                isReceipt: Bool = false) {
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environment = environment
+        self.isReceipt = isReceipt
+    }
+}
+
+/// The gateway's decisions an adapter needs while it works: which environments it may ask Apple
+/// about, and whether what it has read is refused anyway. Implemented once, by the gateway's
+/// purchase checks (`ClaimPolicy`); an adapter never decides environment, bundle or app id itself,
+/// it asks here before it acts, so a refusal costs no call to Apple.
+public protocol EvidencePolicy: Sendable {
+    /// Whether this claim may be answered from `environment` (the hosts to ask, the redirects to follow).
+    func accepts(_ environment: AppStoreEnvironment) -> Bool
+    /// Throws the refusal the purchase checks give evidence of this identity.
+    func admit(_ identity: EvidenceIdentity) throws(VerificationError)
 }
 
 /// One way of turning purchase evidence into canonical facts (the plugin protocol).
 ///
-/// An adapter verifies and normalises; it never binds accounts, grants anything or touches the
-/// ledger. A new source of evidence is one new type conforming to this and one registration line.
+/// An adapter verifies and normalises; it never binds accounts, grants anything, touches the
+/// ledger or decides policy (`EvidencePolicy` does). A new source of evidence is one new type
+/// conforming to this and one registration line.
 public protocol VerificationAdapter: Sendable {
     var id: AdapterID { get }
-    func canVerify(_ evidence: PurchaseEvidence) -> Bool
-    /// `account` is the claiming account: adapters use it only where Apple's rules depend on it
-    /// (sandbox fallback allowed only for the app's App Review accounts).
-    func verify(_ evidence: PurchaseEvidence, account: String, for app: AppPolicy) async throws(VerificationError)
+    /// The kinds of evidence this adapter verifies, and the request members they come from.
+    var evidenceForms: [EvidenceForm] { get }
+    /// `app` says how to reach Apple for this app (credentials, trust roots, endpoints);
+    /// `policy` decides what may be accepted.
+    func verify(_ evidence: PurchaseEvidence, for app: AppPolicy, policy: any EvidencePolicy) async throws(VerificationError)
         -> AdapterOutcome
+}
+
+extension VerificationAdapter {
+    public func canVerify(_ evidence: PurchaseEvidence) -> Bool { evidenceForms.contains { $0.kind == evidence.kind } }
 }
 
 /// The adapters a gateway knows, by id.
@@ -82,7 +145,15 @@ public struct AdapterRegistry: Sendable {
         for a in adapters { register(a) }
     }
 
+    /// Two adapters that verify one kind must read it the same way: the same member and companions,
+    /// and the same step before verification (so routing can never skip a receipt's nonce).
     public mutating func register(_ adapter: any VerificationAdapter) {
+        for form in adapter.evidenceForms {
+            guard let known = self.form(of: form.kind) else { continue }
+            precondition(known.member == form.member && known.companions == form.companions
+                         && (known.checkIn == nil) == (form.checkIn == nil),
+                         "adapter \(adapter.id) declares \(form.kind) evidence unlike the adapters registered before it")
+        }
         adapters[adapter.id] = adapter
     }
 
@@ -90,20 +161,37 @@ public struct AdapterRegistry: Sendable {
 
     public var ids: [AdapterID] { adapters.keys.sorted { $0.rawValue < $1.rawValue } }
 
-    /// The adapter that answers this evidence under the app's routing mode. Shadow and compare
-    /// modes name the answering adapter here; the other runs beside it (migration milestone).
+    /// The form of one kind of evidence, as the registered adapters declare it.
+    public func form(of kind: AppPolicy.EvidenceKind) -> EvidenceForm? { evidenceForms.first { $0.kind == kind } }
+
+    /// Every kind of evidence some registered adapter verifies, once each (by kind), in a stable
+    /// order: what the verify route accepts.
+    public var evidenceForms: [EvidenceForm] {
+        var seen = Set<AppPolicy.EvidenceKind>()
+        return ids.flatMap { adapters[$0]!.evidenceForms }.filter { seen.insert($0.kind).inserted }
+            .sorted { $0.member < $1.member }
+    }
+
+    /// The adapter that answers this evidence: the one the app's routing names for its kind (a
+    /// compared adapter then runs beside it, `MigrationRouter`), or, for a kind the routing does not
+    /// name, the one adapter that verifies it.
     public func primary(for evidence: PurchaseEvidence, app: AppPolicy) throws(VerificationError)
         -> any VerificationAdapter {
-        let id: AdapterID = app.routing[evidence.kind].usesLegacyAsPrimary ? .verifyReceipt : .serverAPI
+        let id: AdapterID
+        if let mode = app.routing[evidence.kind] {
+            id = mode.answering
+        } else {
+            let able = ids.filter { adapters[$0]!.canVerify(evidence) }
+            guard able.count == 1 else {
+                throw VerificationError(.invalidConfiguration,
+                                        "\(app.bundleId): routing names no adapter for \(evidence.kind) evidence and \(able.count) verify it")
+            }
+            id = able[0]
+        }
         guard let adapter = adapters[id], adapter.canVerify(evidence) else {
             throw VerificationError(.invalidConfiguration,
                                     "\(app.bundleId): no adapter \(id) for \(evidence.kind) evidence")
         }
         return adapter
     }
-}
-
-extension AppPolicy.RoutingMode {
-    /// legacy and shadow answer with verifyReceipt; serverAPI, compare and cutover with the Server API.
-    public var usesLegacyAsPrimary: Bool { self == .legacy || self == .shadow }
 }

@@ -28,6 +28,8 @@ public final class DemoHarness: Sendable {
         /// The app's cutover readiness thresholds; nil: the documented defaults.
         public var readiness: AppPolicy.Readiness?
         public var gatewayPort = 0
+        /// PEM files the gateway serves HTTPS with (its `tls` section); nil: plain HTTP.
+        public var tlsFiles: (certificate: String, privateKey: String)?
         public var simulatorPort = 0
         /// `timeouts.budgetSeconds`: all the upstream work of one gateway request ends within it.
         public var upstreamBudgetSeconds = 20
@@ -58,7 +60,7 @@ public final class DemoHarness: Sendable {
     public let webhookSecret: String
     public let options: Options
 
-    public var gatewayURL: String { "http://127.0.0.1:\(server.port)" }
+    public var gatewayURL: String { "\(options.tlsFiles == nil ? "http" : "https")://127.0.0.1:\(server.port)" }
     /// Where the simulator (as Apple) posts this app's notifications.
     public var notificationURL: String { "\(gatewayURL)/v1/notifications/\(options.bundleId)" }
     public var bundleId: String { options.bundleId }
@@ -221,7 +223,9 @@ public final class DemoHarness: Sendable {
                 <maxBodyBytes type="integer">262144</maxBodyBytes>
                 <maxJWSBytes type="integer">\(o.maxJWSBytes)</maxJWSBytes>
             </limits>
-            <appsDirectory>apps</appsDirectory>
+            <appsDirectory>apps</appsDirectory>\(o.tlsFiles.map { tls in
+                "\n    <tls><certificateFile>\(escape(tls.certificate))</certificateFile>"
+                    + "<privateKeyFile>\(escape(tls.privateKey))</privateKeyFile></tls>" } ?? "")
         </gateway>
 
         """

@@ -69,6 +69,7 @@ public struct GatewayAssembly {
                               notifications: try NotificationDecoder(mappings: mappings, environment: environment,
                                                                      maxJWSBytes: Int(gateway.limits.maxJWSBytes)),
                               receiptSealer: try ReceiptSealKey.load(environment: environment,
+                                                                     configured: gateway.receiptSealKey,
                                                                      storageURL: gateway.storageURL, logger: logger),
                               environment: environment, logger: logger, migration: migration, comparisons: ledger,
                               metrics: metrics, upstreamBudget: budget)
@@ -93,8 +94,9 @@ public struct GatewayAssembly {
         let dispatcher = WebhookDispatcher(apps: service.apps, ledger: service.ledger, client: client,
                                            environment: environment, logger: logger, identity: identity,
                                            leaseMillis: gateway.webhooks.leaseSeconds * 1000, now: service.now)
-        let maintenance = try ReconciliationSchedule(service: service, environment: environment, logger: logger)
-        let sweep = try EntitlementSweep(service: service, environment: environment, logger: logger)
+        let settings = try configuration.gateway.background.overridden(by: environment)
+        let maintenance = try ReconciliationSchedule(service: service, settings: settings, logger: logger)
+        let sweep = EntitlementSweep(service: service, settings: settings, logger: logger)
         let finisher = (service.ledger as? any FinishLedger).map {
             TransactionFinisher(apps: service.apps, ledger: $0, serverAPI: service.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
                                 upstreamBudget: service.upstreamBudget, logger: logger, now: service.now)
@@ -131,27 +133,50 @@ public struct GatewayAssembly {
         let http = HTTPServerConfiguration(host: gateway.listenAddress, port: gateway.listenPort,
                                            maxBodyBytes: Int(gateway.limits.maxBodyBytes), connectionTimeoutSeconds: 10,
                                            maxConnections: Int(gateway.limits.maxConnections),
-                                           perIPConnectionLimit: Int(gateway.limits.maxConnectionsPerClient))
+                                           perIPConnectionLimit: Int(gateway.limits.maxConnectionsPerClient),
+                                           tls: try gateway.tls.map(Self.loadTLS))
         return try HTTPServer(configuration: http) { request in await service.handle(request) }
+    }
+
+    /// The `tls` section's files, checked now: a bad one stops the start (`iapgw config check` runs this too).
+    public static func loadTLS(_ tls: GatewayConfig.TLS) throws(VerificationError) -> HTTPServerTLS {
+        let minimum: HTTPServerTLS.MinimumVersion = switch tls.minimumVersion {
+        case .tls12: .tls12
+        case .tls13: .tls13
+        }
+        do {
+            return try HTTPServerTLS.load(certificateFile: tls.certificateFile.path, privateKeyFile: tls.privateKeyFile.path,
+                                          minimumVersion: minimum)
+        } catch {
+            throw VerificationError(.invalidConfiguration, error.message)
+        }
     }
 }
 
-/// The key that seals stored receipts: `IAPGW_RECEIPT_SEAL_KEY` (64 hex digits) when set, else a
-/// random key kept beside the SQLite database (mode 0600), made on first start. With PostgreSQL the
-/// variable is required: every instance must read the receipts the others sealed.
+/// The key that seals stored receipts: `IAPGW_RECEIPT_SEAL_KEY` (64 hex digits) when set, else the
+/// gateway config's `receiptSealKey` (a secret reference to the same), else a random key kept beside
+/// the SQLite database (mode 0600), made on first start. With PostgreSQL one of the first two is
+/// required: every instance must read the receipts the others sealed.
 public enum ReceiptSealKey {
-    public static func load(environment: [String: String], storageURL: String,
+    public static func load(environment: [String: String], configured: SecretReference? = nil, storageURL: String,
                             logger: Logger) throws(VerificationError) -> AESGCMSealer {
-        if let hex = environment["IAPGW_RECEIPT_SEAL_KEY"] {
-            guard let key = Hex.bytes(hex), key.count == 32 else {
-                throw VerificationError(.invalidConfiguration, "IAPGW_RECEIPT_SEAL_KEY must be 64 hex digits")
+        let given: (hex: String, name: String)? = if let hex = environment["IAPGW_RECEIPT_SEAL_KEY"] {
+            (hex, "IAPGW_RECEIPT_SEAL_KEY")
+        } else if let configured {
+            (try configured.resolve(environment: environment), "receiptSealKey (\(configured))")
+        } else {
+            nil
+        }
+        if let given {
+            guard let key = Hex.bytes(given.hex), key.count == 32 else {
+                throw VerificationError(.invalidConfiguration, "\(given.name) must be 64 hex digits")
             }
             return try AESGCMSealer(key: key)
         }
         // Instances sharing a database must share the key too, and have no common directory for it.
         guard case .sqlite(let path) = LedgerStorage(storageURL) else {
             throw VerificationError(.invalidConfiguration,
-                                    "IAPGW_RECEIPT_SEAL_KEY (64 hex digits) is required with a PostgreSQL storageURL")
+                                    "receiptSealKey or IAPGW_RECEIPT_SEAL_KEY (64 hex digits) is required with a PostgreSQL storageURL")
         }
         let keyFile = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("receipt-seal.key")
         if let data = FileManager.default.contents(atPath: keyFile.path) {

@@ -14,7 +14,8 @@ public final class GatewayService: Sendable {
     /// The parts the gateway was built from, for the components that run beside it (background
     /// work, reconciliation, batch comparison, the CLI).
     let adapters: AdapterRegistry
-    let ledger: any Ledger & NotificationLedger
+    /// Reconciliation reads it too (chains near expiry, stored receipts): a declared need, not a cast.
+    let ledger: any Ledger & NotificationLedger & ReconciliationLedger
     let notifications: NotificationDecoder?
     let sealer: AESGCMSealer?
     let logger: Logger
@@ -31,12 +32,14 @@ public final class GatewayService: Sendable {
     let authenticator: APIKeyAuthenticator
     let readiness: ReadinessEndpoint
     let prometheus: MetricsEndpoint
+    /// The OpenAPI document, its verify request built from the registered adapters' evidence forms.
+    let openAPI: String
     let nonces: NoncesEndpoint
     let verification: VerifyEndpoint
     let entitlements: EntitlementsEndpoint
     let notificationInbox: NotificationsEndpoint
 
-    public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger,
+    public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger & ReconciliationLedger,
                 notifications: NotificationDecoder? = nil,
                 checks: [any PurchaseCheck] = .standard, receiptSealer: AESGCMSealer?,
                 environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = .disabled,
@@ -58,14 +61,15 @@ public final class GatewayService: Sendable {
         readiness = ReadinessEndpoint(apps: apps, ledger: ledger, environment: environment, logger: logger)
         var chainCaches: [MetricsEndpoint.ChainCacheCounts] = []
         if let notifications { chainCaches.append { notifications.chainCacheCounts } }
-        if let serverAPI = adapters.adapter(.serverAPI) as? ServerAPIAdapter { chainCaches.append { serverAPI.chainCacheCounts } }
+        for cache in adapters.all((any ChainCacheReporting).self) { chainCaches.append { cache.chainCacheCounts } }
         prometheus = MetricsEndpoint(metrics: metrics, ledger: ledger, comparisons: comparisons,
                                      bundleIds: apps.keys.sorted(), chainCaches: chainCaches)
         nonces = NoncesEndpoint(ledger: ledger, now: now)
+        openAPI = OpenAPIDocument.json(evidence: adapters.evidenceForms)
         verification = VerifyEndpoint(adapters: adapters, ledger: ledger, checks: checks, migration: migration,
                                       sealer: receiptSealer, metrics: metrics, logger: logger, now: now)
         entitlements = EntitlementsEndpoint(ledger: ledger, now: now)
-        notificationInbox = NotificationsEndpoint(apps: apps, decoder: notifications, legacy: adapters.adapter(.verifyReceipt),
+        notificationInbox = NotificationsEndpoint(apps: apps, decoder: notifications, legacy: adapters.capability((any ReceiptReverifying).self),
                                                   ledger: ledger, metrics: metrics, logger: logger, now: now)
     }
 
@@ -107,7 +111,7 @@ public final class GatewayService: Sendable {
         case .ready:
             return try await readiness.answer()
         case .openAPI:
-            return .json(200, OpenAPIDocument.json)
+            return .json(200, openAPI)
         case .metrics:
             return await prometheus.answer()
         case .dashboard:

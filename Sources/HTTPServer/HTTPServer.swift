@@ -78,6 +78,7 @@ public final class HTTPServer: Sendable {
         var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue | MHD_USE_ITC.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
+        if c.tls != nil { flags |= MHD_USE_TLS.rawValue }
         let cls = Unmanaged.passUnretained(core).toOpaque()
         let daemon: OpaquePointer? = address.withSockaddr { sockaddrPointer in
             var options: [CVarArg] = [
@@ -91,6 +92,7 @@ public final class HTTPServer: Sendable {
                 MHD_OPTION.PER_IP_CONNECTION_LIMIT.rawValue, UInt32(c.perIPConnectionLimit),
             ]
             if c.threads > 1 { options += [MHD_OPTION.THREAD_POOL_SIZE.rawValue, UInt32(c.threads)] }
+            if let tls = c.tls { options += tls.daemonOptions() }
             options.append(MHD_OPTION.END.rawValue)
             return withVaList(options) { arguments in
                 MHD_start_daemon_va(flags, UInt16(c.port), nil, nil, accessHandlerCallback, cls, arguments)

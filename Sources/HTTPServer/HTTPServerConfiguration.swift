@@ -20,10 +20,13 @@ public struct HTTPServerConfiguration: Sendable {
     public var perIPConnectionLimit: Int
     /// libmicrohttpd polling threads; handlers run on Swift's cooperative pool, not on these.
     public var threads: Int
+    /// HTTPS with this certificate and key; nil: plain HTTP.
+    public var tls: HTTPServerTLS?
 
     public init(host: String = "127.0.0.1", port: Int, maxBodyBytes: Int = 256 * 1024,
                 maxHeaderBytes: Int = 32 * 1024, maxURIBytes: Int = 8 * 1024, connectionTimeoutSeconds: Int = 30,
-                maxConnections: Int = 1024, perIPConnectionLimit: Int = 0, threads: Int = 2) {
+                maxConnections: Int = 1024, perIPConnectionLimit: Int = 0, threads: Int = 2,
+                tls: HTTPServerTLS? = nil) {
         self.host = host
         self.port = port
         self.maxBodyBytes = maxBodyBytes
@@ -33,6 +36,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.maxConnections = maxConnections
         self.perIPConnectionLimit = perIPConnectionLimit
         self.threads = threads
+        self.tls = tls
     }
 
     /// libmicrohttpd's per-connection memory (read buffer, parsed headers, response buffer).

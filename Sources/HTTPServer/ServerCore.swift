@@ -115,11 +115,14 @@ final class ServerCore: @unchecked Sendable {
     /// A chunked body grew past the limit. libmicrohttpd 0.9.75 refuses to queue a response while
     /// body data is still arriving (even for a suspended connection), and draining an unbounded
     /// body to answer at its end is what the limit exists to prevent. So the 413 is written to the
-    /// plain-TCP socket directly, the write side is shut, and MHD is told to close the connection.
+    /// plain-TCP socket directly, the write side is shut, and MHD is told to close the connection
+    /// (over TLS the connection is closed without the 413).
     func rejectMidBody(_ state: RequestState, connection: OpaquePointer) -> MHD_Result {
         state.phase = .answered
         state.body = []
-        guard let info = iapgw_mhd_connection_info(connection, MHD_ConnectionInfoType.CONNECTION_INFO_CONNECTION_FD)
+        // Over TLS the socket carries records only GnuTLS may write: the connection is just closed.
+        guard configuration.tls == nil,
+              let info = iapgw_mhd_connection_info(connection, MHD_ConnectionInfoType.CONNECTION_INFO_CONNECTION_FD)
         else { return MHD_Result.NO }
         let fd = info.pointee.connect_fd
         let error = HTTPResponse.error(413, code: HTTPTransportErrorCode.inputTooLarge,

@@ -1,5 +1,6 @@
 import CommandLineSupport
 import Foundation
+import Gateway
 import IAPCore
 
 /// `iapgw config check [DIR]`: loads the gateway file and every app policy, checks trust roots exist
@@ -44,6 +45,22 @@ struct ConfigCommand: Subcommand {
             + " limits body \(gateway.limits.maxBodyBytes) B, JWS \(gateway.limits.maxJWSBytes) B,"
             + " connections \(gateway.limits.maxConnections) (\(gateway.limits.maxConnectionsPerClient) per client)\n"
         out += "  apps \(gateway.appsDirectory.relativePath)\n"
+        let b = gateway.background
+        out += "  background: reconcile every \(b.reconcileIntervalSeconds)s (0: off), notification bodies kept"
+            + " \(b.notificationRetentionDays) days, entitlement sweep every \(b.entitlementSweepSeconds)s"
+            + " (environment variables override); receipt seal key \(gateway.receiptSealKey?.description ?? "beside the SQLite file")\n"
+        if let tls = gateway.tls {
+            do {
+                _ = try GatewayAssembly.loadTLS(tls)
+                out += "  https: certificate \(tls.certificateFile.relativePath), key \(tls.privateKeyFile.relativePath),"
+                    + " TLS \(tls.minimumVersion.rawValue) and later\n"
+            } catch {
+                out += "error \(error.message)\n"
+                return false
+            }
+        } else {
+            out += "  http (no tls section: plain HTTP, for a gateway behind a proxy)\n"
+        }
 
         let results: [ConfigLoader.AppFileResult]
         do {

@@ -26,6 +26,7 @@ struct ServeCommand: Subcommand {
         try server.start()
         let background = try assembly.startBackgroundWork(service: service)
         logger.info("listening", ["address": configuration.gateway.listenAddress, "port": String(server.port),
+                                  "scheme": configuration.gateway.tls == nil ? "http" : "https",
                                   "apps": configuration.apps.keys.sorted().joined(separator: ",")])
         return try runAsync {
             let signal = await waitForTerminationSignal()

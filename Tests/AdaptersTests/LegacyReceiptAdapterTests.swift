@@ -60,8 +60,8 @@ final class LegacyReceiptAdapterTests: XCTestCase {
         XCTAssertEqual(renewed.bundleId, F.bundleId)
         XCTAssertEqual(outcome.renewals.map(\.originalTransactionId), ["2000000000000001"])
         XCTAssertEqual(outcome.appTransaction?.bundleId, F.bundleId)
-        XCTAssertEqual(outcome.latestReceipt, "bGF0ZXN0IHJlY2VpcHQ=")
-        XCTAssertNil(outcome.echoedNonce)
+        XCTAssertEqual(outcome.followUps.compactMap { ($0 as? KeepLatestReceipt)?.receipt }, ["bGF0ZXN0IHJlY2VpcHQ="],
+                       "the newest receipt is kept by the adapter's own follow-up")
         XCTAssertEqual(server.calls("sandbox"), 0)
     }
 
@@ -69,7 +69,7 @@ final class LegacyReceiptAdapterTests: XCTestCase {
         let server = try serve { _, _, _ in .json(200, F.validAnswer(requestData: "nonce-123")) }
         let outcome = try await adapter(server.endpoints)
             .verify(.appReceipt(base64: F.receipt, nonce: "nonce-123"), account: "account-1", for: F.app())
-        XCTAssertEqual(outcome.echoedNonce, "nonce-123")
+        XCTAssertEqual(outcome.transactions.count, 3, "a matching echo is accepted")
         let sent = try XCTUnwrap(server.requests.first?.body)
         XCTAssertEqual(sent["receipt-data"], .string(F.receipt))
         XCTAssertEqual(sent["password"], .string(F.currentSecret))
@@ -118,6 +118,20 @@ final class LegacyReceiptAdapterTests: XCTestCase {
         let error = await refusal(try adapter(server.endpoints), app: F.app(environments: [.sandbox]))
         XCTAssertEqual(error?.code, .environmentNotAllowed)
         XCTAssertEqual(server.requests.map(\.environment), ["sandbox"])
+    }
+
+    /// One identity rule for both paths (`IdentityRule`): a Sandbox receipt states app id 0, so a
+    /// nonzero one that is not the app's names another app, here as on the migration path (which
+    /// refused it while verifyReceipt answers were accepted).
+    func testSandboxAnswerNamingAnotherAppIdIsRefusedLikeOnTheMigrationPath() async throws {
+        let server = try serve { env, _, _ in
+            env == "production" ? LegacyVerifyReceiptServer.status(21007)
+                : .json(200, F.validAnswer(environment: "Sandbox", appItemId: 999))
+        }
+        let error = await refusal(try adapter(server.endpoints), account: "app-review",
+                                  app: F.app(sandboxAccounts: ["app-review"]))
+        XCTAssertEqual(error?.code, .appAppleIdMismatch)
+        XCTAssertEqual(server.requests.map(\.environment), ["production", "sandbox"])
     }
 
     func testSandboxAnswerFromAnAppThatAllowsOnlyProductionIsRefused() async throws {

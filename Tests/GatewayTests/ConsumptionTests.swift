@@ -24,7 +24,7 @@ final class ConsumptionTests: XCTestCase {
 
         var enabled = service.apps
         enabled[gw.bundleId]?.consumptionResponse = AppPolicy.ConsumptionResponse()
-        let serverAPI = service.adapters.adapter(.serverAPI) as? ServerAPIAdapter
+        let serverAPI = service.adapters.capability((any ReconciliationSource).self)
         func responder(_ apps: [String: AppPolicy], at time: Int64) -> ConsumptionResponder {
             ConsumptionResponder(apps: apps, ledger: service.ledger, serverAPI: serverAPI, now: { time })
         }

@@ -20,9 +20,9 @@ final class MigrationRouterTests: XCTestCase {
 
         init(_ id: AdapterID, _ behaviour: Behaviour) { self.id = id; self.behaviour = behaviour }
 
-        func canVerify(_ evidence: PurchaseEvidence) -> Bool { true }
+        let evidenceForms: [EvidenceForm] = [.receipt, .transactionId, .signedTransaction]
 
-        func verify(_ evidence: PurchaseEvidence, account: String, for app: AppPolicy) async throws(VerificationError)
+        func verify(_ evidence: PurchaseEvidence, for app: AppPolicy, policy: any EvidencePolicy) async throws(VerificationError)
             -> AdapterOutcome {
             calls.withLock { $0 += 1 }
             switch behaviour {

@@ -7,11 +7,12 @@ import UpstreamHTTP
 /// Verifies a legacy base64 app receipt through Apple's `verifyReceipt` and normalises the answer.
 ///
 /// Production first (Apple's rule: App Review tests production builds against the sandbox), then the
-/// sandbox on 21007 only for accounts the app lets present sandbox evidence. Apps that do not allow
-/// Production at all start at the sandbox, where 21008 (a production receipt) is refused.
+/// sandbox on 21007 only where the claim's policy accepts Sandbox (the app's App Review accounts).
+/// Where the policy does not accept Production at all it starts at the sandbox, and follows 21008
+/// (a production receipt) only if the policy accepts Production.
 /// Shared-secret rotation: on 21004 with the current secret the `previous` one is tried, and each
 /// verification it rescues is counted and logged, so the team knows when it can be retired.
-public struct LegacyReceiptAdapter: VerificationAdapter {
+public struct LegacyReceiptAdapter: VerificationAdapter, ReceiptReverifying {
     public let id: AdapterID = .verifyReceipt
 
     private let exchange: VerifyReceiptExchange
@@ -41,13 +42,12 @@ public struct LegacyReceiptAdapter: VerificationAdapter {
 
     public func previousSecretUses(bundleId: String) -> Int { previousSecretCounter.snapshot[bundleId] ?? 0 }
 
-    public func canVerify(_ evidence: PurchaseEvidence) -> Bool {
-        if case .appReceipt = evidence { true } else { false }
-    }
+    public let evidenceForms: [EvidenceForm] = [.receipt]
 
-    public func verify(_ evidence: PurchaseEvidence, account: String, for app: AppPolicy) async throws(VerificationError)
-        -> AdapterOutcome {
-        guard case .appReceipt(let receipt, let nonce) = evidence else {
+    public func verify(_ evidence: PurchaseEvidence, for app: AppPolicy, policy: any EvidencePolicy)
+        async throws(VerificationError) -> AdapterOutcome {
+        let (receipt, nonce) = (evidence.value, evidence.nonce)
+        guard evidence.kind == .receipt else {
             throw VerificationError(.invalidConfiguration, "verifyReceipt verifies app receipts only, not \(evidence.kind)")
         }
         // Refuse what Apple would refuse anyway before spending a call on it (same codes as local parsing).
@@ -55,8 +55,8 @@ public struct LegacyReceiptAdapter: VerificationAdapter {
         // Another app's receipt: Apple would check our shared secret against *that* app and answer
         // 21004, which reads as "our credentials are wrong" and pages an operator. An unverified
         // read is enough to refuse (never to accept); undecodable receipts still go to Apple.
-        if let bundle = (try? AppReceipt.parseUnverified(pkcs7: der))?.bundleId, bundle != app.bundleId {
-            throw VerificationError(.bundleIdMismatch, "receipt is for bundle \(bundle), not \(app.bundleId)")
+        if let bundle = (try? AppReceipt.parseUnverified(pkcs7: der))?.bundleId {
+            try policy.admit(EvidenceIdentity(bundleId: bundle))
         }
         guard let reference = app.sharedSecret else {
             throw VerificationError(.invalidConfiguration, "\(app.bundleId): no sharedSecret configured for verifyReceipt")
@@ -64,7 +64,7 @@ public struct LegacyReceiptAdapter: VerificationAdapter {
         var secret = try Self.resolve(reference, previous: false, environment: environmentVariables, app: app)
         var triedPrevious = false
         var previousUseCounted = false
-        var environment: AppStoreEnvironment = app.allows(.production) ? .production : .sandbox
+        var environment: AppStoreEnvironment = policy.accepts(.production) ? .production : .sandbox
         var switchedEnvironment = false
         let log = logger.with(["bundleId": app.bundleId])
 
@@ -82,23 +82,18 @@ public struct LegacyReceiptAdapter: VerificationAdapter {
             switch meaning {
             case .valid:
                 do throws(VerificationError) {
-                    return try outcome(answer.json, nonce: nonce, account: account, app: app)
+                    return try outcome(answer.json, nonce: nonce, app: app, policy: policy)
                 } catch where Self.isShapeFault(error.code) {
                     // Apple's answer, not the client's receipt, lacks a member or has one of the wrong type.
                     throw VerificationError(.upstreamInvalidResponse, "verifyReceipt answer: \(error.message)")
                 }
             case .sandboxReceipt where environment == .production && !switchedEnvironment:
-                guard app.allowsSandbox(forAccount: account) else {
-                    throw VerificationError(.environmentNotAllowed,
-                                            "\(app.bundleId): a Sandbox receipt (21007) and Sandbox is not allowed for this account")
-                }
+                // 21007: a Sandbox receipt. Asked about there only if the claim may be answered from Sandbox.
+                try policy.admit(EvidenceIdentity(environment: .sandbox))
                 environment = .sandbox
                 switchedEnvironment = true
             case .productionReceipt where environment == .sandbox && !switchedEnvironment:
-                guard app.allows(.production) else {
-                    throw VerificationError(.environmentNotAllowed,
-                                            "\(app.bundleId): a Production receipt (21008) and Production is not allowed")
-                }
+                try policy.admit(EvidenceIdentity(environment: .production))
                 environment = .production
                 switchedEnvironment = true
             case .sandboxReceipt, .productionReceipt:
@@ -117,6 +112,11 @@ public struct LegacyReceiptAdapter: VerificationAdapter {
                 throw VerificationError(code, "\(app.bundleId): \(message)")
             }
         }
+    }
+
+    public func reverify(receipt base64: String, for app: AppPolicy, policy: any EvidencePolicy)
+        async throws(VerificationError) -> AdapterOutcome {
+        try await verify(.appReceipt(base64: base64, nonce: nil), for: app, policy: policy)
     }
 
     /// Reads the secret now (rotation takes effect without a restart). Errors name the reference only.
@@ -147,42 +147,26 @@ public struct LegacyReceiptAdapter: VerificationAdapter {
         return Array(JSONValue.object(object).jsonText.utf8)
     }
 
-    /// The checks on a valid answer (environment, bundle, app id, nonce echo), then normalisation.
-    private func outcome(_ json: JSONValue, nonce: String?, account: String, app: AppPolicy) throws(VerificationError)
-        -> AdapterOutcome {
+    /// A valid answer: what it states about the receipt is put to the policy before anything of it is
+    /// used (environment, bundle, app id), then the nonce echo, then normalisation.
+    private func outcome(_ json: JSONValue, nonce: String?, app: AppPolicy, policy: any EvidencePolicy)
+        throws(VerificationError) -> AdapterOutcome {
         let top = try JSONFields(json, context: "verifyReceipt response")
         guard let environmentName = try top.string("environment") else {
             throw VerificationError(.missingField, "verifyReceipt response has no environment")
         }
         let environment = AppStoreEnvironment(rawValue: environmentName)
-        let allowed = switch environment {
-        case .production: app.allows(.production)
-        case .sandbox: app.allowsSandbox(forAccount: account)
-        default: false
+        // verifyReceipt speaks of these two only; another name is no receipt environment at all.
+        guard environment == .production || environment == .sandbox else {
+            throw VerificationError(.environmentNotAllowed, "\(app.bundleId): \(environmentName.prefix(64)) receipts are not allowed here")
         }
-        guard allowed else {
-            throw VerificationError(.environmentNotAllowed, "\(app.bundleId): \(environmentName) receipts are not allowed here")
-        }
+        try policy.admit(EvidenceIdentity(environment: environment))
         guard let receipt = try top.fields("receipt") else {
             throw VerificationError(.missingField, "verifyReceipt response has no receipt")
         }
-        let bundleId = try receipt.string("bundle_id")
-        guard bundleId == app.bundleId else {
-            throw VerificationError(.bundleIdMismatch, "receipt is for \(bundleId ?? "no bundle"), not \(app.bundleId)")
-        }
-        if environment == .production {
-            guard let expected = app.appAppleId else {
-                throw VerificationError(.invalidConfiguration, "\(app.bundleId): Production allowed but no appAppleId configured")
-            }
-            let found = try receipt.int64("app_item_id")
-            guard found == expected else {
-                throw VerificationError(.appAppleIdMismatch,
-                                        "receipt app_item_id \(found.map(String.init) ?? "absent") is not \(expected)")
-            }
-        }
-        let echoedNonce = try nonce.flatMap { (nonce) throws(VerificationError) in
-            try nonceEcho(of: nonce, in: [("response", top), ("receipt", receipt)], app: app)
-        }
+        try policy.admit(EvidenceIdentity(bundleId: try receipt.string("bundle_id"), appAppleId: try receipt.int64("app_item_id"),
+                                          environment: environment, isReceipt: true))
+        if let nonce { try nonceEcho(of: nonce, in: [("response", top), ("receipt", receipt)], app: app) }
         let normalized = try normalizer.normalize(verifyReceiptResponse: json)
         if !normalized.unmappedFields.isEmpty {
             logger.info("verify_receipt_unmapped_fields", ["bundleId": app.bundleId,
@@ -190,8 +174,8 @@ public struct LegacyReceiptAdapter: VerificationAdapter {
         }
         return AdapterOutcome(adapter: id, environment: environment, transactions: normalized.transactions,
                               renewals: normalized.renewals, appTransaction: normalized.appTransaction,
-                              mappingVersion: normalized.mappingVersion, latestReceipt: try top.string("latest_receipt"),
-                              echoedNonce: echoedNonce)
+                              mappingVersion: normalized.mappingVersion,
+                              followUps: try top.string("latest_receipt").map { [KeepLatestReceipt(receipt: $0)] } ?? [])
     }
 }
 
@@ -205,8 +189,7 @@ extension LegacyReceiptAdapter {
     /// only where Apple echoes a string: a differing echo refuses; no echo proves nothing either way
     /// (the gateway's own nonce ledger is what stops replays); an echo of another shape is not
     /// Apple's documented one and is ignored with a log line rather than refusing a purchase.
-    func nonceEcho(of nonce: String, in places: [(String, JSONFields)], app: AppPolicy) throws(VerificationError) -> String? {
-        var echoed: String?
+    func nonceEcho(of nonce: String, in places: [(String, JSONFields)], app: AppPolicy) throws(VerificationError) {
         for (place, fields) in places {
             switch fields.object["request_data"] {
             case nil, .null?:
@@ -215,13 +198,11 @@ extension LegacyReceiptAdapter {
                 guard echo == nonce else {
                     throw VerificationError(.nonceInvalid, "\(app.bundleId): verifyReceipt echoed another request_data")
                 }
-                echoed = echo
             case let other?:
                 logger.warning("verify_receipt_request_data_ignored", ["bundleId": app.bundleId, "where": place,
                                                                        "type": other.typeName])
             }
         }
-        return echoed
     }
 }
 

@@ -6,27 +6,26 @@ import IAPCore
 extension ServerAPIAdapter {
     // MARK: Transaction id
 
-    func verifyTransactionId(_ transactionId: String, account: String, _ context: AppContext,
+    func verifyTransactionId(_ transactionId: String, policy: any EvidencePolicy, _ context: AppContext,
                              into collected: inout Collected) async throws(VerificationError) {
-        let app = context.policy
         collected.presentedTransactionId = transactionId
         let client = try context.client.get()
-        let info = try await client.getTransactionInfo(transactionId: transactionId, order: try Self.order(app, account: account))
-        let transaction = try verifiedTransaction(info.signedTransactionInfo, answeredBy: info.environment, account: account,
-                                                  context)
+        let info = try await client.getTransactionInfo(transactionId: transactionId,
+                                                       order: try Self.order(policy, app: context.policy))
+        let transaction = try verifiedTransaction(info.signedTransactionInfo, answeredBy: info.environment, context)
         try collected.add(try normalizer.normalize(transaction: transaction.raw))
-        try await addRenewals(for: [transaction], client: client, environment: info.environment, account: account,
-                              context, into: &collected)
+        try await addRenewals(for: [transaction], client: client, environment: info.environment, context, into: &collected)
     }
 
     // MARK: StoreKit 2 signed transaction
 
-    func verifySignedTransaction(_ jws: String, account: String, _ context: AppContext,
+    func verifySignedTransaction(_ jws: String, policy: any EvidencePolicy, _ context: AppContext,
                                  into collected: inout Collected) async throws(VerificationError) {
         let app = context.policy
         let local = try context.verifier.verifyAndDecodeTransaction(jws)
         collected.presentedTransactionId = local.transactionId
-        try Self.checkEnvironment(local.environment, app: app, account: account)
+        // Before Apple is asked about it: the environment it was signed in must be one this claim accepts.
+        try policy.admit(EvidenceIdentity(bundleId: local.bundleId, environment: local.environment))
         // Xcode and LocalTesting purchases exist on no Apple server: there is nothing to confirm.
         if app.localOnlyJWS || local.environment?.isLocalTest == true {
             try collected.add(try normalizer.normalize(transaction: local.raw))
@@ -36,20 +35,18 @@ extension ServerAPIAdapter {
         let environment: ServerAPIEnvironment = local.environment == .production ? .production : .sandbox
         // Apple's answer wins over what the client sent: it knows of refunds and revocations since.
         let info = try await client.getTransactionInfo(transactionId: local.transactionId, order: .only(environment))
-        let confirmed = try verifiedTransaction(info.signedTransactionInfo, answeredBy: info.environment, account: account,
-                                                context)
+        let confirmed = try verifiedTransaction(info.signedTransactionInfo, answeredBy: info.environment, context)
         guard confirmed.transactionId == local.transactionId else {
             throw VerificationError(.notificationInconsistent,
                                     "Get Transaction Info answered transaction \(confirmed.transactionId.prefix(32)) for \(local.transactionId)")
         }
         try collected.add(try normalizer.normalize(transaction: confirmed.raw))
-        try await addRenewals(for: [confirmed], client: client, environment: info.environment, account: account,
-                              context, into: &collected)
+        try await addRenewals(for: [confirmed], client: client, environment: info.environment, context, into: &collected)
     }
 
     // MARK: Legacy receipt, migrated
 
-    func verifyReceipt(_ base64: String, account: String, _ context: AppContext,
+    func verifyReceipt(_ base64: String, policy: any EvidencePolicy, _ context: AppContext,
                        into collected: inout Collected) async throws(VerificationError) {
         let app = context.policy
         let verified = try context.receiptReader.get().read(base64: base64, mode: .verified)
@@ -57,15 +54,11 @@ extension ServerAPIAdapter {
         guard verified.signatureVerified else {
             throw verified.signatureError ?? VerificationError(.invalidSignature, "receipt signature did not verify")
         }
-        guard let bundleId = receipt.bundleId else { throw VerificationError(.missingField, "receipt has no bundle id") }
-        guard bundleId == app.bundleId else {
-            throw VerificationError(.bundleIdMismatch, "receipt for bundle \"\(bundleId.prefix(200))\", expected \"\(app.bundleId)\"")
-        }
-        if let expected = app.appAppleId, let found = receipt.appItemId, found != 0, found != expected {
-            throw VerificationError(.appAppleIdMismatch, "receipt for app item id \(found), expected \(expected)")
-        }
+        guard receipt.bundleId != nil else { throw VerificationError(.missingField, "receipt has no bundle id") }
         let receiptEnvironment: ServerAPIEnvironment = receipt.receiptType == "Production" ? .production : .sandbox
-        try Self.checkEnvironment(receiptEnvironment.appStoreEnvironment, app: app, account: account)
+        // Before Apple is asked about any of its purchases.
+        try policy.admit(EvidenceIdentity(bundleId: receipt.bundleId, appAppleId: receipt.appItemId,
+                                          environment: receiptEnvironment.appStoreEnvironment, isReceipt: true))
 
         // One id per purchase chain: Get Transaction History answers with the customer's whole
         // history, so an id already seen in an earlier answer needs no call of its own.
@@ -107,7 +100,7 @@ extension ServerAPIAdapter {
                                         "purchase history longer than \(options.maxPages) pages; not judged on part of it")
             }
             for signed in history.signedTransactions {
-                let t = try verifiedTransaction(signed, answeredBy: history.environment, account: account, context)
+                let t = try verifiedTransaction(signed, answeredBy: history.environment, context)
                 seen.insert(t.transactionId)
                 if let original = t.originalTransactionId { seen.insert(original) }
                 verifiedTransactions.append(t)
@@ -122,17 +115,17 @@ extension ServerAPIAdapter {
         }
         if collected.environment == nil { collected.environment = receiptEnvironment.appStoreEnvironment }
         try collected.agree(on: receiptEnvironment.appStoreEnvironment)
-        try await addRenewals(for: verifiedTransactions, client: client, environment: receiptEnvironment,
-                              account: account, context, into: &collected)
+        try await addRenewals(for: verifiedTransactions, client: client, environment: receiptEnvironment, context,
+                              into: &collected)
     }
 
     // MARK: Shared steps
 
-    /// Verifies a transaction JWS Apple returned and checks it came from the host that answered.
-    func verifiedTransaction(_ jws: String, answeredBy environment: ServerAPIEnvironment, account: String,
+    /// Verifies a transaction JWS Apple returned and checks it came from the host that answered (a
+    /// host the claim's policy accepted: `order`, or the admitted evidence's own environment).
+    func verifiedTransaction(_ jws: String, answeredBy environment: ServerAPIEnvironment,
                              _ context: AppContext) throws(VerificationError) -> JWSTransactionDecodedPayload {
         let t = try context.verifier.verifyAndDecodeTransaction(jws)
-        try Self.checkEnvironment(t.environment, app: context.policy, account: account)
         guard t.environment == environment.appStoreEnvironment else {
             throw VerificationError(.environmentNotAllowed,
                                     "the \(environment.rawValue) App Store Server API returned a \(t.environment?.rawValue.prefix(64) ?? "unknown") transaction")
@@ -143,7 +136,7 @@ extension ServerAPIAdapter {
     /// For auto-renewable subscriptions: the chain's latest transaction and renewal info, from one
     /// Get All Subscription Statuses call (it answers for every group of the customer).
     func addRenewals(for transactions: [JWSTransactionDecodedPayload], client: AppStoreServerAPIClient,
-                     environment: ServerAPIEnvironment, account: String, _ context: AppContext,
+                     environment: ServerAPIEnvironment, _ context: AppContext,
                      into collected: inout Collected) async throws(VerificationError) {
         let subscriptions = transactions.filter { $0.type == .autoRenewable }
         guard let first = subscriptions.first else { return }
@@ -151,8 +144,7 @@ extension ServerAPIAdapter {
         let statuses = try await client.getAllSubscriptionStatuses(transactionId: first.transactionId,
                                                                    order: .only(environment))
         for item in statuses.data.flatMap({ $0.lastTransactions }) where chains.contains(item.originalTransactionId) {
-            let latest = try verifiedTransaction(item.signedTransactionInfo, answeredBy: statuses.environment,
-                                                 account: account, context)
+            let latest = try verifiedTransaction(item.signedTransactionInfo, answeredBy: statuses.environment, context)
             guard (latest.originalTransactionId ?? latest.transactionId) == item.originalTransactionId else {
                 throw VerificationError(.notificationInconsistent,
                                         "lastTransactions item for \(item.originalTransactionId) holds another chain's transaction")
@@ -160,7 +152,6 @@ extension ServerAPIAdapter {
             try collected.add(try normalizer.normalize(transaction: latest.raw))
             guard let signedRenewal = item.signedRenewalInfo else { continue }
             let renewal = try context.verifier.verifyAndDecodeRenewalInfo(signedRenewal)
-            try Self.checkEnvironment(renewal.environment, app: context.policy, account: account)
             guard renewal.originalTransactionId == item.originalTransactionId else {
                 throw VerificationError(.notificationInconsistent,
                                         "renewal info for \(renewal.originalTransactionId.prefix(32)) filed under \(item.originalTransactionId)")

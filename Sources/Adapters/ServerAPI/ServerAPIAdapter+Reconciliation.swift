@@ -4,7 +4,7 @@ import IAPCore
 
 /// What reconciliation needs from the adapter: the app's Server API client, and a status item of
 /// Get All Subscription Statuses verified against the app's pinned roots and normalised.
-extension ServerAPIAdapter {
+extension ServerAPIAdapter: ReconciliationSource {
     /// The app's client; INVALID_CONFIGURATION when the app has no Server API credentials.
     public func client(for app: AppPolicy) throws(VerificationError) -> AppStoreServerAPIClient {
         try context(for: app).client.get()

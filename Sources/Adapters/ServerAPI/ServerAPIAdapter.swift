@@ -9,14 +9,14 @@ import UpstreamHTTP
 /// StoreKit 2 JWS is verified locally and (unless the app says local-only) confirmed, and a legacy
 /// receipt is verified locally and its purchases fetched with Get Transaction History, without
 /// verifyReceipt. Everything Apple returns is verified against the app's pinned roots before use.
-public final class ServerAPIAdapter: VerificationAdapter {
+public final class ServerAPIAdapter: VerificationAdapter, ChainCacheReporting {
     public let id = AdapterID.serverAPI
 
     /// What one app needs, built at first use and rebuilt when its policy changes (config reload).
     final class AppContext: Sendable {
         let policy: AppPolicy
-        /// Accepts every environment the app could ever accept; `checkEnvironment` then applies the
-        /// per-account rule (Sandbox only for App Review accounts), which a verifier cannot know.
+        /// Accepts every environment some claim of the app may use; the claim's `EvidencePolicy`
+        /// then decides for this one (Sandbox only for App Review accounts), which a verifier cannot know.
         let verifier: SignedDataVerifier
         let client: Result<AppStoreServerAPIClient, VerificationError>
         let receiptReader: Result<AppReceiptReader, VerificationError>
@@ -82,19 +82,21 @@ public final class ServerAPIAdapter: VerificationAdapter {
         }
     }
 
-    public func canVerify(_ evidence: PurchaseEvidence) -> Bool { true }
+    public let evidenceForms: [EvidenceForm] = [.receipt, .transactionId, .signedTransaction]
 
-    public func verify(_ evidence: PurchaseEvidence, account: String, for app: AppPolicy) async throws(VerificationError)
-        -> AdapterOutcome {
+    public func verify(_ evidence: PurchaseEvidence, for app: AppPolicy, policy: any EvidencePolicy)
+        async throws(VerificationError) -> AdapterOutcome {
         let context = try context(for: app)
         var collected = Collected()
-        switch evidence {
-        case .transactionId(let transactionId):
-            try await verifyTransactionId(transactionId, account: account, context, into: &collected)
-        case .signedTransaction(let jws):
-            try await verifySignedTransaction(jws, account: account, context, into: &collected)
-        case .appReceipt(let base64, _):
-            try await verifyReceipt(base64, account: account, context, into: &collected)
+        switch evidence.kind {
+        case .transactionId:
+            try await verifyTransactionId(evidence.value, policy: policy, context, into: &collected)
+        case .signedTransaction:
+            try await verifySignedTransaction(evidence.value, policy: policy, context, into: &collected)
+        case .receipt:
+            try await verifyReceipt(evidence.value, policy: policy, context, into: &collected)
+        default:
+            throw VerificationError(.invalidConfiguration, "the Server API adapter does not verify \(evidence.kind) evidence")
         }
         guard let environment = collected.environment else {
             throw VerificationError(.noTransactions, "the evidence carries no purchase")
@@ -114,12 +116,9 @@ public final class ServerAPIAdapter: VerificationAdapter {
     }
 
     private func makeContext(_ app: AppPolicy) throws(VerificationError) -> AppContext {
-        var environments = app.allowedEnvironments
-        if !app.sandboxAccounts.isEmpty { environments.insert(.sandbox) }
-        if app.allowLocalTestEnvironments { environments.formUnion([.xcode, .localTesting]) }
         let verifier = try SignedDataVerifier(
             rootCertificates: try Self.loadRoots(app.trustRoots.jws, app: app, what: "trustRoots.jws"),
-            bundleId: app.bundleId, appAppleId: app.appAppleId, environments: environments,
+            bundleId: app.bundleId, appAppleId: app.appAppleId, environments: app.acceptableEnvironments,
             enableOnlineChecks: app.onlineChecks, allowLocalTestEnvironments: app.allowLocalTestEnvironments,
             now: options.now, ocspTransport: options.ocspTransport, maxInputBytes: options.maxJWSBytes)
 
@@ -157,29 +156,17 @@ public final class ServerAPIAdapter: VerificationAdapter {
         return roots
     }
 
-    // MARK: Environment policy
+    // MARK: Environments to ask
 
-    /// The hosts to ask for this account: production when the app allows it, then sandbox when the
-    /// account may present Sandbox purchases.
-    static func order(_ app: AppPolicy, account: String) throws(VerificationError) -> ServerAPIEnvironmentOrder {
-        let production = app.allows(.production)
-        let sandbox = app.allowsSandbox(forAccount: account)
-        switch (production, sandbox) {
+    /// The hosts to ask for this claim: Production when the policy accepts it, then Sandbox when it
+    /// accepts that (for a production app, only its App Review accounts).
+    static func order(_ policy: any EvidencePolicy, app: AppPolicy) throws(VerificationError) -> ServerAPIEnvironmentOrder {
+        switch (policy.accepts(.production), policy.accepts(.sandbox)) {
         case (true, true): return .productionThenSandbox
         case (true, false): return .productionOnly
         case (false, true): return .sandboxOnly
         case (false, false):
             throw VerificationError(.environmentNotAllowed, "\(app.bundleId) allows neither Production nor Sandbox")
-        }
-    }
-
-    static func checkEnvironment(_ environment: AppStoreEnvironment?, app: AppPolicy,
-                                 account: String) throws(VerificationError) {
-        guard let environment else { throw VerificationError(.missingField, "payload has no environment") }
-        if environment == .sandbox, app.allowsSandbox(forAccount: account) { return }
-        guard app.allows(environment) else {
-            throw VerificationError(.environmentNotAllowed,
-                                    "environment \(environment.rawValue.prefix(64)) is not allowed for this account of \(app.bundleId)")
         }
     }
 }

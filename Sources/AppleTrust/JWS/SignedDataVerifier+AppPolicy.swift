@@ -3,7 +3,8 @@ import IAPCore
 
 extension SignedDataVerifier {
     /// The verifier an app's policy describes: its pinned JWS roots, bundle id, app Apple id,
-    /// environments, online checks, and local test data only where the policy enables it.
+    /// every environment one of its claims may come from, online checks, and local test data only
+    /// where the policy enables it.
     public convenience init(policy: AppPolicy, ocspTransport: any OCSPTransport = URLSessionOCSPTransport(),
                             maxInputBytes: Int = SignedDataVerifier.defaultMaxInputBytes) throws(VerificationError) {
         var roots: [Data] = []
@@ -13,10 +14,8 @@ extension SignedDataVerifier {
             }
             roots.append(der)
         }
-        var environments = policy.allowedEnvironments
-        if policy.allowLocalTestEnvironments { environments.formUnion([.xcode, .localTesting]) }
         try self.init(rootCertificates: roots, bundleId: policy.bundleId, appAppleId: policy.appAppleId,
-                      environments: environments, enableOnlineChecks: policy.onlineChecks,
+                      environments: policy.acceptableEnvironments, enableOnlineChecks: policy.onlineChecks,
                       allowLocalTestEnvironments: policy.allowLocalTestEnvironments, ocspTransport: ocspTransport,
                       maxInputBytes: maxInputBytes)
     }

@@ -12,7 +12,7 @@ struct NotificationsEndpoint: Sendable {
     /// nil: notifications are not enabled (the route answers 404).
     let decoder: NotificationDecoder?
     /// Asked about the receipt a V1 notification carries; nil: V1 notifications are refused.
-    let legacy: (any VerificationAdapter)?
+    let legacy: (any ReceiptReverifying)?
     let ledger: any NotificationLedger
     let metrics: GatewayMetrics
     let logger: Logger
@@ -28,10 +28,10 @@ struct NotificationsEndpoint: Sendable {
             if let receipt = decoded.v1LatestReceipt {
                 // A V1 body is a trigger only: Apple's answer about its receipt is what gets applied.
                 guard let legacy else {
-                    throw VerificationError(.invalidConfiguration, "V1 notifications need the verifyReceipt adapter")
+                    throw VerificationError(.invalidConfiguration, "V1 notifications need an adapter that re-verifies receipts")
                 }
-                // Judged by the notification rule: the receipt of a sandbox account's purchase names no account.
-                let outcome = try await legacy.verify(.appReceipt(base64: receipt, nonce: nil), account: "", for: app.forNotifications)
+                // Apple's claim, not an account's: the receipt of a sandbox account's purchase names no account.
+                let outcome = try await legacy.reverify(receipt: receipt, for: app, policy: ClaimPolicy(app: app, claimant: .apple))
                 decoded.event = NotificationDecoder.v1Event(decoded, bundleId: app.bundleId, transactions: outcome.transactions,
                                                             renewals: outcome.renewals)
                 decoded.signedDate = decoded.event?.signedDate ?? now()

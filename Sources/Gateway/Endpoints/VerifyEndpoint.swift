@@ -20,11 +20,18 @@ struct VerifyEndpoint: Sendable {
     let logger: Logger
     let now: @Sendable () -> Int64
 
+    /// What the evidence's own steps keep (nonces, sealed receipts).
+    var store: LedgerEvidenceStore {
+        LedgerEvidenceStore(ledger: ledger, sealer: sealer, metrics: metrics, logger: logger, now: now)
+    }
+
     func answer(_ request: HTTPRequest, app: AppPolicy) async throws(VerificationError) -> HTTPResponse {
         let log = logger
-        let body = try RequestBody(request, allowed: ["account", "receipt", "transactionId", "signedTransaction", "nonce"])
+        // The members and their meaning come from the registered adapters' evidence forms.
+        let forms = adapters.evidenceForms
+        let body = try RequestBody(request, allowed: RequestBody.verifyMembers(forms))
         let account = try body.account()
-        let evidence = try body.evidence()
+        let evidence = try body.evidence(forms)
         let started = DispatchTime.now().uptimeNanoseconds
         var audit = AuditRecord(time: now(), bundleId: app.bundleId, account: account,
                                 evidenceKind: evidence.kind.rawValue, evidenceSHA256: Self.evidenceDigest(evidence),
@@ -49,17 +56,11 @@ struct VerifyEndpoint: Sendable {
     private func verifyAndClaim(_ evidence: PurchaseEvidence, account: String, app: AppPolicy,
                                 audit: inout AuditRecord, started: UInt64, log: Logger)
         async throws(VerificationError) -> JSONValue {
-        if case .appReceipt(_, let nonce) = evidence {
-            // Consumed before Apple is asked: a nonce buys one attempt, so a replay race cannot win twice.
-            if let nonce {
-                try await ledger.consumeNonce(nonce, bundleId: app.bundleId, account: account, now: now())
-            } else if app.noncePolicy.requiredForReceipts {
-                throw VerificationError(.nonceRequired, "\(app.bundleId) requires a nonce with every receipt")
-            }
-        }
+        // The kind's own step first (a receipt's nonce: spent before Apple is asked, one attempt per nonce).
+        try await adapters.form(of: evidence.kind)?.checkIn?.beforeVerifying(evidence, account: account, app: app, store: store)
         let outcome: AdapterOutcome
         var comparison: PurchaseComparison?
-        if let migration, MigrationRouter.applies(to: evidence, app: app) {
+        if let migration, MigrationRouter.applies(to: evidence, app: app, adapters: adapters) {
             let answer = try await migration.run(evidence, account: account, app: app, adapters: adapters,
                                                  evidenceSHA256: audit.evidenceSHA256)
             audit.adapter = answer.answeringAdapter.rawValue
@@ -68,14 +69,11 @@ struct VerifyEndpoint: Sendable {
         } else {
             let adapter = try adapters.primary(for: evidence, app: app)
             audit.adapter = adapter.id.rawValue
-            outcome = try await adapter.verify(evidence, account: account, for: app)
+            outcome = try await adapter.verify(evidence, for: app, policy: ClaimPolicy(app: app, claimant: .account(account)))
         }
         audit.environment = outcome.environment.rawValue
         audit.transactionIds = outcome.transactions.map(\.transactionId)
         audit.productIds = Array(Set(outcome.transactions.map(\.productId))).sorted()
-        if case .appReceipt(_, let nonce?) = evidence, let echoed = outcome.echoedNonce, echoed != nonce {
-            throw VerificationError(.nonceInvalid, "Apple echoed another nonce than the one sent")
-        }
 
         let context = ClaimContext(app: app, account: account, evidenceKind: evidence.kind, now: now())
         try checks.run(outcome, context)
@@ -95,7 +93,7 @@ struct VerifyEndpoint: Sendable {
         purchase.finishNewlyGranted = app.finishTransactions
         let claim = try await ledger.claim(purchase)
         audit = granted
-        if let latest = outcome.latestReceipt { await keepLatestReceipt(latest, app: app, outcome: outcome, log: log) }
+        for step in outcome.followUps { await step.afterClaim(outcome, bundleId: app.bundleId, store: store) }
         // Refunded and revoked purchases are answered as such, never as granted (a backend that
         // credits per newly granted id must not pay out a refund).
         let revoked = Set(outcome.transactions.filter { $0.revocationDate != nil }.map(\.transactionId))
@@ -131,24 +129,6 @@ struct VerifyEndpoint: Sendable {
         return times
     }
 
-    /// The newest legacy receipt, sealed with the gateway's key and bound to its row, for apps that
-    /// stay on verifyReceipt and are re-verified later. Never logged; skipped without a key.
-    private func keepLatestReceipt(_ receipt: String, app: AppPolicy, outcome: AdapterOutcome, log: Logger) async {
-        guard let sealer else { return }
-        let chains = Set(outcome.transactions.compactMap { $0.originalTransactionId ?? $0.transactionId })
-        for chain in chains.sorted() {
-            let binding = Array("\(app.bundleId)\0\(chain)".utf8)
-            do {
-                let sealed = try sealer.seal(Array(receipt.utf8), associatedData: binding)
-                try await ledger.storeLatestReceipt(bundleId: app.bundleId, originalTransactionId: chain, sealedReceipt: Data(sealed))
-            } catch {
-                // The grant stands (Apple said yes); only later re-verification of this chain is lost.
-                metrics.recordLostWrite("latest_receipt")
-                log.error("latest_receipt_not_kept", ["bundleId": app.bundleId, "code": error.code.rawValue])
-            }
-        }
-    }
-
     /// An audit row that cannot be written is logged and counted: loud, but not a reason to take
     /// back an answer Apple already gave. A refusal because storage is unavailable is not written
     /// at all: the write would wait out the storage deadline a second time before the client hears.
@@ -166,11 +146,6 @@ struct VerifyEndpoint: Sendable {
 
     /// The audit trail keeps a digest of the evidence, never the evidence.
     static func evidenceDigest(_ evidence: PurchaseEvidence) -> String {
-        let text: String = switch evidence {
-        case .appReceipt(let base64, _): base64
-        case .transactionId(let id): id
-        case .signedTransaction(let jws): jws
-        }
-        return LedgerDigest.sha256Hex(text)
+        LedgerDigest.sha256Hex(evidence.value)
     }
 }

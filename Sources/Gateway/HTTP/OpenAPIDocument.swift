@@ -1,11 +1,13 @@
+import Adapters
 import IAPCore
 
 /// The OpenAPI 3 description of the gateway's API, built from `Route.table` so every documented
 /// path is a real route (and a test checks each one against the dispatcher).
 enum OpenAPIDocument {
-    static let json: String = document.jsonText
+    /// `evidence`: the registered adapters' forms, which the verify request's schema lists.
+    static func json(evidence: [EvidenceForm]) -> String { document(evidence: evidence).jsonText }
 
-    static var document: JSONValue {
+    static func document(evidence: [EvidenceForm]) -> JSONValue {
         var paths: [String: JSONValue] = [:]
         for (method, path) in Route.table {
             var operations = paths[path]?.objectValue ?? [:]
@@ -19,7 +21,7 @@ enum OpenAPIDocument {
             "paths": .object(paths),
             "components": .object([
                 "securitySchemes": .object(["apiKey": .object(["type": "http", "scheme": "bearer"])]),
-                "schemas": .object(schemas),
+                "schemas": .object(schemas(evidence: evidence)),
             ]),
         ])
     }
@@ -136,7 +138,7 @@ enum OpenAPIDocument {
     private static let integer: JSONValue = .object(["type": "integer", "format": "int64"])
     private static func array(_ items: JSONValue) -> JSONValue { .object(["type": "array", "items": items]) }
 
-    private static var schemas: [String: JSONValue] {
+    private static func schemas(evidence forms: [EvidenceForm]) -> [String: JSONValue] {
         [
             "Status": object(["status": string]),
             "Error": object(["error": object(["code": string, "message": string, "retryable": .object(["type": "boolean"]),
@@ -145,10 +147,12 @@ enum OpenAPIDocument {
             "NonceRequest": object(["account": string], required: ["account"]),
             "Nonce": object(["nonce": string, "expiresAt": integer]),
             "VerifyRequest": .object([
-                "description": "account plus exactly one of receipt (with nonce), transactionId or signedTransaction",
+                "description": .string("account plus exactly one of: " + forms.map { form in
+                    form.member + (form.companions.isEmpty ? "" : " (with " + form.companions.joined(separator: ", ") + ")")
+                        + ": " + form.summary
+                }.joined(separator: "; ")),
                 "type": "object",
-                "properties": .object(["account": string, "receipt": string, "nonce": string, "transactionId": string,
-                                       "signedTransaction": string]),
+                "properties": .object(Dictionary(uniqueKeysWithValues: RequestBody.verifyMembers(forms).map { ($0, string) })),
                 "required": .array(["account"]),
             ]),
             "VerifyResponse": object([

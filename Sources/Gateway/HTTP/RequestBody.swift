@@ -69,21 +69,37 @@ struct RequestBody {
         }
     }
 
-    /// Exactly one kind of purchase evidence.
-    func evidence() throws(VerificationError) -> PurchaseEvidence {
-        let receipt = try string("receipt")
-        let transactionId = try string("transactionId")
-        let signed = try string("signedTransaction")
-        let nonce = try string("nonce")
-        switch (receipt, transactionId, signed) {
-        case (let r?, nil, nil): return .appReceipt(base64: r, nonce: nonce)
-        case (nil, let t?, nil) where nonce == nil: return .transactionId(t)
-        case (nil, nil, let s?) where nonce == nil: return .signedTransaction(s)
-        case (nil, nil, nil):
-            throw VerificationError(.malformedRequest, "one of receipt, transactionId or signedTransaction is required")
-        default:
-            throw VerificationError(.malformedRequest,
-                                    "exactly one of receipt, transactionId or signedTransaction; nonce goes with receipt only")
+    /// The members a verify body may hold: the account, and each evidence form's member and companions.
+    static func verifyMembers(_ forms: [EvidenceForm]) -> Set<String> {
+        Set(["account"] + forms.flatMap { [$0.member] + $0.companions })
+    }
+
+    /// Exactly one kind of purchase evidence, in one of the forms the adapters declare, with only
+    /// its own companions.
+    func evidence(_ forms: [EvidenceForm]) throws(VerificationError) -> PurchaseEvidence {
+        var found: [(EvidenceForm, String)] = []
+        for form in forms {
+            if let value = try string(form.member) { found.append((form, value)) }
         }
+        let members = forms.map(\.member).joined(separator: ", ")
+        guard let (form, value) = found.first else {
+            throw VerificationError(.malformedRequest, "one of \(members) is required")
+        }
+        var companions: [String: String] = [:]
+        for name in Set(forms.flatMap(\.companions)).sorted() {
+            guard let text = try string(name) else { continue }
+            guard found.count == 1, form.companions.contains(name) else {
+                throw VerificationError(.malformedRequest, "exactly one of \(members); \(name) goes with \(Self.owners(of: name, forms)) only")
+            }
+            companions[name] = text
+        }
+        guard found.count == 1 else {
+            throw VerificationError(.malformedRequest, "exactly one of \(members)")
+        }
+        return PurchaseEvidence(kind: form.kind, value: value, companions: companions)
+    }
+
+    private static func owners(of companion: String, _ forms: [EvidenceForm]) -> String {
+        forms.filter { $0.companions.contains(companion) }.map(\.member).joined(separator: " or ")
     }
 }

@@ -37,8 +37,11 @@ public struct BatchComparer: Sendable {
         guard let router = service.migration else {
             throw VerificationError(.invalidConfiguration, "comparisons are not enabled (no comparison ledger)")
         }
-        guard let legacy = service.adapters.adapter(.verifyReceipt), let serverAPI = service.adapters.adapter(.serverAPI) else {
-            throw VerificationError(.invalidConfiguration, "batch comparison needs both the verifyReceipt and serverAPI adapters")
+        // The generations the app's receipt routing compares, or, where it compares nothing yet, shadow's.
+        let receipts = app.routing.receipt.generations ?? AppPolicy.RoutingMode.shadow.generations!
+        guard let legacy = service.adapters.adapter(receipts.from), let serverAPI = service.adapters.adapter(receipts.to) else {
+            throw VerificationError(.invalidConfiguration,
+                                    "batch comparison needs both the \(receipts.from) and \(receipts.to) adapters")
         }
         guard (1...256).contains(options.concurrency) else {
             throw VerificationError(.invalidConfiguration, "concurrency must be 1 to 256")
@@ -169,7 +172,8 @@ public struct BatchComparer: Sendable {
     private static func attempt(_ adapter: any VerificationAdapter, _ evidence: PurchaseEvidence, _ account: String,
                                 _ app: AppPolicy) async -> Result<AdapterOutcome, VerificationError> {
         do {
-            return .success(try await adapter.verify(evidence, account: account, for: app))
+            return .success(try await adapter.verify(evidence, for: app,
+                                                     policy: ClaimPolicy(app: app, claimant: .account(account))))
         } catch {
             return .failure(error)
         }

@@ -39,20 +39,25 @@ public struct MigrationRouter: Sendable {
         var comparison: PurchaseComparison?
     }
 
-    /// Whether this evidence under this app's routing runs through both paths here.
-    static func applies(to evidence: PurchaseEvidence, app: AppPolicy) -> Bool {
-        guard case .appReceipt = evidence else { return false }
-        return [.shadow, .compare, .cutover].contains(app.routing.receipt)
+    /// Whether this evidence under this app's routing runs a compared adapter beside the answering
+    /// one (a compared adapter that cannot verify this kind leaves the answering one alone).
+    static func applies(to evidence: PurchaseEvidence, app: AppPolicy, adapters: AdapterRegistry) -> Bool {
+        guard let compared = app.routing[evidence.kind]?.compared?.adapter else { return false }
+        return adapters.adapter(compared)?.canVerify(evidence) == true
     }
 
     func run(_ evidence: PurchaseEvidence, account: String, app: AppPolicy, adapters: AdapterRegistry,
              evidenceSHA256: String) async throws(VerificationError) -> Answer {
-        guard let legacy = adapters.adapter(.verifyReceipt), let serverAPI = adapters.adapter(.serverAPI),
-              legacy.canVerify(evidence), serverAPI.canVerify(evidence) else {
-            throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(app.routing.receipt.rawValue) routing needs both adapters")
+        guard let mode = app.routing[evidence.kind], let (comparedId, beside) = mode.compared,
+              let generations = mode.generations else {
+            throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(evidence.kind) routing is not a migration mode")
         }
-        let mode = app.routing.receipt
-        switch mode {
+        guard let answering = adapters.adapter(mode.answering), let compared = adapters.adapter(comparedId),
+              let legacy = adapters.adapter(generations.from), let serverAPI = adapters.adapter(generations.to),
+              answering.canVerify(evidence), compared.canVerify(evidence) else {
+            throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(mode) routing needs both adapters")
+        }
+        switch beside {
         case .compare:
             async let legacyResult = Self.attempt(legacy, evidence, account, app)
             async let serverResult = Self.attempt(serverAPI, evidence, account, app)
@@ -60,29 +65,27 @@ public struct MigrationRouter: Sendable {
             let comparison = compare(legacy: l, serverAPI: s, app: app, evidence: evidence, digest: evidenceSHA256,
                                      account: account)
             await store(comparison)
-            return Answer(outcome: s, answeringAdapter: .serverAPI, comparison: comparison)
+            return Answer(outcome: s, answeringAdapter: serverAPI.id, comparison: comparison)
         case .shadow, .cutover:
-            let (primary, secondary) = mode == .shadow ? (legacy, serverAPI) : (serverAPI, legacy)
-            let primaryResult = await Self.attempt(primary, evidence, account, app)
-            if mode == .shadow || random() < app.routing.cutoverSampleRate {
+            let primaryResult = await Self.attempt(answering, evidence, account, app)
+            if beside == .shadow || random() < app.routing.cutoverSampleRate {
                 let router = self
                 Task.detached(priority: .utility) {
-                    let secondaryResult = await Self.attempt(secondary, evidence, account, app)
-                    let (l, s) = mode == .shadow ? (primaryResult, secondaryResult) : (secondaryResult, primaryResult)
+                    let secondaryResult = await Self.attempt(compared, evidence, account, app)
+                    let (l, s) = beside == .shadow ? (primaryResult, secondaryResult) : (secondaryResult, primaryResult)
                     await router.store(router.compare(legacy: l, serverAPI: s, app: app, evidence: evidence, digest: evidenceSHA256,
                                                 account: account))
                 }
             }
-            return Answer(outcome: primaryResult, answeringAdapter: primary.id, comparison: nil)
-        default:
-            throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(mode.rawValue) routing is not a migration mode")
+            return Answer(outcome: primaryResult, answeringAdapter: answering.id, comparison: nil)
         }
     }
 
     private static func attempt(_ adapter: any VerificationAdapter, _ evidence: PurchaseEvidence, _ account: String,
                                 _ app: AppPolicy) async -> Result<AdapterOutcome, VerificationError> {
         do {
-            return .success(try await adapter.verify(evidence, account: account, for: app))
+            return .success(try await adapter.verify(evidence, for: app,
+                                                     policy: ClaimPolicy(app: app, claimant: .account(account))))
         } catch {
             return .failure(error)
         }

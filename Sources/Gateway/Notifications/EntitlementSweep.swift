@@ -3,12 +3,11 @@ import IAPCore
 import Ledger
 
 /// Announces access that ends by time alone: a subscription past its expiry, a grace period past
-/// its end, with no notification to say so. Every `IAPGW_ENTITLEMENT_SWEEP_SECONDS` (default 30,
-/// 1…60) it moves the stored entitlements the clock has ended and queues their
+/// its end, with no notification to say so. Every `background.entitlementSweepSeconds` (default 30,
+/// 1…60; `IAPGW_ENTITLEMENT_SWEEP_SECONDS` overrides it) it moves the stored entitlements the clock has ended and queues their
 /// `entitlement.changed` webhooks through the outbox, so an end is announced at most one interval
 /// late. Reads never wait for it: every answer judges the clock itself.
 public struct EntitlementSweep: Sendable {
-    public static let defaultIntervalSeconds: Int64 = 30
     /// Rows per ledger call, and calls per pass: a backlog (a gateway that was down) is worked off
     /// over several passes instead of holding the storage for one long one.
     static let batchSize = 200
@@ -19,10 +18,9 @@ public struct EntitlementSweep: Sendable {
     let logger: Logger
     let now: @Sendable () -> Int64
 
-    public init(service: GatewayService, environment: [String: String], logger: Logger) throws(VerificationError) {
+    public init(service: GatewayService, settings: GatewayConfig.Background, logger: Logger) {
         ledger = service.ledger
-        intervalSeconds = try ReconciliationSchedule.setting("IAPGW_ENTITLEMENT_SWEEP_SECONDS", environment,
-                                                             default: Self.defaultIntervalSeconds, range: 1...60)
+        intervalSeconds = settings.entitlementSweepSeconds
         self.logger = logger
         now = service.now
     }

@@ -1,3 +1,4 @@
+import Adapters
 import AppleTrust
 import Foundation
 import IAPCore
@@ -25,7 +26,7 @@ public struct DecodedNotification: Sendable, Equatable {
 /// Turns a `POST /v1/notifications/{bundleId}` body into a `DecodedNotification`, trusting only
 /// signatures: V2 bodies have their outer JWS and every inner JWS verified against the app's pinned
 /// roots (they must agree on bundle and environment); V1 bodies must carry the app's shared secret.
-public final class NotificationDecoder: Sendable {
+public final class NotificationDecoder: ChainCacheReporting {
     let serverAPINormalizer: ServerAPINormalizer
     let legacyNormalizer: LegacyReceiptNormalizer
     let environment: [String: String]
@@ -69,7 +70,7 @@ public final class NotificationDecoder: Sendable {
 
     private func verifier(for app: AppPolicy) throws(VerificationError) -> SignedDataVerifier {
         if let (policy, verifier) = verifiers.withLock({ $0[app.bundleId] }), policy == app { return verifier }
-        let verifier = try SignedDataVerifier(policy: app.forNotifications, maxInputBytes: maxJWSBytes)
+        let verifier = try SignedDataVerifier(policy: app, maxInputBytes: maxJWSBytes)
         verifiers.withLock { $0[app.bundleId] = (app, verifier) }
         return verifier
     }
@@ -83,6 +84,7 @@ public final class NotificationDecoder: Sendable {
         guard let environment = data?.environment ?? payload.summary?.environment ?? payload.externalPurchaseToken?.environment else {
             throw VerificationError(.missingField, "the notification names no environment")
         }
+        try ClaimPolicy(app: app, claimant: .apple).admit(EvidenceIdentity(environment: environment))
         let transaction = try payload.verifiedTransaction.map { (t) throws(VerificationError) in
             try serverAPINormalizer.normalize(transaction: t.raw)
         }
@@ -102,34 +104,29 @@ public final class NotificationDecoder: Sendable {
     // MARK: V1 (apps not yet switched to V2)
 
     /// V1 `notification_type` → the V2 type and subtype the state machine understands.
-    static let v1Types: [String: (String, String?)] = [
-        "INITIAL_BUY": ("SUBSCRIBED", "INITIAL_BUY"), "INTERACTIVE_RENEWAL": ("SUBSCRIBED", "RESUBSCRIBE"),
-        "DID_RENEW": ("DID_RENEW", nil), "DID_RECOVER": ("DID_RENEW", "BILLING_RECOVERY"),
-        "RENEWAL": ("DID_RENEW", "BILLING_RECOVERY"), "DID_FAIL_TO_RENEW": ("DID_FAIL_TO_RENEW", nil),
-        "DID_CHANGE_RENEWAL_PREF": ("DID_CHANGE_RENEWAL_PREF", nil),
-        "DID_CHANGE_RENEWAL_STATUS": ("DID_CHANGE_RENEWAL_STATUS", nil),
-        "CANCEL": ("REFUND", nil), "REFUND": ("REFUND", nil), "REVOKE": ("REVOKE", nil),
-        "PRICE_INCREASE_CONSENT": ("PRICE_INCREASE", nil), "CONSUMPTION_REQUEST": ("CONSUMPTION_REQUEST", nil),
+    static let v1Types: [String: (NotificationType, NotificationSubtype?)] = [
+        "INITIAL_BUY": (.subscribed, .initialBuy), "INTERACTIVE_RENEWAL": (.subscribed, .resubscribe),
+        "DID_RENEW": (.didRenew, nil), "DID_RECOVER": (.didRenew, .billingRecovery),
+        "RENEWAL": (.didRenew, .billingRecovery), "DID_FAIL_TO_RENEW": (.didFailToRenew, nil),
+        "DID_CHANGE_RENEWAL_PREF": (.didChangeRenewalPref, nil), "DID_CHANGE_RENEWAL_STATUS": (.didChangeRenewalStatus, nil),
+        "CANCEL": (.refund, nil), "REFUND": (.refund, nil), "REVOKE": (.revoke, nil),
+        "PRICE_INCREASE_CONSENT": (.priceIncrease, nil), "CONSUMPTION_REQUEST": (.consumptionRequest, nil),
     ]
 
     private func decodeV1(_ fields: JSONFields, body: [UInt8], app: AppPolicy) throws(VerificationError) -> DecodedNotification {
         let password = try fields.requiredString("password")
         try checkSharedSecret(password, app: app)
-        let bid = try fields.requiredString("bid")
-        guard bid == app.bundleId else {
-            throw VerificationError(.bundleIdMismatch, "V1 notification for bundle \(bid), not \(app.bundleId)")
-        }
+        let policy = ClaimPolicy(app: app, claimant: .apple)
+        try policy.admit(EvidenceIdentity(bundleId: try fields.requiredString("bid")))
         let v1Type = try fields.requiredString("notification_type")
-        let (type, subtype) = Self.v1Types[v1Type] ?? (v1Type, nil)
+        let (type, subtype) = Self.v1Types[v1Type] ?? (NotificationType(rawValue: v1Type), nil)
         // V1 names the sandbox "Sandbox" and production "PROD".
         let environmentText = try fields.requiredString("environment")
         let environment: AppStoreEnvironment = environmentText == "PROD" ? .production : AppStoreEnvironment(rawValue: environmentText)
         guard environment == .production || environment == .sandbox else {
             throw VerificationError(.invalidFieldType, "V1 notification environment \(environmentText.prefix(32)) is neither PROD nor Sandbox")
         }
-        guard app.forNotifications.allows(environment) else {
-            throw VerificationError(.environmentNotAllowed, "\(environment) notifications are not accepted for \(app.bundleId)")
-        }
+        try policy.admit(EvidenceIdentity(environment: environment))
         guard let unified = try fields.fields("unified_receipt"), let latest = try unified.string("latest_receipt"),
               !latest.isEmpty else {
             throw VerificationError(.missingField, "notification.unified_receipt.latest_receipt is required")
@@ -141,8 +138,8 @@ public final class NotificationDecoder: Sendable {
         unifiedRedacted["latest_receipt"] = nil
         redacted["unified_receipt"] = .object(unifiedRedacted)
         let id = "v1:" + SHA256Digest.lowercaseHex(body)
-        return DecodedNotification(id: id, version: "1", notificationType: NotificationType(rawValue: type),
-                                   subtype: subtype.map(NotificationSubtype.init(rawValue:)), signedDate: 0,
+        return DecodedNotification(id: id, version: "1", notificationType: type,
+                                   subtype: subtype, signedDate: 0,
                                    environment: environment, event: nil, v1LatestReceipt: latest,
                                    storedBody: Array(JSONValue.object(redacted).jsonText.utf8))
     }

@@ -1,6 +1,13 @@
 import Adapters
 import IAPCore
 
+/// Who presents evidence: an app backend for one of its accounts, or Apple itself (a notification,
+/// and the receipt a V1 one carries, names no account).
+public enum Claimant: Sendable, Equatable {
+    case account(String)
+    case apple
+}
+
 /// What a claim is checked against: the app's policy, the claiming account, the kind of evidence.
 public struct ClaimContext: Sendable {
     public var app: AppPolicy
@@ -14,6 +21,73 @@ public struct ClaimContext: Sendable {
         self.account = account
         self.evidenceKind = evidenceKind
         self.now = now
+    }
+}
+
+/// The one environment rule, for every adapter and every notification: an environment is accepted
+/// when some claim of the app may use it (`AppPolicy.acceptableEnvironments`), and Sandbox, when the
+/// app does not allow it outright, only for its App Review accounts (`sandboxAccounts`). Apple's own
+/// notifications name no account: they are accepted from wherever some claim may come.
+public enum EnvironmentRule {
+    public static func accepts(_ environment: AppStoreEnvironment, app: AppPolicy, claimant: Claimant) -> Bool {
+        guard app.acceptableEnvironments.contains(environment) else { return false }
+        if environment == .sandbox, case .account(let account) = claimant { return app.allowsSandbox(forAccount: account) }
+        return true
+    }
+
+    public static func check(_ environment: AppStoreEnvironment, app: AppPolicy, claimant: Claimant) throws(VerificationError) {
+        guard accepts(environment, app: app, claimant: claimant) else {
+            throw VerificationError(environment.isLocalTest ? .testEnvironmentNotAllowed : .environmentNotAllowed,
+                                    "\(environment.rawValue.prefix(64)) evidence is not accepted for \(app.bundleId)")
+        }
+    }
+}
+
+/// The one bundle and app-id rule: what evidence states must be this app. Sandbox receipts carry
+/// app id 0 (Apple assigns the id in production only), so outside Production 0 is no statement;
+/// a receipt always names its bundle, and in Production its app id.
+public enum IdentityRule {
+    public static func check(_ identity: EvidenceIdentity, app: AppPolicy) throws(VerificationError) {
+        if let bundle = identity.bundleId {
+            guard bundle == app.bundleId else {
+                throw VerificationError(.bundleIdMismatch, "evidence is for bundle \(bundle.prefix(200)), not \(app.bundleId)")
+            }
+        } else if identity.isReceipt {
+            throw VerificationError(.bundleIdMismatch, "the receipt names no bundle; \(app.bundleId) expected")
+        }
+        guard let expected = app.appAppleId else { return }
+        switch identity.appAppleId {
+        case let actual? where identity.environment == .production || actual != 0:
+            guard actual == expected else {
+                throw VerificationError(.appAppleIdMismatch, "evidence is for app \(actual), not \(expected)")
+            }
+        case nil where identity.isReceipt && identity.environment == .production:
+            throw VerificationError(.appAppleIdMismatch, "the Production receipt names no app id; \(expected) expected")
+        default:
+            return
+        }
+    }
+}
+
+/// The decisions an adapter asks for while it works (`EvidencePolicy`), made by the rules above for
+/// one claimant: the same rules the purchase checks apply to the outcome afterwards.
+public struct ClaimPolicy: EvidencePolicy {
+    public let app: AppPolicy
+    public let claimant: Claimant
+
+    public init(app: AppPolicy, claimant: Claimant) {
+        self.app = app
+        self.claimant = claimant
+    }
+
+    public func accepts(_ environment: AppStoreEnvironment) -> Bool {
+        EnvironmentRule.accepts(environment, app: app, claimant: claimant)
+    }
+
+    /// Bundle, app id, then environment: the order of the purchase checks.
+    public func admit(_ identity: EvidenceIdentity) throws(VerificationError) {
+        try IdentityRule.check(identity, app: app)
+        if let environment = identity.environment { try EnvironmentRule.check(environment, app: app, claimant: claimant) }
     }
 }
 
@@ -45,37 +119,29 @@ public struct NonEmptyCheck: PurchaseCheck {
     }
 }
 
-/// Another app's purchase is refused, whichever path verified it.
+/// Another app's purchase is refused, whichever path verified it (`IdentityRule`).
 public struct BundleIdentityCheck: PurchaseCheck {
     public init() {}
     public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
-        let app = context.app
-        if let bundle = outcome.appTransaction?.bundleId, bundle != app.bundleId {
-            throw VerificationError(.bundleIdMismatch, "receipt is for bundle \(bundle), not \(app.bundleId)")
+        let environment = outcome.environment
+        if let receipt = outcome.appTransaction {
+            try IdentityRule.check(EvidenceIdentity(bundleId: receipt.bundleId, appAppleId: receipt.appAppleId,
+                                                    environment: environment), app: context.app)
         }
         for t in outcome.transactions {
-            if let bundle = t.bundleId, bundle != app.bundleId {
-                throw VerificationError(.bundleIdMismatch, "transaction \(t.transactionId) is for bundle \(bundle)")
-            }
-            // Sandbox receipts carry app_item_id 0: Apple assigns the id in production only.
-            if outcome.environment == .production, let expected = app.appAppleId,
-               let actual = t.appAppleId ?? outcome.appTransaction?.appAppleId, actual != expected {
-                throw VerificationError(.appAppleIdMismatch, "transaction \(t.transactionId) is for app \(actual)")
-            }
+            try IdentityRule.check(EvidenceIdentity(bundleId: t.bundleId, appAppleId: t.appAppleId ?? outcome.appTransaction?.appAppleId,
+                                                    environment: environment), app: context.app)
         }
     }
 }
 
-/// Sandbox data in production only for the app's App Review accounts; test data only where allowed.
+/// Evidence from an environment the claim may not use is refused (`EnvironmentRule`); every
+/// transaction must be from the evidence's environment.
 public struct EnvironmentCheck: PurchaseCheck {
     public init() {}
     public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
         let env = outcome.environment
-        let allowed = env == .sandbox ? context.app.allowsSandbox(forAccount: context.account) : context.app.allows(env)
-        guard allowed else {
-            throw VerificationError(env.isLocalTest ? .testEnvironmentNotAllowed : .environmentNotAllowed,
-                                    "\(env) evidence is not accepted for \(context.app.bundleId)")
-        }
+        try EnvironmentRule.check(env, app: context.app, claimant: .account(context.account))
         for t in outcome.transactions where t.environment != nil && t.environment != env {
             throw VerificationError(.environmentNotAllowed,
                                     "transaction \(t.transactionId) is from \(t.environment!), the evidence from \(env)")

@@ -13,11 +13,11 @@ public final class ConsumptionResponder: Sendable {
 
     let apps: [String: AppPolicy]
     let ledger: any NotificationLedger
-    let serverAPI: ServerAPIAdapter?
+    let serverAPI: (any ReconciliationSource)?
     let logger: Logger
     let now: @Sendable () -> Int64
 
-    public init(apps: [String: AppPolicy], ledger: any NotificationLedger, serverAPI: ServerAPIAdapter?,
+    public init(apps: [String: AppPolicy], ledger: any NotificationLedger, serverAPI: (any ReconciliationSource)?,
                 logger: Logger = .disabled, now: @escaping @Sendable () -> Int64) {
         self.apps = apps
         self.ledger = ledger

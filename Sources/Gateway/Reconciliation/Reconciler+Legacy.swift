@@ -24,13 +24,13 @@ extension Reconciler {
                 guard sent.insert(LedgerDigest.sha256Hex(receipt)).inserted else { continue }
                 // The owner decides whether Sandbox answers are acceptable (App Review accounts).
                 let account = try await ledger.owner(bundleId: app.bundleId, originalTransactionId: chain) ?? ""
-                let outcome = try await legacy.verify(.appReceipt(base64: receipt, nonce: nil), account: account, for: app)
+                let outcome = try await legacy.reverify(receipt: receipt, for: app,
+                                                        policy: ClaimPolicy(app: app, claimant: .account(account)))
                 report.receiptsReverified += 1
                 report.receiptEventsEnqueued += try await enqueueReceiptFacts(outcome, app: app)
-                if let latest = outcome.latestReceipt, latest != receipt {
-                    try await ledger.storeLatestReceipt(bundleId: app.bundleId, originalTransactionId: chain,
-                                                  sealedReceipt: Data(try sealer.seal(Array(latest.utf8), associatedData: binding)))
-                }
+                // The adapter's own follow-ups (verifyReceipt: keep the newest receipt it returned).
+                let store = LedgerEvidenceStore(ledger: ledger, sealer: sealer, metrics: nil, logger: logger, now: now)
+                for step in outcome.followUps { await step.afterClaim(outcome, bundleId: app.bundleId, store: store) }
             } catch {
                 report.fail(app.bundleId, "receipts", error)
             }

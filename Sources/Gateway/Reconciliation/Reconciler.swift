@@ -34,8 +34,8 @@ public final class Reconciler: Sendable {
     public let apps: [String: AppPolicy]
     let ledger: any NotificationLedger & ReconciliationLedger & Ledger
     let decoder: NotificationDecoder
-    let serverAPI: ServerAPIAdapter?
-    let legacy: (any VerificationAdapter)?
+    let serverAPI: (any ReconciliationSource)?
+    let legacy: (any ReceiptReverifying)?
     let sealer: AESGCMSealer?
     let consumption: ConsumptionResponder
     let options: Options
@@ -49,7 +49,7 @@ public final class Reconciler: Sendable {
     private let highWater = Mutex<[String: Int64]>([:])
 
     public init(apps: [String: AppPolicy], ledger: any NotificationLedger & ReconciliationLedger & Ledger,
-                decoder: NotificationDecoder, serverAPI: ServerAPIAdapter?, legacy: (any VerificationAdapter)?,
+                decoder: NotificationDecoder, serverAPI: (any ReconciliationSource)?, legacy: (any ReceiptReverifying)?,
                 sealer: AESGCMSealer?, options: Options = Options(), logger: Logger = .disabled,
                 now: @escaping @Sendable () -> Int64) {
         self.apps = apps
@@ -68,15 +68,12 @@ public final class Reconciler: Sendable {
     /// single-app CLI run).
     public convenience init(service: GatewayService, apps: [String: AppPolicy]? = nil, options: Options = Options(),
                             logger: Logger? = nil) throws(VerificationError) {
-        guard let ledger = service.ledger as? any NotificationLedger & ReconciliationLedger & Ledger else {
-            throw VerificationError(.invalidConfiguration, "this ledger cannot choose chains to reconcile")
-        }
         guard let decoder = service.notifications else {
             throw VerificationError(.invalidConfiguration, "notifications are not enabled")
         }
-        self.init(apps: apps ?? service.apps, ledger: ledger, decoder: decoder,
-                  serverAPI: service.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
-                  legacy: service.adapters.adapter(.verifyReceipt), sealer: service.sealer, options: options,
+        self.init(apps: apps ?? service.apps, ledger: service.ledger, decoder: decoder,
+                  serverAPI: service.adapters.capability((any ReconciliationSource).self),
+                  legacy: service.adapters.capability((any ReceiptReverifying).self), sealer: service.sealer, options: options,
                   logger: logger ?? service.logger, now: service.now)
     }
 
@@ -165,7 +162,7 @@ public final class Reconciler: Sendable {
         return found
     }
 
-    private func readHistory(_ app: AppPolicy, serverAPI: ServerAPIAdapter, since: Int64?,
+    private func readHistory(_ app: AppPolicy, serverAPI: any ReconciliationSource, since: Int64?,
                              into report: inout ReconciliationReport) async {
         let client: AppStoreServerAPIClient
         do { client = try serverAPI.client(for: app) } catch {
@@ -221,7 +218,7 @@ public final class Reconciler: Sendable {
 
     // MARK: Get All Subscription Statuses
 
-    private func readStatuses(_ app: AppPolicy, serverAPI: ServerAPIAdapter, into report: inout ReconciliationReport) async {
+    private func readStatuses(_ app: AppPolicy, serverAPI: any ReconciliationSource, into report: inout ReconciliationReport) async {
         let chains: [String]
         let client: AppStoreServerAPIClient
         do throws(VerificationError) {

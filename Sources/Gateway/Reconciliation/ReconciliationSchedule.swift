@@ -3,13 +3,11 @@ import IAPCore
 import Ledger
 
 /// The periodic work of `serve` beside the inbox worker: a reconciliation pass every
-/// `IAPGW_RECONCILE_INTERVAL_SECONDS` (default 900, first pass one interval after start; 0 turns it
-/// off), and once a day the raw
-/// notification bodies older than `IAPGW_NOTIFICATION_RETENTION_DAYS` (default 30) are purged.
+/// `background.reconcileIntervalSeconds` (default 900, first pass one interval after start; 0 turns
+/// it off), and once a day the raw notification bodies older than
+/// `background.notificationRetentionDays` (default 30) are purged (the gateway config's settings,
+/// overridden by the environment: `GatewayConfig.Background.overridden(by:)`).
 public struct ReconciliationSchedule: Sendable {
-    public static let defaultIntervalSeconds: Int64 = 900
-    public static let defaultRetentionDays: Int64 = 30
-
     let reconciler: Reconciler
     let ledger: any NotificationLedger
     let intervalSeconds: Int64
@@ -17,24 +15,13 @@ public struct ReconciliationSchedule: Sendable {
     let logger: Logger
     let now: @Sendable () -> Int64
 
-    public init(service: GatewayService, environment: [String: String], logger: Logger) throws(VerificationError) {
+    public init(service: GatewayService, settings: GatewayConfig.Background, logger: Logger) throws(VerificationError) {
         reconciler = try Reconciler(service: service, logger: logger)
         ledger = service.ledger
-        intervalSeconds = try Self.setting("IAPGW_RECONCILE_INTERVAL_SECONDS", environment, default: Self.defaultIntervalSeconds,
-                                           range: 0...86_400)
-        retentionDays = try Self.setting("IAPGW_NOTIFICATION_RETENTION_DAYS", environment, default: Self.defaultRetentionDays,
-                                         range: 1...3_650)
+        intervalSeconds = settings.reconcileIntervalSeconds
+        retentionDays = settings.notificationRetentionDays
         self.logger = logger
         now = service.now
-    }
-
-    static func setting(_ name: String, _ environment: [String: String], default value: Int64,
-                        range: ClosedRange<Int64>) throws(VerificationError) -> Int64 {
-        guard let text = environment[name] else { return value }
-        guard let parsed = Int64(text), range.contains(parsed) else {
-            throw VerificationError(.invalidConfiguration, "\(name) must be an integer in \(range.lowerBound)...\(range.upperBound)")
-        }
-        return parsed
     }
 
     /// Drops raw bodies received more than `days` days before now; returns how many.

@@ -81,13 +81,16 @@ public struct AppPolicy: Sendable, Equatable {
         allowedEnvironments.contains(.sandbox) || sandboxAccounts.contains(account)
     }
 
-    /// The policy Apple's notifications (V1 and V2 alike, and the receipt a V1 one carries) are
-    /// judged by. A notification names no account, so Sandbox is accepted wherever the app takes
-    /// Sandbox evidence at all: when it allows Sandbox, or lists sandbox accounts.
-    public var forNotifications: AppPolicy {
-        var policy = self
-        if !sandboxAccounts.isEmpty { policy.allowedEnvironments.insert(.sandbox) }
-        return policy
+    /// Every environment some claim of this app may be accepted from: Production and Sandbox as
+    /// allowed, Sandbox also when App Review accounts are listed, Xcode / LocalTesting when enabled.
+    /// Per-app verifiers are built with this widest set; which of these one claim may use (Sandbox
+    /// only for App Review accounts, any of them for Apple's own notifications) is decided by the
+    /// gateway's `EnvironmentRule`.
+    public var acceptableEnvironments: Set<AppStoreEnvironment> {
+        var environments = allowedEnvironments.filter { !$0.isLocalTest }
+        if !sandboxAccounts.isEmpty { environments.insert(.sandbox) }
+        if allowLocalTestEnvironments { environments.formUnion([.xcode, .localTesting]) }
+        return environments
     }
 
     public struct TrustRoots: Sendable, Equatable {
@@ -124,48 +127,102 @@ public struct AppPolicy: Sendable, Equatable {
         }
     }
 
-    public enum EvidenceKind: String, Sendable, CaseIterable {
-        case receipt, transactionId, signedTransaction
+    /// One kind of evidence a client presents (open: each adapter declares the kinds it verifies).
+    /// Stable strings: they are stored in the audit trail and name routing entries.
+    public struct EvidenceKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+        public static let receipt = Self(rawValue: "receipt")
+        public static let transactionId = Self(rawValue: "transactionId")
+        public static let signedTransaction = Self(rawValue: "signedTransaction")
+        /// The kinds an app file's `routing` names (each required there).
+        public static let configured: [Self] = [.receipt, .transactionId, .signedTransaction]
     }
 
-    /// How one kind of evidence is verified while an app migrates from receipts to the Server API.
-    public enum RoutingMode: String, Sendable, CaseIterable {
-        /// `verifyReceipt` only.
-        case legacy
-        /// App Store Server API only.
-        case serverAPI
-        /// Legacy answers; the Server API runs beside it and the difference is recorded.
-        case shadow
-        /// Both run concurrently; the Server API answers and the answer says whether they agreed.
-        case compare
-        /// The Server API answers; legacy runs beside it for a sample (`cutoverSampleRate`) of requests.
-        case cutover
+    /// Which adapter answers one kind of evidence, and which adapter, if any, runs beside it and is
+    /// compared while the app migrates. Names adapter ids; the app file's words (`legacy`,
+    /// `serverAPI`, `shadow`, `compare`, `cutover`) are the presets below.
+    public struct RoutingMode: Sendable, Equatable, CustomStringConvertible {
+        /// How the compared adapter runs beside the answering one.
+        public enum Beside: String, Sendable {
+            /// Off the request: the answer never waits; the difference is recorded.
+            case shadow
+            /// Concurrently: the answer waits for both and carries the comparison.
+            case compare
+            /// Off the request, for a sample (`cutoverSampleRate`) of requests.
+            case cutover
+        }
 
-        /// Whether this mode calls the App Store Server API (so needs `serverAPI` credentials).
-        public var usesServerAPI: Bool { self != .legacy }
-        /// Whether this mode calls `verifyReceipt`.
-        public var usesLegacy: Bool { self != .serverAPI }
+        /// The adapter whose outcome answers the request.
+        public var answering: AdapterID
+        /// The adapter run beside it, and how; nil: the answering adapter alone.
+        public var compared: (adapter: AdapterID, beside: Beside)? {
+            get { comparedAdapter.map { ($0, beside!) } }
+            set { comparedAdapter = newValue?.adapter; beside = newValue?.beside }
+        }
+        private var comparedAdapter: AdapterID?
+        private var beside: Beside?
+
+        public init(answering: AdapterID, compared: (adapter: AdapterID, beside: Beside)? = nil) {
+            self.answering = answering
+            self.compared = compared
+        }
+
+        /// `verifyReceipt` only.
+        public static let legacy = Self(answering: .verifyReceipt)
+        /// App Store Server API only.
+        public static let serverAPI = Self(answering: .serverAPI)
+        /// Legacy answers; the Server API runs beside it and the difference is recorded.
+        public static let shadow = Self(answering: .verifyReceipt, compared: (.serverAPI, .shadow))
+        /// Both run concurrently; the Server API answers and the answer says whether they agreed.
+        public static let compare = Self(answering: .serverAPI, compared: (.verifyReceipt, .compare))
+        /// The Server API answers; legacy runs beside it for a sample (`cutoverSampleRate`) of requests.
+        public static let cutover = Self(answering: .serverAPI, compared: (.verifyReceipt, .cutover))
+
+        /// The words an app file's `routing` takes, and what each routes to.
+        public static let configWords: [(String, Self)] = [
+            ("legacy", .legacy), ("serverAPI", .serverAPI), ("shadow", .shadow), ("compare", .compare), ("cutover", .cutover),
+        ]
+
+        /// The two sides of its comparison: the generation migrated from (the comparison's `legacy`
+        /// side) and the one migrated to (`serverAPI`). Shadow answers with the first, compare and
+        /// cutover with the second; nil: nothing is compared.
+        public var generations: (from: AdapterID, to: AdapterID)? {
+            guard let (other, beside) = compared else { return nil }
+            return beside == .shadow ? (answering, other) : (other, answering)
+        }
+
+        /// The adapters this routing runs.
+        public var adapters: [AdapterID] { [answering] + (comparedAdapter.map { [$0] } ?? []) }
+
+        /// Whether this routing calls the App Store Server API (so needs `serverAPI` credentials).
+        public var usesServerAPI: Bool { adapters.contains(.serverAPI) }
+
+        /// The app file's word for this routing, or the adapter ids it names.
+        public var description: String {
+            Self.configWords.first { $0.1 == self }?.0
+                ?? ([answering.rawValue] + (compared.map { ["\($0.beside.rawValue):\($0.adapter.rawValue)"] } ?? [])).joined(separator: "+")
+        }
     }
 
     public struct Routing: Sendable, Equatable {
-        public var receipt: RoutingMode
-        public var transactionId: RoutingMode
-        public var signedTransaction: RoutingMode
+        /// Per kind of evidence; a kind without an entry goes to the one adapter that declares it.
+        public var modes: [EvidenceKind: RoutingMode]
         /// In `cutover`, the share (0...1) of requests also verified through verifyReceipt as a spot check.
         public var cutoverSampleRate: Double
         public init(receipt: RoutingMode, transactionId: RoutingMode, signedTransaction: RoutingMode,
                     cutoverSampleRate: Double = 0) {
             self.cutoverSampleRate = cutoverSampleRate
-            self.receipt = receipt
-            self.transactionId = transactionId
-            self.signedTransaction = signedTransaction
+            modes = [.receipt: receipt, .transactionId: transactionId, .signedTransaction: signedTransaction]
         }
-        public subscript(kind: EvidenceKind) -> RoutingMode {
-            switch kind {
-            case .receipt: receipt
-            case .transactionId: transactionId
-            case .signedTransaction: signedTransaction
-            }
+        public subscript(kind: EvidenceKind) -> RoutingMode? {
+            get { modes[kind] }
+            set { modes[kind] = newValue }
+        }
+        public var receipt: RoutingMode {
+            get { modes[.receipt] ?? .legacy }
+            set { modes[.receipt] = newValue }
         }
     }
 

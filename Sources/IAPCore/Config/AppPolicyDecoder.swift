@@ -63,8 +63,9 @@ struct AppPolicyDecoder {
         let readiness = try o.optional("readiness").map { f throws(VerificationError) in try AppPolicy.Readiness.decode(f) }
         try o.finish()
 
-        let needsServerAPI = routing.receipt.usesServerAPI || routing.transactionId.usesServerAPI
-            || (routing.signedTransaction.usesServerAPI && !localOnlyJWS)
+        let needsServerAPI = routing.modes.contains { kind, mode in
+            mode.usesServerAPI && !(kind == .signedTransaction && localOnlyJWS)
+        }
         if needsServerAPI, serverAPI == nil {
             throw configError(file, line: routingField.node.line, path: "serverAPI",
                               "required: routing uses the App Store Server API")
@@ -184,7 +185,7 @@ struct AppPolicyDecoder {
 
     private func decodeRouting(_ field: ConfigField) throws(VerificationError) -> AppPolicy.Routing {
         let o = try field.object()
-        let modes = AppPolicy.RoutingMode.allCases.map { ($0.rawValue, $0) }
+        let modes = AppPolicy.RoutingMode.configWords
         let receipt = try o.required("receipt").oneOf(modes)
         let transactionIdField = try o.required("transactionId")
         let transactionId = try transactionIdField.oneOf(modes)

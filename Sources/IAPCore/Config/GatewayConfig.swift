@@ -17,6 +17,13 @@ public struct GatewayConfig: Sendable, Equatable {
     public var webhooks = Webhooks()
     /// Where the per-app files are; `apps` next to the gateway file unless set.
     public var appsDirectory: URL
+    /// HTTPS served by the gateway itself; nil (the default): plain HTTP, for a gateway behind a proxy.
+    public var tls: TLS?
+    /// The periodic work of `iapgw serve` (each overridden by its environment variable when set).
+    public var background = Background()
+    /// The 64 hex digits that seal stored receipts (AES-256-GCM), as a secret reference; nil: a key
+    /// file beside the SQLite database. `IAPGW_RECEIPT_SEAL_KEY` overrides it.
+    public var receiptSealKey: SecretReference?
 
     public init(appsDirectory: URL) { self.appsDirectory = appsDirectory }
 
@@ -47,6 +54,56 @@ public struct GatewayConfig: Sendable, Equatable {
         /// every third of it while delivering): after a crash, delivery resumes within about this long.
         public var leaseSeconds: Int64 = 10
         public init() {}
+    }
+
+    /// Intervals of `serve`'s background work. The environment overrides each (`overridden(by:)`).
+    public struct Background: Sendable, Equatable {
+        /// A reconciliation pass every this many seconds (0: none; `iapgw reconcile` still runs one).
+        public var reconcileIntervalSeconds: Int64 = 900
+        /// Raw notification bodies are kept this many days.
+        public var notificationRetentionDays: Int64 = 30
+        /// How often entitlements whose period ended by time alone are moved and announced.
+        public var entitlementSweepSeconds: Int64 = 30
+        public init() {}
+
+        /// Each setting: its key in the gateway file, its environment variable, its range.
+        static var settings: [(key: String, variable: String, range: ClosedRange<Int64>,
+                               value: WritableKeyPath<Background, Int64>)] { [
+            ("reconcileIntervalSeconds", "IAPGW_RECONCILE_INTERVAL_SECONDS", 0...86_400, \.reconcileIntervalSeconds),
+            ("notificationRetentionDays", "IAPGW_NOTIFICATION_RETENTION_DAYS", 1...3_650, \.notificationRetentionDays),
+            ("entitlementSweepSeconds", "IAPGW_ENTITLEMENT_SWEEP_SECONDS", 1...60, \.entitlementSweepSeconds),
+        ] }
+
+        /// These settings with each one's environment variable, where set, taking its place.
+        public func overridden(by environment: [String: String]) throws(VerificationError) -> Background {
+            var settings = self
+            for setting in Self.settings {
+                guard let text = environment[setting.variable] else { continue }
+                guard let value = Int64(text), setting.range.contains(value) else {
+                    throw VerificationError(.invalidConfiguration, "\(setting.variable) must be an integer in"
+                        + " \(setting.range.lowerBound)...\(setting.range.upperBound)")
+                }
+                settings[keyPath: setting.value] = value
+            }
+            return settings
+        }
+    }
+
+    /// The server's certificate and key (PEM files; relative paths are relative to the gateway file's folder).
+    public struct TLS: Sendable, Equatable {
+        public enum Version: String, Sendable, Equatable { case tls12 = "1.2", tls13 = "1.3" }
+        /// The server's certificate first, then any intermediates.
+        public var certificateFile: URL
+        /// Unencrypted: the gateway starts unattended.
+        public var privateKeyFile: URL
+        /// The oldest protocol version offered; TLS 1.2 unless set.
+        public var minimumVersion = Version.tls12
+
+        public init(certificateFile: URL, privateKeyFile: URL, minimumVersion: Version = .tls12) {
+            self.certificateFile = certificateFile
+            self.privateKeyFile = privateKeyFile
+            self.minimumVersion = minimumVersion
+        }
     }
 
     public struct Limits: Sendable, Equatable {
@@ -131,13 +188,33 @@ struct GatewayConfigDecoder {
             if let g = w.optional("leaseSeconds") { config.webhooks.leaseSeconds = try g.integer(in: 3...300) }
             try w.finish()
         }
-        if let f = o.optional("appsDirectory") {
-            let text = try f.nonEmptyString()
-            config.appsDirectory = (text.hasPrefix("/") ? URL(fileURLWithPath: text)
-                : baseDirectory.appendingPathComponent(text))
+        if let f = o.optional("background") {
+            let b = try f.object()
+            for setting in GatewayConfig.Background.settings {
+                if let g = b.optional(setting.key) { config.background[keyPath: setting.value] = try g.integer(in: setting.range) }
+            }
+            try b.finish()
+        }
+        if let f = o.optional("receiptSealKey") {
+            config.receiptSealKey = try AppPolicyDecoder(file: file, baseDirectory: baseDirectory).decodeSecret(f, allowPrevious: false)
+        }
+        if let f = o.optional("appsDirectory") { config.appsDirectory = try path(f) }
+        if let f = o.optional("tls") {
+            let t = try f.object()
+            var tls = GatewayConfig.TLS(certificateFile: try path(try t.required("certificateFile")),
+                                        privateKeyFile: try path(try t.required("privateKeyFile")))
+            if let g = t.optional("minimumVersion") { tls.minimumVersion = try g.oneOf([("1.2", .tls12), ("1.3", .tls13)]) }
+            try t.finish()
+            config.tls = tls
         }
         try o.finish()
         return config
+    }
+
+    /// Relative to the gateway file's folder, like the app policies' paths.
+    private func path(_ field: ConfigField) throws(VerificationError) -> URL {
+        let text = try field.nonEmptyString()
+        return text.hasPrefix("/") ? URL(fileURLWithPath: text) : baseDirectory.appendingPathComponent(text)
     }
 
     /// HTTPS, except plain HTTP to this machine (the local App Store simulator).

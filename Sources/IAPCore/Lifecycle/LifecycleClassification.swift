@@ -37,67 +37,67 @@ struct LifecycleClassification: Equatable {
     var notices: [WebhookEvent.Kind] = []
 
     static func classify(_ type: NotificationType, _ subtype: NotificationSubtype?) -> Self {
-        let sub = subtype?.rawValue
-        func when(_ allowed: [String?], _ effect: Effect, _ notices: [WebhookEvent.Kind] = []) -> Self {
+        let sub = subtype
+        func when(_ allowed: [NotificationSubtype?], _ effect: Effect, _ notices: [WebhookEvent.Kind] = []) -> Self {
             allowed.contains(sub) ? Self(effect: effect, notices: notices) : Self(effect: .unknown)
         }
-        switch type.rawValue {
-        case "SUBSCRIBED":
-            return when(["INITIAL_BUY", "RESUBSCRIBE"], .decides(.transactionDates))
-        case "DID_RENEW":
-            return when([nil, "BILLING_RECOVERY"], .decides(.transactionDates))
-        case "DID_CHANGE_RENEWAL_PREF":
+        switch type {
+        case .subscribed:
+            return when([.initialBuy, .resubscribe], .decides(.transactionDates))
+        case .didRenew:
+            return when([nil, .billingRecovery], .decides(.transactionDates))
+        case .didChangeRenewalPref:
             // UPGRADE: Apple bills the new product at once and its transaction starts now.
             // DOWNGRADE (or no subtype: the customer went back to the current product): only
             // autoRenewProductId moves; the product changes with the next DID_RENEW.
-            if sub == "UPGRADE" { return Self(effect: .decides(.transactionDates)) }
-            return when([nil, "DOWNGRADE"], .informs)
-        case "DID_CHANGE_RENEWAL_STATUS":
-            return when(["AUTO_RENEW_ENABLED", "AUTO_RENEW_DISABLED"], .informs)
-        case "OFFER_REDEEMED":
+            if sub == .upgrade { return Self(effect: .decides(.transactionDates)) }
+            return when([nil, .downgrade], .informs)
+        case .didChangeRenewalStatus:
+            return when([.autoRenewEnabled, .autoRenewDisabled], .informs)
+        case .offerRedeemed:
             // A downgrade offer applies from the next renewal; the others start or confirm a period.
-            if sub == "DOWNGRADE" { return Self(effect: .informs) }
-            return when([nil, "INITIAL_BUY", "RESUBSCRIBE", "UPGRADE"], .decides(.transactionDates))
-        case "DID_FAIL_TO_RENEW":
-            if sub == "GRACE_PERIOD" { return Self(effect: .decides(.gracePeriod)) }
+            if sub == .downgrade { return Self(effect: .informs) }
+            return when([nil, .initialBuy, .resubscribe, .upgrade], .decides(.transactionDates))
+        case .didFailToRenew:
+            if sub == .gracePeriod { return Self(effect: .decides(.gracePeriod)) }
             return when([nil], .decides(.billingRetry))
-        case "GRACE_PERIOD_EXPIRED":
+        case .gracePeriodExpired:
             return when([nil], .decides(.gracePeriodExpired))
-        case "EXPIRED":
-            return when([nil, "VOLUNTARY", "BILLING_RETRY", "PRICE_INCREASE", "PRODUCT_NOT_FOR_SALE"],
+        case .expired:
+            return when([nil, .voluntary, .billingRetry, .priceIncrease, .productNotForSale],
                         .decides(.expired))
-        case "PRICE_INCREASE":
-            return when(["PENDING", "ACCEPTED"], .informs, [.priceIncrease])
-        case "REFUND":
+        case .priceIncrease:
+            return when([.pending, .accepted], .informs, [.priceIncrease])
+        case .refund:
             return when([nil], .decides(.refunded))
-        case "REFUND_DECLINED":
+        case .refundDeclined:
             return when([nil], .informs, [.refundDeclined])
-        case "REFUND_REVERSED":
+        case .refundReversed:
             // Apple removes the revocation fields from the transaction: its dates decide again.
             return when([nil], .decides(.transactionDates))
-        case "REVOKE":
+        case .revoke:
             return when([nil], .decides(.revoked))
-        case "CONSUMPTION_REQUEST":
+        case .consumptionRequest:
             return when([nil], .informs, [.consumptionRequested])
-        case "RENEWAL_EXTENDED":
+        case .renewalExtended:
             return when([nil], .decides(.transactionDates))
-        case "RENEWAL_EXTENSION":
+        case .renewalExtension:
             // SUMMARY ends a mass extension (each chain got its own RENEWAL_EXTENDED); FAILURE
             // says one chain was not extended, so it keeps the expiresDate it had.
-            return when(["SUMMARY", "FAILURE"], .noChain)
-        case "ONE_TIME_CHARGE":
+            return when([.summary, .failure], .noChain)
+        case .oneTimeCharge:
             return when([nil], .decides(.transactionDates))
-        case "TEST":
+        case .test:
             return when([nil], .noChain, [.test])
-        case "EXTERNAL_PURCHASE_TOKEN":
-            return when([nil, "UNREPORTED"], .noChain)
-        case "METADATA_UPDATE", "MIGRATION", "PRICE_CHANGE":
+        case .externalPurchaseToken:
+            return when([nil, .unreported], .noChain)
+        case .metadataUpdate, .migration, .priceChange:
             // Advanced Commerce changes to a subscription's description or price: nothing the
             // entitlement depends on; the renewal info they carry is still recorded.
-            return when([nil] + NotificationSubtype.known.map(\.rawValue), .informs)
-        case SubscriptionLifecycle.reconciledStatus.rawValue:
+            return when([nil] + NotificationSubtype.known.map(Optional.some), .informs)
+        case SubscriptionLifecycle.reconciledStatus:
             return when([nil], .decides(.currentStatus))
-        case "RESCIND_CONSENT":
+        case .rescindConsent:
             return when([nil], .noChain, [.consentRescinded])
         default:
             return Self(effect: .unknown)

@@ -86,7 +86,7 @@ public enum SubscriptionLifecycle {
             out.append(webhooks.entitlementChanged(state))
         }
         if renewalPreferenceChanged(from: current, to: state),
-           ["DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS"].contains(event.notificationType.rawValue) {
+           [.didChangeRenewalPref, .didChangeRenewalStatus].contains(event.notificationType) {
             out.append(webhooks.notice(.renewalPreferenceChanged, state: state))
         }
         out += notices
@@ -153,9 +153,9 @@ public enum SubscriptionLifecycle {
     }
 
     static func autoRenewStatusImplied(by subtype: NotificationSubtype?) -> AutoRenewStatus? {
-        switch subtype?.rawValue {
-        case "AUTO_RENEW_ENABLED": .on
-        case "AUTO_RENEW_DISABLED": .off
+        switch subtype {
+        case .autoRenewEnabled?: .on
+        case .autoRenewDisabled?: .off
         default: nil
         }
     }
@@ -172,7 +172,7 @@ public enum SubscriptionLifecycle {
 
     /// A refunded consumable was already used up: the app must claw it back, whatever the state.
     static func consumableRefund(_ event: LifecycleEvent, _ webhooks: LifecycleWebhooks) -> [WebhookEvent] {
-        guard event.notificationType.rawValue == "REFUND", event.transaction?.type == .consumable else { return [] }
+        guard event.notificationType == .refund, event.transaction?.type == .consumable else { return [] }
         return [webhooks.notice(.consumableRefunded)]
     }
 }

@@ -124,24 +124,65 @@ public struct PriceIncreaseStatus: OpenIntValue {
     public static let known: [Self] = [.notResponded, .consented]
 }
 
+/// App Store Server Notifications V2 `notificationType` (Apple's documented values, named once).
 public struct NotificationType: OpenStringValue {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
+    public static let subscribed = Self(rawValue: "SUBSCRIBED")
+    public static let didChangeRenewalPref = Self(rawValue: "DID_CHANGE_RENEWAL_PREF")
+    public static let didChangeRenewalStatus = Self(rawValue: "DID_CHANGE_RENEWAL_STATUS")
+    public static let offerRedeemed = Self(rawValue: "OFFER_REDEEMED")
+    public static let didRenew = Self(rawValue: "DID_RENEW")
+    public static let expired = Self(rawValue: "EXPIRED")
+    public static let didFailToRenew = Self(rawValue: "DID_FAIL_TO_RENEW")
+    public static let gracePeriodExpired = Self(rawValue: "GRACE_PERIOD_EXPIRED")
+    public static let priceIncrease = Self(rawValue: "PRICE_INCREASE")
+    public static let refund = Self(rawValue: "REFUND")
+    public static let refundDeclined = Self(rawValue: "REFUND_DECLINED")
+    public static let consumptionRequest = Self(rawValue: "CONSUMPTION_REQUEST")
+    public static let renewalExtended = Self(rawValue: "RENEWAL_EXTENDED")
+    public static let revoke = Self(rawValue: "REVOKE")
+    public static let test = Self(rawValue: "TEST")
+    public static let renewalExtension = Self(rawValue: "RENEWAL_EXTENSION")
+    public static let refundReversed = Self(rawValue: "REFUND_REVERSED")
+    public static let externalPurchaseToken = Self(rawValue: "EXTERNAL_PURCHASE_TOKEN")
+    public static let oneTimeCharge = Self(rawValue: "ONE_TIME_CHARGE")
+    public static let metadataUpdate = Self(rawValue: "METADATA_UPDATE")
+    public static let migration = Self(rawValue: "MIGRATION")
+    public static let priceChange = Self(rawValue: "PRICE_CHANGE")
+    public static let rescindConsent = Self(rawValue: "RESCIND_CONSENT")
     public static let known: [Self] = [
-        "SUBSCRIBED", "DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS", "OFFER_REDEEMED", "DID_RENEW",
-        "EXPIRED", "DID_FAIL_TO_RENEW", "GRACE_PERIOD_EXPIRED", "PRICE_INCREASE", "REFUND", "REFUND_DECLINED",
-        "CONSUMPTION_REQUEST", "RENEWAL_EXTENDED", "REVOKE", "TEST", "RENEWAL_EXTENSION", "REFUND_REVERSED",
-        "EXTERNAL_PURCHASE_TOKEN", "ONE_TIME_CHARGE", "METADATA_UPDATE", "MIGRATION", "PRICE_CHANGE",
-        "RESCIND_CONSENT",
-    ].map(Self.init(rawValue:))
+        .subscribed, .didChangeRenewalPref, .didChangeRenewalStatus, .offerRedeemed, .didRenew, .expired,
+        .didFailToRenew, .gracePeriodExpired, .priceIncrease, .refund, .refundDeclined, .consumptionRequest,
+        .renewalExtended, .revoke, .test, .renewalExtension, .refundReversed, .externalPurchaseToken,
+        .oneTimeCharge, .metadataUpdate, .migration, .priceChange, .rescindConsent,
+    ]
 }
 
+/// App Store Server Notifications V2 `subtype`.
 public struct NotificationSubtype: OpenStringValue {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
+    public static let initialBuy = Self(rawValue: "INITIAL_BUY")
+    public static let resubscribe = Self(rawValue: "RESUBSCRIBE")
+    public static let downgrade = Self(rawValue: "DOWNGRADE")
+    public static let upgrade = Self(rawValue: "UPGRADE")
+    public static let autoRenewEnabled = Self(rawValue: "AUTO_RENEW_ENABLED")
+    public static let autoRenewDisabled = Self(rawValue: "AUTO_RENEW_DISABLED")
+    public static let voluntary = Self(rawValue: "VOLUNTARY")
+    public static let billingRetry = Self(rawValue: "BILLING_RETRY")
+    public static let priceIncrease = Self(rawValue: "PRICE_INCREASE")
+    public static let gracePeriod = Self(rawValue: "GRACE_PERIOD")
+    public static let pending = Self(rawValue: "PENDING")
+    public static let accepted = Self(rawValue: "ACCEPTED")
+    public static let billingRecovery = Self(rawValue: "BILLING_RECOVERY")
+    public static let productNotForSale = Self(rawValue: "PRODUCT_NOT_FOR_SALE")
+    public static let summary = Self(rawValue: "SUMMARY")
+    public static let failure = Self(rawValue: "FAILURE")
+    public static let unreported = Self(rawValue: "UNREPORTED")
     public static let known: [Self] = [
-        "INITIAL_BUY", "RESUBSCRIBE", "DOWNGRADE", "UPGRADE", "AUTO_RENEW_ENABLED", "AUTO_RENEW_DISABLED",
-        "VOLUNTARY", "BILLING_RETRY", "PRICE_INCREASE", "GRACE_PERIOD", "PENDING", "ACCEPTED",
-        "BILLING_RECOVERY", "PRODUCT_NOT_FOR_SALE", "SUMMARY", "FAILURE", "UNREPORTED",
-    ].map(Self.init(rawValue:))
+        .initialBuy, .resubscribe, .downgrade, .upgrade, .autoRenewEnabled, .autoRenewDisabled, .voluntary,
+        .billingRetry, .priceIncrease, .gracePeriod, .pending, .accepted, .billingRecovery, .productNotForSale,
+        .summary, .failure, .unreported,
+    ]
 }

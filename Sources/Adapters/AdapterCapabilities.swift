@@ -1,0 +1,38 @@
+import AppleTrust
+import IAPCore
+
+// What some adapters can do besides verifying presented evidence. The gateway finds them by
+// capability (`AdapterRegistry.capability`), never by an adapter's concrete type, so an adapter
+// that gains one is found without an edit elsewhere.
+
+/// Apple's live answer about a receipt no client presented just now: one the gateway kept sealed
+/// (re-verification) or the one a V1 notification carries.
+public protocol ReceiptReverifying: VerificationAdapter {
+    func reverify(receipt base64: String, for app: AppPolicy, policy: any EvidencePolicy) async throws(VerificationError)
+        -> AdapterOutcome
+}
+
+/// What reconciliation reads with the App Store Server API: the app's client (history, statuses,
+/// consumption answers) and a status item verified against the app's pinned roots and normalised.
+public protocol ReconciliationSource: Sendable {
+    func client(for app: AppPolicy) throws(VerificationError) -> AppStoreServerAPIClient
+    func verifiedStatus(_ item: LastTransactionsItem, app: AppPolicy)
+        throws(VerificationError) -> (transaction: CanonicalTransaction, renewal: CanonicalRenewal?)
+}
+
+/// Verified certificate-chain cache lookups, for `/metrics`.
+public protocol ChainCacheReporting: Sendable {
+    var chainCacheCounts: (hits: Int, misses: Int) { get }
+}
+
+extension AdapterRegistry {
+    /// The first registered adapter (by id) that has `capability`; nil when none has.
+    public func capability<Capability>(_ capability: Capability.Type) -> Capability? {
+        all(capability).first
+    }
+
+    /// Every registered adapter that has `capability`, by id.
+    public func all<Capability>(_ capability: Capability.Type) -> [Capability] {
+        ids.compactMap { adapter($0) as? Capability }
+    }
+}

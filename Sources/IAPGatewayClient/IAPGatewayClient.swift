@@ -1,0 +1,186 @@
+import Foundation
+
+/// The gateway's HTTP API (v1) for one app, as an app backend calls it. Every call is bounded by
+/// `timeout`; every failure is an `IAPGatewayError` that says whether retrying can help.
+public struct IAPGatewayClient: Sendable {
+    public let baseURL: URL
+    public let bundleId: String
+    public let timeout: Duration
+    private let apiKey: String
+    private let transport: any IAPGatewayTransport
+
+    /// `baseURL` is the gateway's root (`https://iapgw.internal:8443`). The API key travels in every
+    /// request, so plain `http` is refused unless the gateway is on this machine or
+    /// `allowPlainHTTP` says the network between is trusted.
+    public init(baseURL: URL, bundleId: String, apiKey: String, timeout: Duration = .seconds(20),
+                allowPlainHTTP: Bool = false, transport: any IAPGatewayTransport = URLSessionTransport()) throws {
+        let scheme = baseURL.scheme?.lowercased()
+        let loopback = ["localhost", "127.0.0.1", "::1", "[::1]"].contains(baseURL.host?.lowercased() ?? "")
+        guard scheme == "https" || (scheme == "http" && (loopback || allowPlainHTTP)) else {
+            throw IAPGatewayError.client(.invalidRequest,
+                "the gateway URL must be https (plain http only to this machine, or with allowPlainHTTP)", retryable: false)
+        }
+        guard timeout > .zero, !bundleId.isEmpty, !apiKey.isEmpty else {
+            throw IAPGatewayError.client(.invalidRequest, "bundleId, apiKey and a positive timeout are required",
+                                         retryable: false)
+        }
+        self.baseURL = baseURL
+        self.bundleId = bundleId
+        self.apiKey = apiKey
+        self.timeout = timeout
+        self.transport = transport
+    }
+
+    /// A single-use nonce for the next receipt verification of `account`.
+    public func nonce(account: String) async throws(IAPGatewayError) -> IAPGatewayNonce {
+        try await call("POST", ["nonces"], body: ["account": account])
+    }
+
+    /// Verifies `evidence` for `account` and, when genuine, binds its purchases to the account and grants them.
+    public func verify(account: String, evidence: IAPGatewayEvidence) async throws(IAPGatewayError) -> IAPGatewayVerification {
+        try await call("POST", ["verify"], body: evidence.members.merging(["account": account]) { own, _ in own })
+    }
+
+    /// The old-app flow in one call: a fresh nonce, then the receipt with it. Retry this whole call
+    /// (a nonce is spent by every attempt, whatever its outcome).
+    public func verifyReceipt(_ base64Receipt: String, account: String) async throws(IAPGatewayError) -> IAPGatewayVerification {
+        let nonce = try await nonce(account: account)
+        return try await verify(account: account, evidence: .receipt(base64Receipt, nonce: nonce.nonce))
+    }
+
+    /// What `account` holds now.
+    public func entitlements(account: String) async throws(IAPGatewayError) -> [IAPGatewayEntitlement] {
+        let answer: EntitlementsAnswer = try await call("GET", ["accounts", account, "entitlements"], body: nil)
+        return answer.entitlements
+    }
+
+    /// The appAccountToken the gateway expects for `account` of this app (see `appAccountToken(bundleId:account:sha256:)`).
+    public func appAccountToken(account: String) -> UUID {
+        derivedToken(bundleId: bundleId, account: account)
+    }
+
+    // MARK: One exchange
+
+    private func call<Answer: Decodable>(_ method: String, _ segments: [String],
+                                         body: [String: String]?) async throws(IAPGatewayError) -> Answer {
+        // Each segment percent-encoded whole, so an account holding "/" or "?" stays one segment.
+        let path = (["v1", "apps", bundleId] + segments).map(Self.percentEncoded).joined(separator: "/")
+        let root = baseURL.absoluteString.hasSuffix("/") ? String(baseURL.absoluteString.dropLast()) : baseURL.absoluteString
+        guard let url = URL(string: root + "/" + path) else {
+            throw IAPGatewayError.client(.invalidRequest, "the request URL could not be formed", retryable: false)
+        }
+        var headers = ["Authorization": "Bearer \(apiKey)", "Accept": "application/json"]
+        var data: Data?
+        if let body {
+            headers["Content-Type"] = "application/json"
+            do { data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]) } catch {
+                throw IAPGatewayError.client(.invalidRequest, "the request could not be encoded", retryable: false)
+            }
+        }
+        let request = IAPGatewayHTTPRequest(method: method, url: url, headers: headers, body: data, timeout: timeout)
+        let response = try await Self.exchange(request, transport: transport)
+        return try Self.decode(response)
+    }
+
+    /// The transport's answer or TIMEOUT, whichever comes first: the deadline holds even for a
+    /// transport that ignores cancellation (it is cancelled, and its late answer dropped).
+    static func exchange(_ request: IAPGatewayHTTPRequest,
+                         transport: any IAPGatewayTransport) async throws(IAPGatewayError) -> IAPGatewayHTTPResponse {
+        let race = FirstOutcome<IAPGatewayHTTPResponse>()
+        let timeout = request.timeout
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    race.start(continuation,
+                               work: Task {
+                                   do { race.finish(.success(try await transport.send(request))) } catch {
+                                       race.finish(.failure(error))
+                                   }
+                               },
+                               timer: Task {
+                                   try? await Task.sleep(for: timeout)
+                                   race.finish(.failure(IAPGatewayError.client(
+                                       .timedOut, "the gateway did not answer within \(timeout)", retryable: true)))
+                               })
+                }
+            } onCancel: {
+                race.finish(.failure(CancellationError()))
+            }
+        } catch let error as IAPGatewayError {
+            throw error
+        } catch is CancellationError {
+            throw IAPGatewayError.client(.transportFailed, "the call was cancelled", retryable: true)
+        } catch {
+            // The transport's text (hosts, certificates) goes to `detail`, for the backend's log only.
+            throw IAPGatewayError.client(.transportFailed, "the request did not reach the gateway or got no answer",
+                                         retryable: true, detail: String(describing: error))
+        }
+    }
+
+    /// RFC 3986's unreserved characters stay; every other byte of the UTF-8 is %XX.
+    static func percentEncoded(_ segment: String) -> String {
+        let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        return segment.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+    }
+
+    static func decode<Answer: Decodable>(_ response: IAPGatewayHTTPResponse) throws(IAPGatewayError) -> Answer {
+        let wait = retryAfter(response.headers["retry-after"])
+        if (200..<300).contains(response.status) {
+            do { return try JSONDecoder().decode(Answer.self, from: response.body) } catch {
+                throw IAPGatewayError.client(.unexpectedAnswer, "the gateway's answer could not be read",
+                                             status: response.status, retryable: false, detail: String(describing: error))
+            }
+        }
+        guard let envelope = try? JSONDecoder().decode(ErrorEnvelope.self, from: response.body) else {
+            // Not the gateway's envelope: a proxy in front of it; 502-504 there mean the gateway is unreachable.
+            throw IAPGatewayError.client(.unexpectedAnswer, "HTTP \(response.status) without the gateway's error envelope",
+                                         status: response.status, retryAfter: wait,
+                                         retryable: [502, 503, 504].contains(response.status))
+        }
+        let e = envelope.error
+        throw IAPGatewayError(kind: .refused, code: e.code, message: e.message, retryable: e.retryable,
+                              status: response.status, retryAfter: wait,
+                              requestId: e.requestId ?? response.headers["x-request-id"])
+    }
+}
+
+/// The free function, under a name the method of the same name does not shadow.
+private func derivedToken(bundleId: String, account: String) -> UUID {
+    appAccountToken(bundleId: bundleId, account: account, sha256: IAPGatewaySHA256.hash)
+}
+
+/// Hands the first outcome to the continuation and cancels the other task.
+private final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Value, any Error>?
+    private var early: Result<Value, any Error>?
+    private var tasks: [Task<Void, Never>] = []
+    private var done = false
+
+    func start(_ continuation: CheckedContinuation<Value, any Error>, work: Task<Void, Never>, timer: Task<Void, Never>) {
+        lock.lock()
+        tasks = [work, timer]
+        if let early {
+            lock.unlock()
+            work.cancel()
+            timer.cancel()
+            continuation.resume(with: early)
+            return
+        }
+        self.continuation = continuation
+        lock.unlock()
+    }
+
+    func finish(_ outcome: Result<Value, any Error>) {
+        lock.lock()
+        guard !done else { lock.unlock(); return }
+        done = true
+        let continuation = self.continuation
+        self.continuation = nil
+        let tasks = self.tasks
+        if continuation == nil { early = outcome }
+        lock.unlock()
+        for task in tasks { task.cancel() }
+        continuation?.resume(with: outcome)
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+
+/// A single-use nonce for one receipt verification of one account.
+public struct IAPGatewayNonce: Sendable, Equatable, Decodable {
+    public let nonce: String
+    public let expiresAt: Date
+
+    enum CodingKeys: String, CodingKey { case nonce, expiresAt }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        nonce = try c.decode(String.self, forKey: .nonce)
+        expiresAt = try c.decodeMillis(.expiresAt)
+    }
+}
+
+/// One kind of purchase evidence, as the app sent it to its backend.
+public enum IAPGatewayEvidence: Sendable, Equatable {
+    /// An old app's base64 App Store receipt, with a nonce from `nonce(account:)` (one attempt per nonce).
+    case receipt(String, nonce: String?)
+    /// A transaction id (StoreKit 2 `Transaction.id`), looked up with Apple's Server API.
+    case transactionId(String)
+    /// StoreKit 2's `VerificationResult.jwsRepresentation`.
+    case signedTransaction(String)
+
+    var members: [String: String] {
+        switch self {
+        case .receipt(let receipt, let nonce):
+            var members = ["receipt": receipt]
+            if let nonce { members["nonce"] = nonce }
+            return members
+        case .transactionId(let id): return ["transactionId": id]
+        case .signedTransaction(let jws): return ["signedTransaction": jws]
+        }
+    }
+}
+
+/// The gateway's verify answer (README, "Verdict").
+public struct IAPGatewayVerification: Sendable, Equatable, Decodable {
+    public enum Verdict: String, Sendable, Decodable {
+        /// At least one purchase of the evidence grants access now: unlock, then finish the transaction.
+        case granted
+        /// Genuine and bound to the account, but nothing in it grants access now (expired, say).
+        case notGranted
+    }
+
+    public let account: String
+    public let verdict: Verdict
+    /// `Production` or `Sandbox` (or `Xcode` / `LocalTesting` where a policy allows them).
+    public let environment: String
+    public let transactions: [IAPGatewayTransaction]
+    /// Transactions granted by this call (credit consumables for these alone) and by earlier ones.
+    public let newlyGranted: [String]
+    public let alreadyGranted: [String]
+    /// Refunded or revoked purchases of a receipt that still holds a live one.
+    public let revoked: [String]
+    public let entitlements: [IAPGatewayEntitlement]
+}
+
+/// A purchase as the gateway normalised it (the fields a backend acts on; see the OpenAPI document for all).
+public struct IAPGatewayTransaction: Sendable, Equatable, Decodable {
+    public let transactionId: String
+    public let originalTransactionId: String?
+    public let productId: String
+    /// Apple's type: `Auto-Renewable Subscription`, `Non-Consumable`, `Consumable`, `Non-Renewing Subscription`.
+    public let type: String?
+    public let quantity: Int?
+    public let purchaseDate: Date?
+    public let expiresDate: Date?
+    public let revocationDate: Date?
+    public let appAccountToken: String?
+
+    enum CodingKeys: String, CodingKey {
+        case transactionId, originalTransactionId, productId, type, quantity, purchaseDate, expiresDate, revocationDate,
+             appAccountToken
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        transactionId = try c.decode(String.self, forKey: .transactionId)
+        originalTransactionId = try c.decodeIfPresent(String.self, forKey: .originalTransactionId)
+        productId = try c.decode(String.self, forKey: .productId)
+        type = try c.decodeIfPresent(String.self, forKey: .type)
+        quantity = try c.decodeIfPresent(Int.self, forKey: .quantity)
+        purchaseDate = try c.decodeMillisIfPresent(.purchaseDate)
+        expiresDate = try c.decodeMillisIfPresent(.expiresDate)
+        revocationDate = try c.decodeMillisIfPresent(.revocationDate)
+        appAccountToken = try c.decodeIfPresent(String.self, forKey: .appAccountToken)
+    }
+}
+
+/// What an account holds for one purchase chain, judged at the time of the answer.
+public struct IAPGatewayEntitlement: Sendable, Equatable, Decodable {
+    public let productId: String
+    public let originalTransactionId: String
+    /// `active`, `gracePeriod`, `billingRetry`, `expired`, `refunded`, `revoked`, ...
+    public let state: String
+    /// Whether to unlock now, under the app's grace-period policy. Act on this, not on `state`.
+    public let grantsAccess: Bool
+    public let expiresDate: Date?
+
+    enum CodingKeys: String, CodingKey { case productId, originalTransactionId, state, grantsAccess, expiresDate }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        productId = try c.decode(String.self, forKey: .productId)
+        originalTransactionId = try c.decode(String.self, forKey: .originalTransactionId)
+        state = try c.decode(String.self, forKey: .state)
+        grantsAccess = try c.decode(Bool.self, forKey: .grantsAccess)
+        expiresDate = try c.decodeMillisIfPresent(.expiresDate)
+    }
+}
+
+struct EntitlementsAnswer: Decodable {
+    let entitlements: [IAPGatewayEntitlement]
+}
+
+struct ErrorEnvelope: Decodable {
+    struct Body: Decodable {
+        let code: String
+        let message: String
+        let retryable: Bool
+        let requestId: String?
+    }
+    let error: Body
+}
+
+/// The gateway's dates are milliseconds since 1970, as Apple's are.
+extension KeyedDecodingContainer {
+    func decodeMillis(_ key: Key) throws -> Date {
+        Date(timeIntervalSince1970: Double(try decode(Int64.self, forKey: key)) / 1000)
+    }
+
+    func decodeMillisIfPresent(_ key: Key) throws -> Date? {
+        try decodeIfPresent(Int64.self, forKey: key).map { Date(timeIntervalSince1970: Double($0) / 1000) }
+    }
+}
