@@ -19,6 +19,9 @@ final class SimulatorStore: Sendable {
         var nextOrderNumber: Int64 = 1
         var sequence: Int64 = 0
         var appTransactionIds: [String: String] = [:]
+        /// The paid download of the app itself, by the same key as `appTransactionIds` (what an
+        /// AppTransaction and a receipt's original_application_version state); absent: "1.0", now.
+        var appPurchases: [String: AppPurchase] = [:]
         /// Planted discrepancies by transactionId (see PlantedDiscrepancies.swift).
         var plants: [String: PlantRecord] = [:]
         var plantOrder: Int64 = 0
@@ -237,6 +240,32 @@ final class SimulatorStore: Sendable {
     func latestTransactionId(for originalTransactionId: String) -> String? {
         state.withLock { s in
             s.chains[originalTransactionId]?.latestTransactionId ?? s.transactions[originalTransactionId]?.transactionId
+        }
+    }
+
+    /// Records the owner's download of the app (version and date) and answers its appTransactionId.
+    func setAppPurchase(_ purchase: AppPurchase, owner: String, bundleId: String, environment: AppStoreEnvironment) -> String {
+        state.withLock { s in
+            let id = s.appTransactionId(owner: owner, bundleId: bundleId, environment: environment)
+            s.appPurchases["\(environment.rawValue)|\(bundleId)|\(owner)"] = purchase
+            return id
+        }
+    }
+
+    func appPurchase(owner: String, bundleId: String, environment: AppStoreEnvironment) -> AppPurchase? {
+        state.withLock { $0.appPurchases["\(environment.rawValue)|\(bundleId)|\(owner)"] }
+    }
+
+    /// The owner whose app download (or any purchase) has this id: an appTransactionId, a
+    /// transactionId or an originalTransactionId, as Get App Transaction Info accepts.
+    func appOwner(anyTransactionId id: String, bundleId: String, environment: AppStoreEnvironment) -> String? {
+        state.withLock { s in
+            let prefix = "\(environment.rawValue)|\(bundleId)|"
+            if let key = s.appTransactionIds.first(where: { $0.value == id && $0.key.hasPrefix(prefix) })?.key {
+                return String(key.dropFirst(prefix.count))
+            }
+            guard let t = s.transactions[id], t.bundleId == bundleId, t.environment == environment else { return nil }
+            return t.owner
         }
     }
 

@@ -36,6 +36,8 @@ public struct AppPolicy: Sendable, Equatable {
     /// Tell the App Store (Finish Transaction) that each newly granted purchase was delivered, from
     /// the ledger's finish outbox once the grant is durable; false: the app's StoreKit `finish()` does it.
     public var finishTransactions = false
+    /// Products granted to those who bought the app before it went free; nil: none.
+    public var grandfathering: Grandfathering? = nil
     /// Thresholds of the cutover verdict (`readiness` in the app file; defaults otherwise).
     public var readiness: Readiness = .standard
 

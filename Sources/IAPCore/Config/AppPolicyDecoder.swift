@@ -60,6 +60,9 @@ struct AppPolicyDecoder {
             try AppPolicy.ConsumptionResponse.decode(f)
         }
         let finishTransactions = try o.optional("finishTransactions")?.bool() ?? false
+        let grandfathering = try o.optional("grandfathering").map { f throws(VerificationError) in
+            try AppPolicy.Grandfathering.decode(f, catalog: catalog)
+        }
         let readiness = try o.optional("readiness").map { f throws(VerificationError) in try AppPolicy.Readiness.decode(f) }
         try o.finish()
 
@@ -79,6 +82,7 @@ struct AppPolicyDecoder {
             onlineChecks: onlineChecks, localOnlyJWS: localOnlyJWS, apiKey: apiKey, webhook: webhook)
         policy.consumptionResponse = consumption
         policy.finishTransactions = finishTransactions
+        policy.grandfathering = grandfathering
         policy.readiness = readiness ?? .standard
         return policy
     }
