@@ -121,6 +121,7 @@ public final class SQLLedger: Sendable {
             }
             var reads = ClaimReads()
             try refuseIfRevokedSinceFacts(claim, &reads, connection)
+            for key in Set(claim.appPurchaseKeys).sorted() { try bind(key, in: claim, &reads, connection) }
             var seen = Set<String>()
             for transaction in claim.transactions where seen.insert(transaction.transactionId).inserted {
                 let key = transaction.originalTransactionId ?? transaction.transactionId
