@@ -28,13 +28,13 @@ var targets: [Target] = [
     .target(name: "TestPKI", dependencies: ["AppleTrust", "COpenSSL"]),
 
     // Durable state after verification: nonces, ownership, grants, entitlements, audit (SQLite or PostgreSQL).
-    .target(name: "Ledger", dependencies: ["IAPCore", "CSQLite", "CLibPQ", "COpenSSL"]),
+    .target(name: "Ledger", dependencies: ["IAPCore", "AppleTrust", "CSQLite", "CLibPQ"]),
 
     // HTTP/1.1 serving on libmicrohttpd: transport only; handlers are plain async functions.
     .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
 
     // Outgoing HTTPS to Apple (and plain HTTP to loopback simulators) on libcurl.
-    .target(name: "UpstreamHTTP", dependencies: ["CCurl"]),
+    .target(name: "UpstreamHTTP", dependencies: ["IAPCore", "CCurl"]),
 
     // The plugin protocol (VerificationAdapter) and the adapters: verifyReceipt, App Store Server API.
     .target(name: "Adapters", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "UpstreamHTTP"]),
@@ -64,16 +64,20 @@ var targets: [Target] = [
                                                         "TestPKI", "Gateway", "Ledger", "AppStoreSimulator", "Demo",
                                                         "UpstreamHTTP"]),
 
-    .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore"], exclude: ["Fixtures"]),
+    // What tests share (the seeded generator, the end-to-end harness); linked by tests only.
+    .target(name: "TestSupport", dependencies: ["Demo", "Gateway", "AppStoreSimulator", "AppleTrust", "IAPCore",
+                                                "HTTPServer", "UpstreamHTTP"], path: "Tests/TestSupport"),
+
+    .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore", "TestSupport"], exclude: ["Fixtures"]),
     .testTarget(name: "AppleTrustTests", dependencies: ["AppleTrust", "TestPKI", "IAPCore"]),
-    .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore"]),
+    .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore", "AppleTrust"]),
     .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
     .testTarget(name: "UpstreamHTTPTests", dependencies: ["UpstreamHTTP", "HTTPServer"]),
     .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "Gateway", "AppStoreSimulator", "TestPKI", "IAPCore",
                                                       "AppleTrust", "UpstreamHTTP", "HTTPServer"]),
     .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "TestPKI", "AppleTrust",
                                                                "AppReceipts", "IAPCore", "UpstreamHTTP"]),
-    .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
+    .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "Gateway", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
                                                      "UpstreamHTTP", "TestPKI", "IAPCore", "AppleTrust"]),
     .testTarget(name: "IAPGatewayClientTests", dependencies: ["IAPGatewayClient", "Demo", "Gateway", "AppStoreSimulator",
                                                              "HTTPServer", "UpstreamHTTP", "IAPCore", "AppleTrust", "TestPKI"]),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every benchmark of issue 6 in one go, each figure a ratio to a baseline measured in this same run:
+# Every benchmark (Benchmarks/README.md) in one go, each figure a ratio to a baseline measured in this same run:
 #   Benchmarks/run.sh [SECONDS]        (SECONDS per measurement, default 5)
 # Writes Benchmarks/results/<UTC time>.json (all raw figures) and .md (the table printed at the end).
 #   1. JWS verify/s, warm and cold chain cache          / openssl speed ecdsap256 verify/s (one core)

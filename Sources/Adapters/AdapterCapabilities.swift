@@ -20,11 +20,6 @@ public protocol ReconciliationSource: Sendable {
         throws(VerificationError) -> (transaction: CanonicalTransaction, renewal: CanonicalRenewal?)
 }
 
-/// Verified certificate-chain cache lookups, for `/metrics`.
-public protocol ChainCacheReporting: Sendable {
-    var chainCacheCounts: (hits: Int, misses: Int) { get }
-}
-
 extension AdapterRegistry {
     /// The first registered adapter (by id) that has `capability`; nil when none has.
     public func capability<Capability>(_ capability: Capability.Type) -> Capability? {

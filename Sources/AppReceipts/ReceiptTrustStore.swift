@@ -1,73 +1,27 @@
+import AppleTrust
 import COpenSSL
 import Foundation
 import IAPCore
 
-// Every OpenSSL call of the receipt code lives in this file, so it can later move beside
-// AppleTrust's X.509 code without touching the parsers.
+// Every OpenSSL call of the receipt code lives in this file; the chain itself is AppleTrust's
+// `PinnedChainPolicy`, the same engine and rules JWS chains are checked with.
 
-/// One parsed X.509 certificate, owned.
-final class OpenSSLCertificate: @unchecked Sendable {
-    let pointer: OpaquePointer
-
-    init(der: [UInt8]) throws(VerificationError) {
-        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-            var p: UnsafePointer<UInt8>? = buffer.baseAddress
-            guard let x = d2i_X509(nil, &p, buffer.count) else { return nil }
-            // Trailing bytes after the certificate would let two parsers disagree on what it is.
-            guard let base = buffer.baseAddress, p == base + buffer.count else { X509_free(x); return nil }
-            return x
-        }
-        ERR_clear_error()
-        guard let parsed else { throw VerificationError(.malformedCertificate, "certificate is not X.509 DER") }
-        pointer = parsed
-    }
-
-    deinit { X509_free(pointer) }
-}
-
-/// The pinned roots that legacy receipt signatures must chain to: an `X509_STORE` with only these
-/// certificates, no default paths, no partial chains.
+/// The pinned roots that legacy receipt signatures must chain to, and what the chain must be.
 ///
 /// One store serves one purpose: Apple's roots and an Xcode StoreKit Testing key never share a
 /// store, so which roots apply never depends on what the (unverified) payload claims to be.
-final class ReceiptTrustStore: @unchecked Sendable {
-    private let roots: [OpenSSLCertificate]
+final class ReceiptTrustStore: Sendable {
+    private let chain: PinnedChainPolicy
     let requirement: SignerRequirement
 
     /// With no roots every signature is refused as UNTRUSTED_ROOT (fail closed, never "trust all").
     init(rootCertificates: [[UInt8]], requirement: SignerRequirement) throws(VerificationError) {
-        var parsed: [OpenSSLCertificate] = []
-        for der in rootCertificates { parsed.append(try OpenSSLCertificate(der: der)) }
-        roots = parsed
+        chain = try PinnedChainPolicy(rootCertificates: rootCertificates.map { Data($0) })
         self.requirement = requirement
     }
 
     /// Whether any root of this store is also a root of `other`.
-    func sharesRoot(with other: ReceiptTrustStore) -> Bool {
-        roots.contains { mine in other.roots.contains { X509_cmp(mine.pointer, $0.pointer) == 0 } }
-    }
-
-    /// A fresh store per verification: its verify time is per call, and a shared mutable store
-    /// would race between threads.
-    private func makeStore(at time: Date) throws(VerificationError) -> OpaquePointer {
-        guard let store = X509_STORE_new() else { throw VerificationError(.invalidCertificateChain, "X509_STORE_new failed") }
-        // A root that failed to go in would leave a store that silently trusts less (or, with a
-        // later fallback, something else): fail closed instead.
-        for root in roots where X509_STORE_add_cert(store, root.pointer) != 1 {
-            X509_STORE_free(store)
-            throw VerificationError(.invalidCertificateChain, "cannot add a pinned root to the trust store")
-        }
-        X509_STORE_set_purpose(store, X509_PURPOSE_ANY)
-        let param = X509_STORE_get0_param(store)
-        // time_t(Double) traps on NaN, infinities and out-of-range values; a caller-supplied
-        // date must never crash the verifier.
-        guard let seconds = time_t(exactly: time.timeIntervalSince1970.rounded(.down)) else {
-            X509_STORE_free(store)
-            throw VerificationError(.invalidCertificateChain, "verification time is not a representable date")
-        }
-        X509_VERIFY_PARAM_set_time(param, seconds)
-        return store
-    }
+    func sharesRoot(with other: ReceiptTrustStore) -> Bool { chain.sharesRoot(with: other.chain) }
 
     /// What a PKCS#7 signer's chain must be, beyond ending in a pinned root.
     enum SignerRequirement: Sendable {
@@ -76,14 +30,17 @@ final class ReceiptTrustStore: @unchecked Sendable {
         /// nothing: every Apple developer certificate does that too.
         case appleReceiptSigning
         /// Any chain to a pinned root: only for roots pinned for one narrow purpose (Xcode's
-        /// self-signed StoreKit Testing key).
+        /// self-signed StoreKit Testing key, legacy transaction receipts' roots).
         case pinnedRootOnly
-    }
 
-    /// Apple's marker on WWDR intermediates (seen on WWDR G1 and G5 in the real receipts).
-    static let wwdrIntermediateOID = "1.2.840.113635.100.6.2.1"
-    /// Apple's marker on "Mac App Store and iTunes Store Receipt Signing" leaves.
-    static let receiptSigningLeafOID = "1.2.840.113635.100.6.11.1"
+        /// The rules on the chain OpenSSL built (leaf first, pinned root last), in order.
+        func policies(_ pinnedRoot: PinnedRoot) -> [any ChainPolicy] {
+            switch self {
+            case .appleReceiptSigning: [pinnedRoot, ExactChainLength(3, refusedAs: .invalidCertificateChain), AppleMarkers()]
+            case .pinnedRootOnly: [pinnedRoot]
+            }
+        }
+    }
 
     /// Verifies a PKCS#7 SignedData receipt: exactly one signer, whose chain to a pinned root at
     /// `time` meets this store's `requirement`, a signature over the content, and signed content that is
@@ -120,11 +77,12 @@ final class ReceiptTrustStore: @unchecked Sendable {
         guard iapgw_sk_X509_num(signers) == 1, let leaf = iapgw_sk_X509_value(signers, 0) else {
             throw VerificationError(.invalidSignature, "receipt must have exactly one signer certificate")
         }
-        let store = try makeStore(at: time)
-        defer { X509_STORE_free(store) }
+        let second = try Self.seconds(time)
         // Our own chain build first: PKCS7_verify would only say the signer chains to some pinned
         // root, not which chain it is.
-        try verifyChain(leaf: leaf, untrusted: iapgw_PKCS7_signers_certs(p7), store: store, requirement: requirement)
+        try verifyChain(leaf: try Self.retained(leaf), intermediates: try Self.retained(iapgw_PKCS7_signers_certs(p7)), at: second)
+        let store = try chain.makeStore(checkingTimeAt: second)
+        defer { X509_STORE_free(store) }
         guard PKCS7_verify(p7, nil, store, nil, nil, 0) == 1 else {
             throw VerificationError(.invalidSignature, "receipt signature does not match its content")
         }
@@ -135,29 +93,13 @@ final class ReceiptTrustStore: @unchecked Sendable {
     func verifyRSASignature(_ signature: [UInt8], over data: [UInt8], sha256: Bool, certificateDER: [UInt8],
                             intermediates: [[UInt8]], at time: Date) throws(VerificationError) {
         defer { ERR_clear_error() }
-        let leaf = try OpenSSLCertificate(der: certificateDER)
-        let extra = try intermediates.map { (der) throws(VerificationError) in try OpenSSLCertificate(der: der) }
-        let store = try makeStore(at: time)
-        defer { X509_STORE_free(store) }
-        // The stack owns a reference to each certificate (up_ref, pop_free): a raw pointer taken
-        // from a Swift object is only valid while that object lives, and Swift may release it
-        // right after its last use, before OpenSSL is done with the stack.
-        guard let untrusted = iapgw_sk_X509_new_null() else { throw VerificationError(.invalidCertificateChain, "allocation failed") }
-        defer { iapgw_sk_X509_pop_free(untrusted) }
-        for cert in extra {
-            guard X509_up_ref(cert.pointer) == 1 else { throw VerificationError(.invalidCertificateChain, "allocation failed") }
-            guard iapgw_sk_X509_push(untrusted, cert.pointer) > 0 else {
-                X509_free(cert.pointer)
-                throw VerificationError(.invalidCertificateChain, "allocation failed")
-            }
-        }
-        try withExtendedLifetime(leaf) { () throws(VerificationError) in
-            try verifyChain(leaf: leaf.pointer, untrusted: untrusted, store: store, requirement: requirement)
-        }
+        let leaf = try X509Certificate(der: Data(certificateDER))
+        let extra = try intermediates.map { (der) throws(VerificationError) in try X509Certificate(der: Data(der)) }
+        try verifyChain(leaf: leaf, intermediates: extra, at: try Self.seconds(time))
 
         // An owned key reference: X509_get0_pubkey would borrow from `leaf`, which Swift may free
         // before the digest below runs.
-        guard let key = withExtendedLifetime(leaf, { X509_get_pubkey(leaf.pointer) }) else {
+        guard let key = withExtendedLifetime(leaf, { X509_get_pubkey(leaf.x509) }) else {
             throw VerificationError(.invalidSignature, "signing certificate has no public key")
         }
         defer { EVP_PKEY_free(key) }
@@ -177,62 +119,36 @@ final class ReceiptTrustStore: @unchecked Sendable {
         guard ok == 1 else { throw VerificationError(.invalidSignature, "RSA signature does not verify") }
     }
 
-    private func verifyChain(leaf: OpaquePointer, untrusted: OpaquePointer?, store: OpaquePointer,
-                             requirement: SignerRequirement) throws(VerificationError) {
-        guard let ctx = X509_STORE_CTX_new() else { throw VerificationError(.invalidCertificateChain, "allocation failed") }
-        defer { X509_STORE_CTX_free(ctx) }
-        guard X509_STORE_CTX_init(ctx, store, leaf, untrusted) == 1 else {
-            throw VerificationError(.invalidCertificateChain, "cannot initialise chain verification")
-        }
-        if X509_verify_cert(ctx) == 1 {
-            guard let chain = X509_STORE_CTX_get0_chain(ctx) else {
-                throw VerificationError(.invalidCertificateChain, "verified chain is unavailable")
-            }
-            try check(chain: chain, requirement)
-            return
-        }
-        let code = X509_STORE_CTX_get_error(ctx)
-        let reason = String(cString: X509_verify_cert_error_string(Int(code)))
-        switch code {
-        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
-             X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
-             X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
-            throw VerificationError(.untrustedRoot, "signer chain does not end in a pinned root (\(reason))")
-        case X509_V_ERR_CERT_HAS_EXPIRED:
-            throw VerificationError(.certificateExpired, "a certificate in the signer chain was expired at the verification time")
-        case X509_V_ERR_CERT_NOT_YET_VALID:
-            throw VerificationError(.certificateNotYetValid, "a certificate in the signer chain was not yet valid at the verification time")
-        default:
-            throw VerificationError(.invalidCertificateChain, "signer chain does not verify (\(reason))")
-        }
+    /// The chain OpenSSL builds at `second` (dates checked by OpenSSL, as PKCS7_verify will check
+    /// them again), then this store's requirement on it.
+    private func verifyChain(leaf: X509Certificate, intermediates: [X509Certificate], at second: Int64) throws(VerificationError) {
+        let built = try chain.build(leaf: leaf, intermediates: intermediates, maxIntermediates: nil, checkingTimeAt: second)
+        try requirement.policies(chain.pinnedRoot).check(built)
     }
 
-    /// The chain OpenSSL built (leaf first, trust anchor last) against `requirement`.
-    private func check(chain: OpaquePointer, _ requirement: SignerRequirement) throws(VerificationError) {
-        let count = Int(iapgw_sk_X509_num(chain))
-        guard count >= 1, let anchor = iapgw_sk_X509_value(chain, Int32(count - 1)),
-              roots.contains(where: { X509_cmp($0.pointer, anchor) == 0 }) else {
-            throw VerificationError(.untrustedRoot, "signer chain does not end in a pinned root")
+    /// `time_t(Double)` traps on NaN, infinities and out-of-range values; a caller-supplied date
+    /// must never crash the verifier.
+    private static func seconds(_ time: Date) throws(VerificationError) -> Int64 {
+        guard let seconds = Int64(exactly: time.timeIntervalSince1970.rounded(.down)) else {
+            throw VerificationError(.invalidCertificateChain, "verification time is not a representable date")
         }
-        switch requirement {
-        case .pinnedRootOnly:
-            return
-        case .appleReceiptSigning:
-            guard count == 3, let leaf = iapgw_sk_X509_value(chain, 0), let intermediate = iapgw_sk_X509_value(chain, 1) else {
-                throw VerificationError(.invalidCertificateChain, "receipt signer chain has \(count) certificates, not leaf, intermediate and root")
-            }
-            guard try Self.has(extension: Self.wwdrIntermediateOID, intermediate) else {
-                throw VerificationError(.missingAppleOID, "receipt signer's intermediate is not an Apple WWDR certificate authority")
-            }
-            guard try Self.has(extension: Self.receiptSigningLeafOID, leaf) else {
-                throw VerificationError(.missingAppleOID, "receipt signer is not an Apple receipt signing certificate")
-            }
-        }
+        return seconds
     }
 
-    private static func has(extension oid: String, _ certificate: OpaquePointer) throws(VerificationError) -> Bool {
-        guard let object = OBJ_txt2obj(oid, 1) else { throw VerificationError(.invalidCertificateChain, "allocation failed") }
-        defer { ASN1_OBJECT_free(object) }
-        return X509_get_ext_by_OBJ(certificate, object, -1) >= 0
+    /// A certificate the PKCS#7 structure owns, as a wrapper holding its own reference.
+    private static func retained(_ x509: OpaquePointer) throws(VerificationError) -> X509Certificate {
+        guard X509_up_ref(x509) == 1 else { throw VerificationError(.invalidCertificateChain, "allocation failed") }
+        return X509Certificate(owning: x509)
+    }
+
+    /// Every certificate the PKCS#7 structure carries (none when it carries no set).
+    private static func retained(_ stack: OpaquePointer?) throws(VerificationError) -> [X509Certificate] {
+        guard let stack else { return [] }
+        var certificates: [X509Certificate] = []
+        for i in 0..<iapgw_sk_X509_num(stack) {
+            guard let x509 = iapgw_sk_X509_value(stack, i) else { continue }
+            certificates.append(try retained(x509))
+        }
+        return certificates
     }
 }

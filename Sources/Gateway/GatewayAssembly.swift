@@ -50,29 +50,31 @@ public struct GatewayAssembly {
         }
         let budget = Duration.seconds(gateway.timeouts.budgetSeconds)
         let retryPolicy = RetryPolicy(budget: budget)
-        var serverAPIOptions = ServerAPIAdapter.Options(retryPolicy: retryPolicy, secretEnvironment: environment)
-        serverAPIOptions.maxJWSBytes = Int(gateway.limits.maxJWSBytes)
+        // One verifier and chain cache per app, for the Server API adapter and notifications alike.
+        let jwsVerifiers = AppVerifiers(maxJWSBytes: Int(gateway.limits.maxJWSBytes))
+        let serverAPIOptions = ServerAPIAdapter.Options(retryPolicy: retryPolicy, secretEnvironment: environment,
+                                                        verifiers: jwsVerifiers)
         let registry = AdapterRegistry([
-            try LegacyReceiptAdapter(upstream: upstream, endpoints: VerifyReceiptEndpoints(gateway.upstream),
+            try LegacyReceiptAdapter(upstream: upstream, endpoints: gateway.upstream.verifyReceipt,
                                      mapping: legacyMapping, retryPolicy: retryPolicy, environmentVariables: environment,
                                      logger: logger),
-            ServerAPIAdapter(upstream: upstream, baseURLs: AppStoreServerAPIClient.BaseURLs(gateway.upstream),
+            ServerAPIAdapter(upstream: upstream, baseURLs: gateway.upstream.serverAPI,
                              normalizer: try ServerAPINormalizer(serverMapping),
                              options: serverAPIOptions, logger: logger),
         ])
-        let ledger = try AsyncSQLLedger(storage: gateway.storageURL, deadline: .seconds(gateway.timeouts.storageSeconds),
+        let ledger = try AsyncSQLLedger(storage: gateway.storage.url, deadline: .seconds(gateway.timeouts.storageSeconds),
                                         logger: logger)
         let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
                                         store: ledger, legacyMappingVersion: legacyMapping.id,
                                         serverAPIMappingVersion: serverMapping.id, logger: logger)
         return GatewayService(apps: configuration.apps, adapters: registry, ledger: ledger,
                               notifications: try NotificationDecoder(mappings: mappings, environment: environment,
-                                                                     maxJWSBytes: Int(gateway.limits.maxJWSBytes)),
+                                                                     verifiers: jwsVerifiers),
                               receiptSealer: try ReceiptSealKey.load(environment: environment,
                                                                      configured: gateway.receiptSealKey,
-                                                                     storageURL: gateway.storageURL, logger: logger),
+                                                                     storage: gateway.storage, logger: logger),
                               environment: environment, logger: logger, migration: migration, comparisons: ledger,
-                              metrics: metrics, upstreamBudget: budget)
+                              metrics: metrics, upstreamBudget: budget, jwsVerifiers: jwsVerifiers)
     }
 
     /// The background work of a running gateway: the inbox drained through the state machine, the
@@ -119,7 +121,7 @@ public struct GatewayAssembly {
     /// (its leases are only ever taken back by running out).
     func webhookIdentity() -> (WebhookDispatcher.Identity, InstanceLock?) {
         if let id = configuration.gateway.instanceId { return (.init(id: id, isStable: true), nil) }
-        guard case .sqlite(let path) = LedgerStorage(configuration.gateway.storageURL) else { return (.ephemeral(), nil) }
+        guard case .sqlite(let path) = configuration.gateway.storage else { return (.ephemeral(), nil) }
         guard let lock = InstanceLock(path: path + "-instance.lock") else {
             logger.warning("sqlite_shared_by_another_instance", ["reason": "its instance lock is held by another process"])
             return (.ephemeral(), nil)
@@ -158,7 +160,7 @@ public struct GatewayAssembly {
 /// the SQLite database (mode 0600), made on first start. With PostgreSQL one of the first two is
 /// required: every instance must read the receipts the others sealed.
 public enum ReceiptSealKey {
-    public static func load(environment: [String: String], configured: SecretReference? = nil, storageURL: String,
+    public static func load(environment: [String: String], configured: SecretReference? = nil, storage: LedgerStorage,
                             logger: Logger) throws(VerificationError) -> AESGCMSealer {
         let given: (hex: String, name: String)? = if let hex = environment["IAPGW_RECEIPT_SEAL_KEY"] {
             (hex, "IAPGW_RECEIPT_SEAL_KEY")
@@ -174,7 +176,7 @@ public enum ReceiptSealKey {
             return try AESGCMSealer(key: key)
         }
         // Instances sharing a database must share the key too, and have no common directory for it.
-        guard case .sqlite(let path) = LedgerStorage(storageURL) else {
+        guard case .sqlite(let path) = storage else {
             throw VerificationError(.invalidConfiguration,
                                     "receiptSealKey or IAPGW_RECEIPT_SEAL_KEY (64 hex digits) is required with a PostgreSQL storageURL")
         }

@@ -45,7 +45,8 @@ public final class GatewayService: Sendable {
                 environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = .disabled,
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
                 migration: MigrationRouter? = nil, comparisons: (any ComparisonLedger)? = nil,
-                metrics: GatewayMetrics = GatewayMetrics(), upstreamBudget: Duration = .seconds(20)) {
+                metrics: GatewayMetrics = GatewayMetrics(), upstreamBudget: Duration = .seconds(20),
+                jwsVerifiers: AppVerifiers? = nil) {
         self.metrics = metrics
         self.upstreamBudget = upstreamBudget
         self.migration = migration
@@ -59,9 +60,8 @@ public final class GatewayService: Sendable {
         self.now = now
         authenticator = APIKeyAuthenticator(environment: environment)
         readiness = ReadinessEndpoint(apps: apps, ledger: ledger, environment: environment, logger: logger)
-        var chainCaches: [MetricsEndpoint.ChainCacheCounts] = []
-        if let notifications { chainCaches.append { notifications.chainCacheCounts } }
-        for cache in adapters.all((any ChainCacheReporting).self) { chainCaches.append { cache.chainCacheCounts } }
+        // One verifier and chain cache per app, shared by the Server API adapter and notifications.
+        let chainCaches: [MetricsEndpoint.ChainCacheCounts] = jwsVerifiers.map { verifiers in [{ verifiers.chainCacheCounts }] } ?? []
         prometheus = MetricsEndpoint(metrics: metrics, ledger: ledger, comparisons: comparisons,
                                      bundleIds: apps.keys.sorted(), chainCaches: chainCaches)
         nonces = NoncesEndpoint(ledger: ledger, now: now)

@@ -81,8 +81,13 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let revocationCheckUnavailable = Code(rawValue: "REVOCATION_CHECK_UNAVAILABLE")
 
         // MARK: Identity and policy, after the signature
+        /// Verified data (a JWS payload, a receipt, Apple's verifyReceipt answer, a notification) is
+        /// about another app than the route's: its bundle id differs from the app's.
         public static let bundleIdMismatch = Code(rawValue: "BUNDLE_ID_MISMATCH")
+        /// Verified data names another app Apple id than the app's policy.
         public static let appAppleIdMismatch = Code(rawValue: "APP_APPLE_ID_MISMATCH")
+        /// The evidence's environment (Production, Sandbox) is not one the app's policy allows for
+        /// this account, or the verified payloads of one piece of evidence disagree on it.
         public static let environmentNotAllowed = Code(rawValue: "ENVIRONMENT_NOT_ALLOWED")
         /// The payload is of another kind than asked for (a transaction is not renewal info).
         public static let wrongPayloadKind = Code(rawValue: "WRONG_PAYLOAD_KIND")
@@ -98,7 +103,11 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let notAppStoreReceipt = Code(rawValue: "NOT_APP_STORE_RECEIPT")
 
         // MARK: Configuration and mapping files
+        /// A configuration file, trust root or secret the gateway cannot use (named with its file
+        /// and line where it has one); in an answer, a 500 with one plain sentence.
         public static let invalidConfiguration = Code(rawValue: "INVALID_CONFIGURATION")
+        /// A mapping file (`Mappings/<source>/vN`) that does not load, or a mapping the gateway
+        /// needs that is missing.
         public static let invalidMapping = Code(rawValue: "INVALID_MAPPING")
 
         // MARK: Upstream

@@ -204,9 +204,8 @@ public struct InboxRetryPolicy: Hashable, Sendable {
 
     /// The wait after the `attempts`-th failure.
     public func delay(afterAttempts attempts: Int) -> Int64 {
-        let doublings = min(max(attempts - 1, 0), 40)
-        let delay = baseDelayMillis.multipliedReportingOverflow(by: Int64(1) << doublings)
-        return delay.overflow ? maxDelayMillis : min(delay.partialValue, maxDelayMillis)
+        ExponentialBackoff(base: .milliseconds(baseDelayMillis), cap: .milliseconds(maxDelayMillis))
+            .delay(beforeRetry: attempts).wholeMilliseconds
     }
 }
 

@@ -25,8 +25,8 @@ public enum TestPKI {
         }
     }
 
-    public static let intermediateOID = "1.2.840.113635.100.6.2.1"
-    public static let leafOID = "1.2.840.113635.100.6.11.1"
+    public static let intermediateOID = AppleMarkerOID.wwdrIntermediate
+    public static let leafOID = AppleMarkerOID.signingLeaf
 
     /// Root and intermediate; issues leaves.
     public struct CertificateAuthority: Sendable {

@@ -1,3 +1,4 @@
+import IAPCore
 /// What one attempt of an operation concluded.
 public enum RetryDecision<Success, Failure: Error> {
     case success(Success)
@@ -61,8 +62,7 @@ public struct RetryPolicy: Sendable {
     /// The wait before retry number `retry` (1-based): baseDelay·2^(retry−1), capped at maxDelay, then
     /// shortened by up to `jitter` of itself. `random` is in 0..<1.
     public func backoff(beforeRetry retry: Int, random: Double) -> Duration {
-        let exponent = Double(min(max(retry - 1, 0), 30))
-        let raw = min(baseDelay.secondsAsDouble * pow2(exponent), maxDelay.secondsAsDouble)
+        let raw = ExponentialBackoff(base: baseDelay, cap: maxDelay).delay(beforeRetry: retry).secondsAsDouble
         let shortened = raw * (1 - jitter * min(max(random, 0), 1))
         return .nanoseconds(Int64((shortened * 1e9).rounded()))
     }
@@ -127,12 +127,6 @@ public struct RetryPolicy: Sendable {
             spent += delay
             attempt += 1
         }
-    }
-
-    private func pow2(_ exponent: Double) -> Double {
-        var result = 1.0
-        for _ in 0..<Int(exponent) { result *= 2 }
-        return result
     }
 }
 

@@ -37,9 +37,9 @@ struct ConfigCommand: Subcommand {
             out += "error \(error)\n"
             return false
         }
-        out += "  listen \(gateway.listenAddress):\(gateway.listenPort); storage \(gateway.storageURL)\n"
-        out += "  verifyReceipt \(gateway.upstream.verifyReceiptProduction) | \(gateway.upstream.verifyReceiptSandbox)\n"
-        out += "  serverAPI \(gateway.upstream.serverAPIProduction) | \(gateway.upstream.serverAPISandbox)\n"
+        out += "  listen \(gateway.listenAddress):\(gateway.listenPort); storage \(gateway.storage.url)\n"
+        out += "  verifyReceipt \(gateway.upstream.verifyReceipt.production) | \(gateway.upstream.verifyReceipt.sandbox)\n"
+        out += "  serverAPI \(gateway.upstream.serverAPI.production) | \(gateway.upstream.serverAPI.sandbox)\n"
         out += "  timeouts connect \(gateway.timeouts.connectSeconds)s request \(gateway.timeouts.requestSeconds)s budget \(gateway.timeouts.budgetSeconds)s"
             + " storage \(gateway.timeouts.storageSeconds)s;"
             + " limits body \(gateway.limits.maxBodyBytes) B, JWS \(gateway.limits.maxJWSBytes) B,"

@@ -23,7 +23,7 @@ final class LegacyReceiptAdapterRetryTests: XCTestCase {
         return server
     }
 
-    private func adapter(_ endpoints: VerifyReceiptEndpoints, maxAttempts: Int = 3,
+    private func adapter(_ endpoints: EnvironmentURLs, maxAttempts: Int = 3,
                          budget: Duration = .seconds(120)) throws -> LegacyReceiptAdapter {
         let client = try UpstreamHTTPClient(configuration: .init(connectTimeout: .seconds(2), requestTimeout: .seconds(10)))
         let policy = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .milliseconds(100), maxDelay: .seconds(30),
@@ -124,7 +124,7 @@ final class LegacyReceiptAdapterRetryTests: XCTestCase {
 
     func testUnreachableUpstreamIsUpstreamUnavailableAfterMaxAttempts() async throws {
         // Port 1 on loopback: nothing listens, the connection is refused at once.
-        let endpoints = VerifyReceiptEndpoints(production: "http://127.0.0.1:1/verifyReceipt",
+        let endpoints = EnvironmentURLs(production: "http://127.0.0.1:1/verifyReceipt",
                                                sandbox: "http://127.0.0.1:1/verifyReceipt")
         let error = await refusal(try adapter(endpoints))
         XCTAssertEqual(error?.code, .upstreamUnavailable)
@@ -132,7 +132,7 @@ final class LegacyReceiptAdapterRetryTests: XCTestCase {
     }
 
     func testPlainHTTPToANonLoopbackHostIsAConfigurationError() async throws {
-        let endpoints = VerifyReceiptEndpoints(production: "http://buy.itunes.apple.com/verifyReceipt",
+        let endpoints = EnvironmentURLs(production: "http://buy.itunes.apple.com/verifyReceipt",
                                                sandbox: "http://sandbox.itunes.apple.com/verifyReceipt")
         let error = await refusal(try adapter(endpoints))
         XCTAssertEqual(error?.code, .invalidConfiguration)

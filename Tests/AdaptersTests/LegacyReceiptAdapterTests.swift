@@ -23,7 +23,7 @@ final class LegacyReceiptAdapterTests: XCTestCase {
         return server
     }
 
-    private func adapter(_ endpoints: VerifyReceiptEndpoints, maxAttempts: Int = 3,
+    private func adapter(_ endpoints: EnvironmentURLs, maxAttempts: Int = 3,
                          environment: [String: String] = F.environment) throws -> LegacyReceiptAdapter {
         let client = try UpstreamHTTPClient(configuration: .init(connectTimeout: .seconds(2), requestTimeout: .seconds(10)))
         let policy = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .milliseconds(100), maxDelay: .seconds(30),
@@ -237,7 +237,7 @@ final class LegacyReceiptAdapterTests: XCTestCase {
     }
 
     func testOnlyAppReceiptsCanBeVerified() throws {
-        let adapter = try adapter(VerifyReceiptEndpoints(production: "http://127.0.0.1:1/", sandbox: "http://127.0.0.1:1/"))
+        let adapter = try adapter(EnvironmentURLs(production: "http://127.0.0.1:1/", sandbox: "http://127.0.0.1:1/"))
         XCTAssertTrue(adapter.canVerify(.appReceipt(base64: F.receipt, nonce: nil)))
         XCTAssertFalse(adapter.canVerify(.transactionId("1")))
         XCTAssertFalse(adapter.canVerify(.signedTransaction("a.b.c")))

@@ -35,8 +35,8 @@ final class LegacyVerifyReceiptServer: Sendable {
         try server.start()
     }
 
-    var endpoints: VerifyReceiptEndpoints {
-        VerifyReceiptEndpoints(production: "http://127.0.0.1:\(server.port)/production/verifyReceipt",
+    var endpoints: EnvironmentURLs {
+        EnvironmentURLs(production: "http://127.0.0.1:\(server.port)/production/verifyReceipt",
                                sandbox: "http://127.0.0.1:\(server.port)/sandbox/verifyReceipt")
     }
 

@@ -45,7 +45,7 @@ final class ScriptedAppStoreServer: Sendable {
 
     var productionURL: String { "http://127.0.0.1:\(server.port)/production" }
     var sandboxURL: String { "http://127.0.0.1:\(server.port)/sandbox" }
-    var baseURLs: AppStoreServerAPIClient.BaseURLs { .init(production: productionURL, sandbox: sandboxURL) }
+    var baseURLs: EnvironmentURLs { .init(production: productionURL, sandbox: sandboxURL) }
 
     func script(_ method: String, _ environment: ServerAPIEnvironment, _ path: String, _ responses: HTTPResponse...) {
         let key = method + " /" + environment.rawValue.lowercased() + path

@@ -5,6 +5,7 @@ import Foundation
 import IAPCore
 import Ledger
 import Synchronization
+import TestSupport
 import XCTest
 
 /// `iapgw compare`'s engine over a few hundred simulator receipts: progress, interruption and

@@ -1,9 +1,10 @@
 import AppStoreSimulator
 import Foundation
 import IAPCore
+import TestSupport
 import XCTest
 
-/// Issue 10, item 1, end to end over real HTTP: the simulator (as Apple) signs subscriptions a few
+/// Access follows the clock, end to end over real HTTP: the simulator (as Apple) signs subscriptions a few
 /// seconds long, and the gateway's answers turn to no access once their dates pass, with no
 /// notification to say so; the sweep announces the end through the webhook outbox.
 final class ClockEntitlementTests: XCTestCase {

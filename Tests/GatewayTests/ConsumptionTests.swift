@@ -4,6 +4,7 @@ import Foundation
 @testable import Gateway
 import IAPCore
 import Ledger
+import TestSupport
 import XCTest
 
 /// CONSUMPTION_REQUEST: answered through Send Consumption Information once, within Apple's

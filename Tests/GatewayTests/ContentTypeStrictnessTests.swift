@@ -1,18 +1,15 @@
 import Foundation
-import HTTPServer
 import IAPCore
+import TestSupport
 import XCTest
 
 /// A payment API reads JSON only when the client says it sends JSON: every other or missing media
 /// type is a clear 400 `MALFORMED_REQUEST` (the documented code; the status stays 400 so no client
 /// keyed on it breaks), never a guess.
 final class ContentTypeStrictnessTests: XCTestCase {
-    private func verify(_ gw: GatewayE2E, contentType: String?) async -> HTTPResponse {
-        var headers: HTTPHeaders = ["Authorization": "Bearer \(gw.harness.apiKey)"]
-        if let contentType { headers.add(name: "Content-Type", value: contentType) }
-        let body = Array(#"{"account":"alice","transactionId":"2000000000000001"}"#.utf8)
-        return await gw.harness.service.handle(HTTPRequest(method: "POST", path: "/v1/apps/\(gw.bundleId)/verify",
-                                                           headers: headers, body: body))
+    private func verify(_ gw: GatewayE2E, contentType: String?) async -> GatewayAnswer {
+        await gw.handle("POST", "/v1/apps/\(gw.bundleId)/verify",
+                        body: Array(#"{"account":"alice","transactionId":"2000000000000001"}"#.utf8), contentType: contentType)
     }
 
     func testVerifyWithAMissingOrNonJSONContentTypeIsRefused400MalformedRequest() async throws {
@@ -22,8 +19,7 @@ final class ContentTypeStrictnessTests: XCTestCase {
                             "application/json; charset=iso-8859-1", "application/json; charset=utf-16"] {
             let answer = await verify(gw, contentType: contentType)
             XCTAssertEqual(answer.status, 400, "\(contentType ?? "no Content-Type")")
-            let code = (try? StrictJSON().parse(answer.body))?["error"]?["code"]?.stringValue
-            XCTAssertEqual(code, "MALFORMED_REQUEST", "\(contentType ?? "no Content-Type")")
+            XCTAssertEqual(answer.errorCode, "MALFORMED_REQUEST", "\(contentType ?? "no Content-Type")")
         }
     }
 
@@ -31,9 +27,8 @@ final class ContentTypeStrictnessTests: XCTestCase {
         let gw = try await GatewayE2E.start(self)
         for contentType in ["application/json", "Application/JSON", "application/json; charset=utf-8", "application/json;charset=UTF-8"] {
             let answer = await verify(gw, contentType: contentType)
-            let code = (try? StrictJSON().parse(answer.body))?["error"]?["code"]?.stringValue
-            XCTAssertNotEqual(code, "MALFORMED_REQUEST", "\(contentType): the body was read")
-            XCTAssertEqual(code, "TRANSACTION_NOT_FOUND", "\(contentType): the unknown transaction reached Apple")
+            XCTAssertNotEqual(answer.errorCode, "MALFORMED_REQUEST", "\(contentType): the body was read")
+            XCTAssertEqual(answer.errorCode, "TRANSACTION_NOT_FOUND", "\(contentType): the unknown transaction reached Apple")
         }
     }
 }

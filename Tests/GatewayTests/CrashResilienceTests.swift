@@ -2,6 +2,7 @@ import AppStoreSimulator
 import Foundation
 import IAPCore
 import Synchronization
+import TestSupport
 import XCTest
 
 /// SIGKILL the gateway again and again during a burst of notifications and racing claims: what
@@ -202,18 +203,5 @@ final class CrashResilienceTests: XCTestCase {
             try await Task.sleep(for: .milliseconds(20))
         }
         throw GatewayProcessError(message: "no final answer before the deadline")
-    }
-}
-
-/// A seeded generator, so the kill points and races are the same on every run.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

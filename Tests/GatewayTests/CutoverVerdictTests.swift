@@ -4,9 +4,10 @@ import Demo
 import Foundation
 @testable import Gateway
 import IAPCore
+import TestSupport
 import XCTest
 
-/// The cutover verdict end to end (issue 11): receipts sent over real HTTP under compare routing,
+/// The cutover verdict end to end: receipts sent over real HTTP under compare routing,
 /// both generations answered by the simulator (planted discrepancies, junk, repeats), the verdict
 /// read from `GET /v1/apps/{bundleId}/cutover-impact` and the dashboard.
 final class CutoverVerdictTests: XCTestCase {

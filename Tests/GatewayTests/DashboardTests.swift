@@ -2,6 +2,7 @@ import Foundation
 @testable import Gateway
 import IAPCore
 import Ledger
+import TestSupport
 import XCTest
 
 /// GET /dashboard over the demo deployment, and the page it serves rendered by a real headless

@@ -2,6 +2,7 @@ import AppStoreSimulator
 import Foundation
 import IAPCore
 import Ledger
+import TestSupport
 import XCTest
 
 /// Corners of the contract: all-or-nothing claims, sandbox by transaction id, account names in URLs,

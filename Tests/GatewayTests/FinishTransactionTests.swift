@@ -4,6 +4,7 @@ import Foundation
 @testable import Gateway
 import IAPCore
 import Ledger
+import TestSupport
 import XCTest
 
 /// Finish Transaction (API 1.20) from the finish outbox: over real HTTP to the simulator, after the

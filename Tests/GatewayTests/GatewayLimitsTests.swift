@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import IAPCore
+import TestSupport
 import XCTest
 
 /// The gateway file's `limits.maxJWSBytes` reaches every verifier the gateway runs.

@@ -3,6 +3,7 @@ import AppleTrust
 import Foundation
 @testable import Gateway
 import IAPCore
+import TestSupport
 import XCTest
 
 /// App transactions on POST /verify and the `grandfathering` rule: buyers of the paid app keep the

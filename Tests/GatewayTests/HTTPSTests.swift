@@ -3,6 +3,7 @@ import Gateway
 import HTTPServer
 import IAPCore
 import TestPKI
+import TestSupport
 import XCTest
 
 /// The gateway serving HTTPS itself (`tls` in the gateway config), checked with a test CA made by

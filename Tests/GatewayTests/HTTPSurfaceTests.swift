@@ -1,6 +1,7 @@
 import Foundation
 @testable import Gateway
 import IAPCore
+import TestSupport
 import XCTest
 
 /// The gateway's HTTP surface: request hygiene, auth, probes, metrics and the OpenAPI document.
@@ -31,11 +32,12 @@ final class HTTPSurfaceTests: XCTestCase {
     }
 
     // A request body the route cannot read is the request's fault: 400 MALFORMED_REQUEST, the JSON
-    // fault in the message (the JSON codes are kept for evidence content, answered 422).
+    // fault in the message (the JSON codes are kept for evidence content, answered 422). What the
+    // handler decides (bodies, auth, routes, the document) is asked in process: the wire adds nothing.
     func testMalformedJSONIsRefusedWith400() async throws {
         let gw = try await GatewayE2E.start(self)
 
-        let answer = try await gw.send("POST", "\(gw.appURL)/verify", body: Array(#"{"account":"alice","#.utf8))
+        let answer = await gw.handle("POST", "/v1/apps/\(gw.bundleId)/verify", body: Array(#"{"account":"alice","#.utf8))
 
         XCTAssertEqual(answer.status, 400, answer.text)
         XCTAssertEqual(answer.errorCode, "MALFORMED_REQUEST")
@@ -44,8 +46,8 @@ final class HTTPSurfaceTests: XCTestCase {
     func testDuplicateJSONKeysAreRefusedWith400() async throws {
         let gw = try await GatewayE2E.start(self)
 
-        let answer = try await gw.send("POST", "\(gw.appURL)/verify",
-                                       body: Array(#"{"account":"alice","account":"bob","transactionId":"1"}"#.utf8))
+        let answer = await gw.handle("POST", "/v1/apps/\(gw.bundleId)/verify",
+                                     body: Array(#"{"account":"alice","account":"bob","transactionId":"1"}"#.utf8))
 
         XCTAssertEqual(answer.status, 400, answer.text)
         XCTAssertEqual(answer.errorCode, "MALFORMED_REQUEST")
@@ -55,18 +57,21 @@ final class HTTPSurfaceTests: XCTestCase {
     func testMissingAPIKeyIsRefusedWith401() async throws {
         let gw = try await GatewayE2E.start(self)
 
-        let answer = try await gw.post("nonces", ["account": "alice"], apiKey: .some(nil))
+        let answer = await gw.handle("POST", "/v1/apps/\(gw.bundleId)/nonces", body: Array(#"{"account":"alice"}"#.utf8),
+                                     apiKey: .some(nil))
 
         XCTAssertEqual(answer.status, 401, answer.text)
         XCTAssertEqual(answer.errorCode, "UNAUTHENTICATED")
+        XCTAssertEqual(answer.headers["www-authenticate"], "Bearer")
     }
 
     func testWrongAPIKeyIsRefusedWith401AndNotEchoed() async throws {
         let gw = try await GatewayE2E.start(self)
         let wrong = "demo-" + String(repeating: "0", count: 32)
 
-        let answer = try await gw.post("verify", ["account": "alice", "transactionId": "1"], apiKey: .some(wrong))
-        let entitlements = try await gw.send("GET", "\(gw.appURL)/accounts/alice/entitlements", apiKey: .some(wrong))
+        let answer = await gw.handle("POST", "/v1/apps/\(gw.bundleId)/verify",
+                                     body: Array(#"{"account":"alice","transactionId":"1"}"#.utf8), apiKey: .some(wrong))
+        let entitlements = await gw.handle("GET", "/v1/apps/\(gw.bundleId)/accounts/alice/entitlements", apiKey: .some(wrong))
 
         XCTAssertEqual(answer.status, 401, answer.text)
         XCTAssertEqual(answer.errorCode, "UNAUTHENTICATED")
@@ -77,8 +82,7 @@ final class HTTPSurfaceTests: XCTestCase {
     func testUnknownAppIsRefusedWith404() async throws {
         let gw = try await GatewayE2E.start(self)
 
-        let answer = try await gw.send("POST", "\(gw.harness.gatewayURL)/v1/apps/com.example.nobody/nonces",
-                                       body: Array(#"{"account":"alice"}"#.utf8))
+        let answer = await gw.handle("POST", "/v1/apps/com.example.nobody/nonces", body: Array(#"{"account":"alice"}"#.utf8))
 
         XCTAssertEqual(answer.status, 404, answer.text)
         XCTAssertEqual(answer.errorCode, "UNKNOWN_APP")
@@ -129,7 +133,7 @@ final class HTTPSurfaceTests: XCTestCase {
     ]
 
     private func documentedOperations(_ gw: GatewayE2E) async throws -> [(method: String, path: String)] {
-        let answer = try await gw.get("/openapi.json")
+        let answer = await gw.handle("GET", "/openapi.json")
         XCTAssertEqual(answer.status, 200)
         XCTAssertEqual(answer.json["openapi"]?.stringValue, "3.0.3")
         let paths = try XCTUnwrap(answer.json["paths"]?.objectValue)
@@ -146,8 +150,7 @@ final class HTTPSurfaceTests: XCTestCase {
         for (method, template) in operations {
             let path = template.replacingOccurrences(of: "{bundleId}", with: gw.bundleId)
                 .replacingOccurrences(of: "{account}", with: "alice")
-            let answer = try await gw.send(method, gw.harness.gatewayURL + path,
-                                           body: method == "POST" ? Array("{}".utf8) : nil)
+            let answer = await gw.handle(method, path, body: method == "POST" ? Array("{}".utf8) : nil)
             XCTAssertNotEqual(answer.status, 405, "\(method) \(template)")
             XCTAssertNotEqual(answer.errorCode, "NOT_FOUND", "\(method) \(template)")
             XCTAssertNotEqual(answer.status, 404, "\(method) \(template): \(answer.text)")
@@ -157,12 +160,13 @@ final class HTTPSurfaceTests: XCTestCase {
     func testTheProbeCanTellAnUnknownRouteAndAWrongMethod() async throws {
         let gw = try await GatewayE2E.start(self)
 
-        let unknown = try await gw.get("/v1/apps/\(gw.bundleId)/receipts")
-        let wrongMethod = try await gw.send("DELETE", "\(gw.appURL)/verify")
+        let unknown = await gw.handle("GET", "/v1/apps/\(gw.bundleId)/receipts")
+        let wrongMethod = await gw.handle("DELETE", "/v1/apps/\(gw.bundleId)/verify")
 
         XCTAssertEqual(unknown.status, 404)
         XCTAssertEqual(unknown.errorCode, "NOT_FOUND")
         XCTAssertEqual(wrongMethod.status, 405)
+        XCTAssertEqual(wrongMethod.headers["allow"], "POST")
     }
 
     func testTheDocumentListsExactlyTheDispatchersRoutes() async throws {

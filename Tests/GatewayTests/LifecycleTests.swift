@@ -2,6 +2,7 @@ import AppStoreSimulator
 import Foundation
 import Gateway
 import IAPCore
+import TestSupport
 import UpstreamHTTP
 import XCTest
 

@@ -3,6 +3,7 @@ import AppleTrust
 import Demo
 import Foundation
 import IAPCore
+import TestSupport
 import XCTest
 
 /// Receipts under shadow and compare routing, end to end over the demo deployment.
@@ -120,7 +121,7 @@ final class MigrationRoutingTests: XCTestCase {
         XCTAssertEqual(anonymous.status, 401, anonymous.text)
     }
 
-    // MARK: A purchase the Server API does not know (issue 11, item 1)
+    // MARK: A purchase the Server API does not know
 
     func testComparePurchaseUnknownToTheServerAPIIsReportedOnlyInLegacyNotAsAPathFailure() async throws {
         let gw = try await GatewayE2E.start(self) { $0.receiptRouting = "compare" }

@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import IAPCore
+import TestSupport
 import XCTest
 
 /// Two `iapgw serve` processes on one PostgreSQL database, as a deployment runs them behind a load

@@ -3,6 +3,7 @@ import AppStoreSimulator
 import Foundation
 import IAPCore
 import TestPKI
+import TestSupport
 import UpstreamHTTP
 import XCTest
 
@@ -100,7 +101,7 @@ final class NotificationIntegrityTests: XCTestCase {
         XCTAssertEqual(expected?.productId, NotificationE2E.premium)
         XCTAssertEqual(expected?.state, "active")
 
-        var generator = SeededGenerator(seed: 0x1A9_6A7E)
+        var generator = SplitMix(seed: 0x1A9_6A7E)
         let orders: [(String, ([String]) -> [String])] = [
             ("reversed", { $0.reversed() }), ("shuffled", { $0.shuffled(using: &generator) }),
         ]
@@ -191,18 +192,5 @@ final class NotificationIntegrityTests: XCTestCase {
         let now = try await e2e.summary("mo", chain: purchase.originalTransactionId)
         XCTAssertEqual(now?.state, "active")
         XCTAssertEqual(now?.expiresDate, try expiresDate(of: renewal))
-    }
-}
-
-/// Reproducible shuffles (SplitMix64).
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import IAPCore
+import TestSupport
 import XCTest
 
 /// Whole subscription lifecycles: the simulator, as Apple, signs each notification and posts it to

@@ -4,6 +4,7 @@ import Foundation
 @testable import Gateway
 import IAPCore
 import Ledger
+import TestSupport
 import XCTest
 
 /// What a planted discrepancy must be reported as: one difference per plant, nothing else.

@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import IAPCore
+import TestSupport
 import XCTest
 
 /// Verified evidence the gateway must still refuse, each with its stable code.

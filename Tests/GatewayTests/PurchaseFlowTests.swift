@@ -2,6 +2,7 @@ import AppStoreSimulator
 import Foundation
 import IAPCore
 import Ledger
+import TestSupport
 import XCTest
 
 /// The happy paths, end to end over loopback HTTP: client → gateway → App Store simulator.

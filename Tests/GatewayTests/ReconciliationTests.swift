@@ -4,6 +4,7 @@ import Foundation
 @testable import Gateway
 import IAPCore
 import Ledger
+import TestSupport
 import XCTest
 
 /// Reconciliation over the simulator and a running gateway (real HTTP on loopback): lost

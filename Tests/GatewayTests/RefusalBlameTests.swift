@@ -3,9 +3,10 @@ import Foundation
 @testable import Gateway
 import IAPCore
 import TestPKI
+import TestSupport
 import XCTest
 
-/// Refusals that blame the right party (issue 10, items 3, 5 and 10): 400 only for a request body the
+/// Refusals that blame the right party: 400 only for a request body the
 /// route cannot read, 422 for evidence refused for its content, 5xx for the gateway's side with a
 /// plain message (details in the log line carrying the request id), invariant failures 500.
 final class RefusalBlameTests: XCTestCase {

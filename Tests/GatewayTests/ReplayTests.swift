@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import IAPCore
 import Ledger
+import TestSupport
 import XCTest
 
 /// `notifications replay`: stored notifications applied again through the state machine change

@@ -4,6 +4,7 @@ import AppleTrust
 import Foundation
 import IAPCore
 import Ledger
+import TestSupport
 import XCTest
 
 /// Regressions for what a review of the gateway found: refunds must never be granted back, and

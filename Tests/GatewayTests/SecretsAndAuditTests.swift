@@ -1,7 +1,9 @@
 import AppStoreSimulator
+import AppleTrust
 import Foundation
 import IAPCore
 import Ledger
+import TestSupport
 import XCTest
 
 /// What the gateway must never disclose (logs, responses, storage) and what it must always record.
@@ -95,7 +97,7 @@ final class SecretsAndAuditTests: XCTestCase {
         let records = try ledger.auditRecords(bundleId: gw.bundleId, limit: 10)
 
         XCTAssertEqual(records.count, 2)
-        let digest = LedgerDigest.sha256Hex(alice.receiptBase64)
+        let digest = SHA256Digest.lowercaseHex(alice.receiptBase64)
         let byAccount = Dictionary(uniqueKeysWithValues: records.map { ($0.account ?? "", $0) })
         let aliceRecord = try XCTUnwrap(byAccount["alice"])
         let malloryRecord = try XCTUnwrap(byAccount["mallory"])

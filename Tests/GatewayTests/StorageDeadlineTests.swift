@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import IAPCore
 @testable import Ledger
+import TestSupport
 import XCTest
 
 /// Storage that stops answering: requests answer 503 + Retry-After within the storage deadline,

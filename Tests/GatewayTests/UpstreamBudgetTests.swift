@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import IAPCore
+import TestSupport
 import XCTest
 
 /// Issue 10 item 4: Apple's Retry-After is honoured exactly, and one request spends no more than its

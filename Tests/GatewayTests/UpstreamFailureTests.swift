@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import IAPCore
+import TestSupport
 import XCTest
 
 /// Apple misbehaving or refusing the gateway: bounded retries, honest statuses, Retry-After.

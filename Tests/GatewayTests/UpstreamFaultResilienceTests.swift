@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import IAPCore
+import TestSupport
 import UpstreamHTTP
 import XCTest
 

@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import IAPCore
+import TestSupport
 import XCTest
 
 /// `/metrics` over the wire after real calls from the gateway to the simulator: upstream calls are

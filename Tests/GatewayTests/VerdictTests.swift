@@ -1,9 +1,10 @@
 import AppStoreSimulator
 import Foundation
 import IAPCore
+import TestSupport
 import XCTest
 
-/// Issue 10, item 2: one verdict vocabulary. Each kind of evidence (receipt, transaction id,
+/// One verdict vocabulary. Each kind of evidence (receipt, transaction id,
 /// signed transaction) against each outcome (access now, genuine but no access now, every
 /// presented purchase refunded) gets the same answer: `granted`, `notGranted`, or
 /// 422 `TRANSACTION_REVOKED`.

@@ -53,7 +53,7 @@ final class ConfigFormatTests: XCTestCase {
             XCTAssertEqual(policy.diagnostics(environment: [:]).filter { $0.severity == .error }, [], policy.bundleId)
         }
         XCTAssertNil(config.gatewayFile)
-        XCTAssertEqual(config.gateway.storageURL, "sqlite:var/iapgw.sqlite")
+        XCTAssertEqual(config.gateway.storage, .sqlite(path: "var/iapgw.sqlite"))
     }
 
     func testMissingTrustRootIsADiagnosticErrorAndUnsetSecretOnlyAWarning() throws {
@@ -66,9 +66,9 @@ final class ConfigFormatTests: XCTestCase {
 
     func testGatewayFileDefaultsAndOverrides() throws {
         let xml = try ConfigLoader.loadGateway(file: S.configDirectory.appendingPathComponent("gateway.xml"))
-        XCTAssertEqual(xml.storageURL, "sqlite:var/iapgw.sqlite")
-        XCTAssertEqual(xml.upstream.verifyReceiptProduction, "https://buy.itunes.apple.com/verifyReceipt")
-        XCTAssertEqual(xml.upstream.serverAPISandbox, "https://api.storekit-sandbox.itunes.apple.com")
+        XCTAssertEqual(xml.storage, .sqlite(path: "var/iapgw.sqlite"))
+        XCTAssertEqual(xml.upstream.verifyReceipt.production, "https://buy.itunes.apple.com/verifyReceipt")
+        XCTAssertEqual(xml.upstream.serverAPI.sandbox, "https://api.storekit-sandbox.itunes.apple.com")
         XCTAssertEqual(xml.listenPort, 8080)
         XCTAssertEqual(xml.timeouts, GatewayConfig.Timeouts(), "Config/gateway.xml shows the defaults")
         XCTAssertEqual(xml.webhooks, GatewayConfig.Webhooks())
@@ -80,7 +80,7 @@ final class ConfigFormatTests: XCTestCase {
         XCTAssertNil(xml.receiptSealKey)
         let plist = try ConfigLoader.loadGateway(file: S.configDirectory.appendingPathComponent("examples/gateway.plist"))
         XCTAssertEqual(plist.listenPort, 8443)
-        XCTAssertEqual(plist.storageURL, "postgresql://iapgw@localhost/iapgw")
+        XCTAssertEqual(plist.storage, .postgres(url: "postgresql://iapgw@localhost/iapgw"))
         XCTAssertEqual(plist.appsDirectory.standardizedFileURL, xml.appsDirectory.standardizedFileURL)
         XCTAssertEqual(plist.limits, GatewayConfig.Limits())
     }
@@ -113,7 +113,7 @@ final class ConfigFormatTests: XCTestCase {
             try ConfigLoader.decodeGateway(Data("<gateway><upstream><serverAPIProduction>\(url)</serverAPIProduction></upstream></gateway>".utf8),
                                            format: .xml, displayName: "gateway.xml", baseDirectory: URL(fileURLWithPath: "/tmp"))
         }
-        XCTAssertEqual(try gateway("http://127.0.0.1:9000").upstream.serverAPIProduction, "http://127.0.0.1:9000")
+        XCTAssertEqual(try gateway("http://127.0.0.1:9000").upstream.serverAPI.production, "http://127.0.0.1:9000")
         let error = S.refusal { () throws(VerificationError) in _ = try gateway("http://evil.example.com") }
         XCTAssertEqual(error?.code, .invalidConfiguration)
         XCTAssertEqual(error?.message, "gateway.xml:1: upstream.serverAPIProduction: must be https (plain http only to localhost)")
@@ -124,9 +124,10 @@ final class ConfigFormatTests: XCTestCase {
             try ConfigLoader.decodeGateway(Data("<gateway><storageURL>\(url)</storageURL></gateway>".utf8),
                                            format: .xml, displayName: "gateway.xml", baseDirectory: URL(fileURLWithPath: "/tmp"))
         }
-        XCTAssertEqual(try gateway("postgres://iapgw@db.internal:5432/iapgw?sslmode=require").storageURL,
-                       "postgres://iapgw@db.internal:5432/iapgw?sslmode=require")
-        XCTAssertEqual(try gateway("postgresql://127.0.0.1:5433/iapgw").storageURL, "postgresql://127.0.0.1:5433/iapgw")
+        XCTAssertEqual(try gateway("postgres://iapgw@db.internal:5432/iapgw?sslmode=require").storage,
+                       .postgres(url: "postgres://iapgw@db.internal:5432/iapgw?sslmode=require"))
+        XCTAssertEqual(try gateway("postgresql://127.0.0.1:5433/iapgw").storage, .postgres(url: "postgresql://127.0.0.1:5433/iapgw"))
+        XCTAssertEqual(try gateway("sqlite:/var/lib/iapgw/ledger.sqlite").storage, .sqlite(path: "/var/lib/iapgw/ledger.sqlite"))
         // libpq percent-decodes query keywords too: `passw%6Frd` is `password` to it.
         for url in ["postgres://iapgw:hunter2pw@db/iapgw", "postgresql://db/iapgw?password=hunter2pw",
                     "postgresql://db/iapgw?passw%6Frd=hunter2pw", "postgres://db/iapgw?%70assword=hunter2pw"] {

@@ -58,17 +58,18 @@ final class EntitlementAccessTests: XCTestCase {
         XCTAssertEqual(EntitlementAccess.state(of: refunded, renewal: nil, now: F.day(1)), .refunded)
     }
 
-    /// Issue 12: the lifecycle, the claim path and the comparator agreed on everything but an
-    /// auto-renewable without an end date (the lifecycle said expired, the others active).
+    /// One entitlement derivation: the lifecycle, the claim path and the comparator once agreed on
+    /// everything but an auto-renewable without an end date (the lifecycle said expired, the
+    /// others active); now every path says it grants nothing.
     func testAnAutoRenewableWithoutAnEndDateGrantsNothingOnEveryPath() {
         let noEnd = f.tx("t1", bought: F.day(0), expires: nil)
         XCTAssertEqual(EntitlementAccess.state(of: noEnd, renewal: nil, now: F.day(1)), .expired)
         let subscribed = f.event("e1", "SUBSCRIBED", "INITIAL_BUY", signed: F.day(0), tx: noEnd)
-        let lifecycle = SubscriptionLifecycle.apply(subscribed, to: nil, policy: F.policy, now: F.day(1))
+        let lifecycle = SubscriptionLifecycle.apply(subscribed, to: nil, now: F.day(1))
         XCTAssertEqual(lifecycle.newState?.state, .expired)
         let reconciled = f.event("reconcile:1", SubscriptionLifecycle.reconciledStatus.rawValue, signed: F.day(0), tx: noEnd,
                                  renewal: f.renewal())
-        XCTAssertEqual(SubscriptionLifecycle.apply(reconciled, to: nil, policy: F.policy, now: F.day(1)).newState?.state, .expired)
+        XCTAssertEqual(SubscriptionLifecycle.apply(reconciled, to: nil, now: F.day(1)).newState?.state, .expired)
         var nonConsumable = noEnd
         nonConsumable.type = .nonConsumable
         XCTAssertEqual(EntitlementAccess.state(of: nonConsumable, renewal: nil, now: F.day(1)), .active)
@@ -91,19 +92,19 @@ final class EntitlementAccessTests: XCTestCase {
         XCTAssertNotEqual(nextPeriod.idempotencyKey, first.idempotencyKey, "a renewed period ends with an event of its own")
     }
 
-    /// The first reproduction of issue 10: auto-renew switched off, then the expiry passes with no
+    /// Access ending by the clock alone: auto-renew switched off, then the expiry passes with no
     /// notification. The next event the lifecycle applies (here a late repeat of the same switch)
     /// announces the end once, with the sweep's key, and not a second time as its own change.
     func testAnEventAfterTheClockEndedAccessAnnouncesTheEndOnceWithTheSweepsKey() throws {
         let tx = f.tx("t1", bought: F.day(0), expires: expires)
         let off = f.event("e1", "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", signed: F.day(10), tx: tx,
                           renewal: f.renewal(autoRenew: .off))
-        let stored = try XCTUnwrap(SubscriptionLifecycle.apply(off, to: nil, policy: F.policy, now: F.day(10)).newState)
+        let stored = try XCTUnwrap(SubscriptionLifecycle.apply(off, to: nil, now: F.day(10)).newState)
         XCTAssertEqual(stored.state, .active)
 
         let again = f.event("e2", "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", signed: F.day(29), tx: tx,
                             renewal: f.renewal(autoRenew: .off))
-        let late = SubscriptionLifecycle.apply(again, to: stored, policy: F.policy, now: expires + skew + 1_500)
+        let late = SubscriptionLifecycle.apply(again, to: stored, now: expires + skew + 1_500)
         XCTAssertEqual(late.newState?.state, .expired)
         let changes = late.webhooks.filter { $0.kind == .entitlementChanged }
         XCTAssertEqual(changes, [EntitlementAccess.periodEnded(bundleId: f.bundleId, originalTransactionId: f.chainId,

@@ -1,3 +1,4 @@
+import TestSupport
 import XCTest
 import IAPCore
 
@@ -53,7 +54,7 @@ enum LifecycleReplay {
     struct Step { var state: SubscriptionState?; var outcome: LifecycleOutcome }
 
     static func apply(_ event: LifecycleEvent, to state: SubscriptionState?, now: Int64) -> Step {
-        let outcome = SubscriptionLifecycle.apply(event, to: state, policy: LifecycleFixture.policy, now: now)
+        let outcome = SubscriptionLifecycle.apply(event, to: state, now: now)
         return Step(state: outcome.newState ?? state, outcome: outcome)
     }
 
@@ -75,7 +76,7 @@ enum LifecycleReplay {
     /// All orders for short lifecycles, else `count` seeded shuffles (reproducible on failure).
     static func orders<T>(_ items: [T], count: Int = 200, seed: UInt64 = 0x5EED_1CE) -> [[T]] {
         if items.count <= 7 { return permutations(items) }
-        var rng = SplitMix64(seed: seed)
+        var rng = SplitMix(seed: seed)
         return (0..<count).map { _ in items.shuffled(using: &rng) }
     }
 
@@ -97,18 +98,5 @@ enum LifecycleReplay {
             break
         }
         return expected
-    }
-}
-
-/// Seeded generator so shuffles are the same on every run.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

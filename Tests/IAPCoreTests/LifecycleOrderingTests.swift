@@ -15,7 +15,7 @@ final class LifecycleOrderingTests: XCTestCase {
     func testRenewalOfAnOlderPeriodArrivingLateChangesNothing() {
         let newer = state([f.event("r2", "DID_RENEW", signed: F.day(30), tx: t2, renewal: f.renewal())])
         let late = f.event("r1", "DID_RENEW", signed: F.day(0), tx: t1, renewal: f.renewal())
-        let outcome = SubscriptionLifecycle.apply(late, to: newer, policy: F.policy, now: now)
+        let outcome = SubscriptionLifecycle.apply(late, to: newer, now: now)
         XCTAssertNil(outcome.newState)
         XCTAssertTrue(outcome.stale)
         XCTAssertEqual(outcome.webhooks, [])
@@ -32,7 +32,7 @@ final class LifecycleOrderingTests: XCTestCase {
         let refundedT2 = f.tx("t2", bought: F.day(30), expires: F.day(60), revoked: F.day(35))
         let refund = f.event("rf", "REFUND", signed: F.day(35), tx: refundedT2, renewal: f.renewal(autoRenew: .off))
         let renew = f.event("r2", "DID_RENEW", signed: F.day(30), tx: t2, renewal: f.renewal())
-        let outcome = SubscriptionLifecycle.apply(renew, to: state([refund]), policy: F.policy, now: now)
+        let outcome = SubscriptionLifecycle.apply(renew, to: state([refund]), now: now)
         XCTAssertTrue(outcome.stale)
         XCTAssertNil(outcome.newState)
         XCTAssertEqual(state([refund, renew])?.state, .refunded)
@@ -66,15 +66,15 @@ final class LifecycleOrderingTests: XCTestCase {
         let start = f.event("s", "SUBSCRIBED", "INITIAL_BUY", signed: F.day(0), tx: t1, renewal: f.renewal())
         let final = LifecycleReplay.assertOrderIndependent([start, off, on], now: F.day(20))
         XCTAssertEqual(final?.autoRenewStatus, .on)
-        let late = SubscriptionLifecycle.apply(off, to: final, policy: F.policy, now: F.day(20))
+        let late = SubscriptionLifecycle.apply(off, to: final, now: F.day(20))
         XCTAssertTrue(late.stale)
         XCTAssertEqual(late.webhooks, [], "a stale preference change is not announced")
     }
 
     func testDuplicateDeliveryIsIdempotent() {
         let renew = f.event("r2", "DID_RENEW", signed: F.day(30), tx: t2, renewal: f.renewal())
-        let first = SubscriptionLifecycle.apply(renew, to: nil, policy: F.policy, now: now)
-        let again = SubscriptionLifecycle.apply(renew, to: first.newState, policy: F.policy, now: now)
+        let first = SubscriptionLifecycle.apply(renew, to: nil, now: now)
+        let again = SubscriptionLifecycle.apply(renew, to: first.newState, now: now)
         XCTAssertNotNil(first.newState)
         XCTAssertNil(again.newState)
         XCTAssertTrue(again.stale)
@@ -84,8 +84,8 @@ final class LifecycleOrderingTests: XCTestCase {
     func testRedeliveredNoticeCarriesTheSameIdempotencyKey() {
         let request = f.event("uuid-1", "CONSUMPTION_REQUEST", signed: F.day(31), tx: t2, renewal: f.renewal())
         let base = state([f.event("r2", "DID_RENEW", signed: F.day(30), tx: t2, renewal: f.renewal())])
-        let first = SubscriptionLifecycle.apply(request, to: base, policy: F.policy, now: now)
-        let again = SubscriptionLifecycle.apply(request, to: first.newState ?? base, policy: F.policy, now: now)
+        let first = SubscriptionLifecycle.apply(request, to: base, now: now)
+        let again = SubscriptionLifecycle.apply(request, to: first.newState ?? base, now: now)
         XCTAssertEqual(first.webhooks.map(\.idempotencyKey), again.webhooks.map(\.idempotencyKey))
         XCTAssertEqual(first.webhooks.count, 1)
     }
@@ -94,12 +94,12 @@ final class LifecycleOrderingTests: XCTestCase {
         let refunded = LifecycleFixture(chainId: "c1", type: .consumable)
         let refund = refunded.event("uuid-9", "REFUND", signed: F.day(3),
                                     tx: refunded.tx("c1", "coins", bought: F.day(1), expires: nil, revoked: F.day(3)))
-        let outcome = SubscriptionLifecycle.apply(refund, to: nil, policy: F.policy, now: now)
+        let outcome = SubscriptionLifecycle.apply(refund, to: nil, now: now)
         let keys = outcome.webhooks.map(\.idempotencyKey)
         XCTAssertEqual(keys, ["entitlementChanged:2:c1:uuid-9", "consumableRefunded:2:c1:uuid-9"])
         var other = refund
         other.id = "uuid-10"
-        let otherKeys = SubscriptionLifecycle.apply(other, to: nil, policy: F.policy, now: now).webhooks.map(\.idempotencyKey)
+        let otherKeys = SubscriptionLifecycle.apply(other, to: nil, now: now).webhooks.map(\.idempotencyKey)
         XCTAssertTrue(Set(keys).isDisjoint(with: otherKeys))
     }
 
@@ -136,8 +136,8 @@ final class LifecycleReconciliationTests: XCTestCase {
         let retry = reconcile(t1, f.renewal(retrying: true), signed: F.day(31))
         let over = reconcile(t1, f.renewal(retrying: false), signed: F.day(31))
         let now = F.day(32)
-        XCTAssertEqual(SubscriptionLifecycle.apply(grace, to: nil, policy: F.policy, now: now).newState?.state, .gracePeriod)
-        XCTAssertEqual(SubscriptionLifecycle.apply(retry, to: nil, policy: F.policy, now: now).newState?.state, .billingRetry)
-        XCTAssertEqual(SubscriptionLifecycle.apply(over, to: nil, policy: F.policy, now: now).newState?.state, .expired)
+        XCTAssertEqual(SubscriptionLifecycle.apply(grace, to: nil, now: now).newState?.state, .gracePeriod)
+        XCTAssertEqual(SubscriptionLifecycle.apply(retry, to: nil, now: now).newState?.state, .billingRetry)
+        XCTAssertEqual(SubscriptionLifecycle.apply(over, to: nil, now: now).newState?.state, .expired)
     }
 }

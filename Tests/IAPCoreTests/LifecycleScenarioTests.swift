@@ -199,7 +199,7 @@ final class LifecycleScenarioTests: XCTestCase {
     }
 
     func testConsumableRefundArrivingFirstStillAsksForClawback() {
-        let outcome = SubscriptionLifecycle.apply(consumableRefund[2], to: nil, policy: F.policy, now: F.day(3))
+        let outcome = SubscriptionLifecycle.apply(consumableRefund[2], to: nil, now: F.day(3))
         XCTAssertEqual(outcome.newState?.state, .refunded)
         XCTAssertTrue(outcome.webhooks.map(\.kind).contains(.consumableRefunded))
     }

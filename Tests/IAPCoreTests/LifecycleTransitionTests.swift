@@ -19,7 +19,7 @@ final class LifecycleTransitionTests: XCTestCase {
                        renewal: CanonicalRenewal? = nil, to state: SubscriptionState? = nil, id: String = "n1",
                        signed: Int64 = F.day(15)) -> LifecycleOutcome {
         let event = f.event(id, type, subtype, signed: signed, tx: tx ?? current, renewal: renewal ?? f.renewal())
-        return SubscriptionLifecycle.apply(event, to: state ?? active, policy: F.policy, now: now)
+        return SubscriptionLifecycle.apply(event, to: state ?? active, now: now)
     }
 
     func testEveryKnownTypeAndSubtypeIsHandledWithItsDocumentedEffect() {
@@ -98,7 +98,7 @@ final class LifecycleTransitionTests: XCTestCase {
 
     func testTestNotificationYieldsATestWebhookAndNoState() {
         let event = f.event("ping", "TEST", signed: F.day(15), tx: nil)
-        let outcome = SubscriptionLifecycle.apply(event, to: nil, policy: F.policy, now: now)
+        let outcome = SubscriptionLifecycle.apply(event, to: nil, now: now)
         XCTAssertNil(outcome.newState)
         XCTAssertEqual(outcome.webhooks.map(\.kind), [.test])
         XCTAssertNil(outcome.webhooks.first?.originalTransactionId)
@@ -134,7 +134,7 @@ final class LifecycleTransitionTests: XCTestCase {
         let lifetime = LifecycleFixture(chainId: "4000000001", type: .nonConsumable)
         let event = lifetime.event("n", "ONE_TIME_CHARGE", signed: F.day(1),
                                    tx: lifetime.tx("4000000001", "lifetime", bought: F.day(1), expires: nil))
-        let outcome = SubscriptionLifecycle.apply(event, to: nil, policy: F.policy, now: now)
+        let outcome = SubscriptionLifecycle.apply(event, to: nil, now: now)
         XCTAssertEqual(outcome.newState?.state, .active)
         XCTAssertNil(outcome.newState?.expiresDate)
         XCTAssertEqual(outcome.webhooks.map(\.kind), [.entitlementChanged])
@@ -149,7 +149,7 @@ final class LifecycleTransitionTests: XCTestCase {
         let other = LifecycleFixture(chainId: "9999")
         let event = other.event("x", "EXPIRED", "VOLUNTARY", signed: F.day(19),
                                 tx: other.tx("x1", bought: F.day(19), expires: F.day(19)))
-        let outcome = SubscriptionLifecycle.apply(event, to: active, policy: F.policy, now: now)
+        let outcome = SubscriptionLifecycle.apply(event, to: active, now: now)
         XCTAssertNil(outcome.newState)
         XCTAssertEqual(outcome.webhooks, [])
     }
@@ -157,16 +157,16 @@ final class LifecycleTransitionTests: XCTestCase {
     func testRenewalInfoAloneDoesNotFoundAChain() {
         let event = f.event("r", "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", signed: F.day(1), tx: nil,
                             renewal: f.renewal(autoRenew: .off))
-        XCTAssertNil(SubscriptionLifecycle.apply(event, to: nil, policy: F.policy, now: now).newState)
+        XCTAssertNil(SubscriptionLifecycle.apply(event, to: nil, now: now).newState)
     }
 
     func testInformationalEventFoundsAProvisionalChainThatAnyDecisiveEventOverrides() {
         let notice = f.event("i", "PRICE_INCREASE", "PENDING", signed: F.day(30), tx: current, renewal: f.renewal())
-        let provisional = SubscriptionLifecycle.apply(notice, to: nil, policy: F.policy, now: now).newState
+        let provisional = SubscriptionLifecycle.apply(notice, to: nil, now: now).newState
         XCTAssertEqual(provisional?.state, .active)
         XCTAssertEqual(provisional?.entitlementVersion?.decisive, false)
         let expiry = f.event("x", "EXPIRED", "VOLUNTARY", signed: F.day(12), tx: current, renewal: f.renewal())
-        let after = SubscriptionLifecycle.apply(expiry, to: provisional, policy: F.policy, now: now).newState
+        let after = SubscriptionLifecycle.apply(expiry, to: provisional, now: now).newState
         XCTAssertEqual(after?.state, .expired, "an older decisive event still beats a newer notice")
     }
 }

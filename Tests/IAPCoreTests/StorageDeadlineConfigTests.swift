@@ -2,7 +2,7 @@ import Foundation
 import IAPCore
 import XCTest
 
-/// `timeouts.storageSeconds`: how long a request waits for one storage call (issue 10, item 6).
+/// `timeouts.storageSeconds`: how long a request waits for one storage call.
 final class StorageDeadlineConfigTests: XCTestCase {
     private func gateway(_ timeouts: String?) throws(VerificationError) -> GatewayConfig {
         try ConfigLoader.decodeGateway(Data("<gateway>\(timeouts.map { "<timeouts>\($0)</timeouts>" } ?? "")</gateway>".utf8),

@@ -92,13 +92,49 @@ final class CanonicalModelTests: XCTestCase {
         XCTAssertFalse(VerificationError(.invalidSignature, "x").retryable)
     }
 
-    func testEveryErrorCodeIsDocumentedInTheREADME() throws {
-        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("README.md")
-        let text = try String(contentsOf: readme, encoding: .utf8)
-        for code in VerificationError.Code.all {
-            XCTAssertTrue(text.contains("| `\(code.rawValue)` |"), "README lacks \(code.rawValue); run Scripts/error-codes-table.py")
+    /// The README's error table is generated from the doc comment of each `VerificationError.Code`
+    /// (`errorCodeTable`) and compared whole: every code once, in declaration order, each with a
+    /// meaning, marked retryable exactly when `VerificationError.retryable` says so. On a
+    /// difference the failure prints the table to paste.
+    func testTheREADMEErrorTableIsExactlyTheGeneratedOne() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let generated = try Self.errorCodeTable(
+            source: String(contentsOf: root.appendingPathComponent("Sources/IAPCore/VerificationError.swift"), encoding: .utf8))
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+            .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let start = try XCTUnwrap(readme.firstIndex(of: "| code | meaning |"), "README has no error table")
+        let table = Array(readme[start...].prefix { $0.hasPrefix("|") })
+        XCTAssertEqual(table, generated, "README's error table is not the generated one; paste:\n" + generated.joined(separator: "\n"))
+
+        let rows = generated.dropFirst(2)
+        XCTAssertEqual(rows.map { String($0.split(separator: "`")[1]) }, VerificationError.Code.all.map(\.rawValue),
+                       "every code once, in declaration order")
+        for (row, code) in zip(rows, VerificationError.Code.all) {
+            XCTAssertFalse(row.hasSuffix("|  |") || row.hasPrefix("| `\(code.rawValue)` |  *("), "\(code.rawValue) has no meaning: give it a doc comment")
         }
+    }
+
+    /// The README table: one row per `public static let x = Code(rawValue: "X")`, its meaning the
+    /// `///` lines just above it (plain `//` lines such as MARKs between them are skipped).
+    static func errorCodeTable(source: String) -> [String] {
+        var rows = ["| code | meaning |", "|---|---|"]
+        var doc: [String] = []
+        let constant = /public static let \w+ = Code\(rawValue: "(\w+)"\)/
+        for line in source.split(separator: "\n", omittingEmptySubsequences: false) {
+            let text = line.trimmingCharacters(in: .whitespaces)
+            if text.hasPrefix("///") {
+                doc.append(text.dropFirst(3).trimmingCharacters(in: .whitespaces))
+            } else if let match = text.wholeMatch(of: constant) {
+                let code = VerificationError.Code(rawValue: String(match.1))
+                let retryable = VerificationError(code, "").retryable ? " *(retryable)*" : ""
+                rows.append("| `\(match.1)` | \(doc.joined(separator: " "))\(retryable) |")
+                doc = []
+            } else if !text.hasPrefix("//") {
+                doc = []
+            }
+        }
+        return rows
     }
 }
 

@@ -1,3 +1,4 @@
+import AppleTrust
 import Foundation
 import IAPCore
 import XCTest
@@ -14,8 +15,8 @@ final class AuditTests: LedgerTestCase {
 
     func testAuditRecordRoundTripsNewestFirst() throws {
         let ledger = try openLedger()
-        let granted = record(evidenceSHA256: LedgerDigest.sha256Hex("first"), time: 1)
-        let refused = record(evidenceSHA256: LedgerDigest.sha256Hex("second"), time: 2, verdict: .refused,
+        let granted = record(evidenceSHA256: SHA256Digest.lowercaseHex("first"), time: 1)
+        let refused = record(evidenceSHA256: SHA256Digest.lowercaseHex("second"), time: 2, verdict: .refused,
                              errorCode: .invalidSignature)
         try ledger.recordAudit(granted)
         try ledger.recordAudit(refused)
@@ -26,7 +27,7 @@ final class AuditTests: LedgerTestCase {
 
     func testClaimAppendsItsAuditRecordInTheSameStep() throws {
         let ledger = try openLedger()
-        let granted = record(evidenceSHA256: LedgerDigest.sha256Hex("evidence"))
+        let granted = record(evidenceSHA256: SHA256Digest.lowercaseHex("evidence"))
         var purchase = claim("alice", [transaction("1000", original: "1000")])
         purchase.audit = granted
         _ = try ledger.claim(purchase)
@@ -37,7 +38,7 @@ final class AuditTests: LedgerTestCase {
         let ledger = try openLedger()
         _ = try ledger.claim(claim("bob", [transaction("1000", original: "1000")]))
         var stolen = claim("alice", [transaction("1000", original: "1000")])
-        stolen.audit = record(evidenceSHA256: LedgerDigest.sha256Hex("evidence"))
+        stolen.audit = record(evidenceSHA256: SHA256Digest.lowercaseHex("evidence"))
         XCTAssertEqual(errorCode { () throws(VerificationError) in _ = try ledger.claim(stolen) },
                        .transactionBoundToOtherAccount)
         XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10), [])
@@ -56,20 +57,20 @@ final class AuditTests: LedgerTestCase {
         let evidence = "eyJhbGciOiJFUzI1NiJ9.SECRET-EVIDENCE-PAYLOAD.c2lnbmF0dXJl"
         do {
             let ledger = try openLedger()
-            try ledger.recordAudit(record(evidenceSHA256: LedgerDigest.sha256Hex(evidence)))
+            try ledger.recordAudit(record(evidenceSHA256: SHA256Digest.lowercaseHex(evidence)))
         }
         var bytes = Data()
         for suffix in ["", "-wal"] {
             bytes.append((try? Data(contentsOf: URL(fileURLWithPath: databasePath + suffix))) ?? Data())
         }
-        XCTAssertNotNil(bytes.range(of: Data(LedgerDigest.sha256Hex(evidence).utf8)))
+        XCTAssertNotNil(bytes.range(of: Data(SHA256Digest.lowercaseHex(evidence).utf8)))
         XCTAssertNil(bytes.range(of: Data("SECRET-EVIDENCE-PAYLOAD".utf8)))
     }
 
     func testAnythingButAHexDigestInTheEvidenceFieldIsRefused() throws {
         let ledger = try openLedger()
         for notADigest in ["eyJhbGciOiJFUzI1NiJ9.payload.signature",
-                           LedgerDigest.sha256Hex("x").uppercased(),
+                           SHA256Digest.lowercaseHex("x").uppercased(),
                            String(repeating: "a", count: 65)] {
             XCTAssertEqual(errorCode { () throws(VerificationError) in
                 try ledger.recordAudit(record(evidenceSHA256: notADigest))
@@ -79,11 +80,11 @@ final class AuditTests: LedgerTestCase {
     }
 
     func testSHA256MatchesFIPSVectors() {
-        XCTAssertEqual(LedgerDigest.sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        XCTAssertEqual(LedgerDigest.sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        XCTAssertEqual(LedgerDigest.sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+        XCTAssertEqual(SHA256Digest.lowercaseHex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        XCTAssertEqual(SHA256Digest.lowercaseHex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        XCTAssertEqual(SHA256Digest.lowercaseHex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
                        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
-        XCTAssertEqual(LedgerDigest.sha256Hex(String(repeating: "a", count: 1000)),
+        XCTAssertEqual(SHA256Digest.lowercaseHex(String(repeating: "a", count: 1000)),
                        "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3")
     }
 }

@@ -1,3 +1,4 @@
+import AppleTrust
 import Foundation
 import IAPCore
 import Synchronization
@@ -34,7 +35,7 @@ final class NonceTests: LedgerTestCase {
                 try row.requiredText(0)
             }
         }
-        XCTAssertEqual(stored, [LedgerDigest.sha256Hex(nonce.value)])
+        XCTAssertEqual(stored, [SHA256Digest.lowercaseHex(nonce.value)])
     }
 
     func testExpiredNonceIsInvalidFromItsExpiryOn() throws {

@@ -1,3 +1,4 @@
+import AppleTrust
 import Foundation
 import IAPCore
 import XCTest
@@ -160,7 +161,7 @@ final class StorageTests: LedgerTestCase {
         for i in 0..<600 {
             try ledger.recordAudit(AuditRecord(time: Int64(i), bundleId: "com.example.app", account: "alice",
                                                evidenceKind: "signedTransaction",
-                                               evidenceSHA256: LedgerDigest.sha256Hex("evidence-\(i)"),
+                                               evidenceSHA256: SHA256Digest.lowercaseHex("evidence-\(i)"),
                                                transactionIds: (0..<20).map { "\(i)-\($0)" }, productIds: ["p"],
                                                environment: "Production", verdict: .granted, errorCode: nil,
                                                adapter: "serverAPI", latencyMicros: 1))

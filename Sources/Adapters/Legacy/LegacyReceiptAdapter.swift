@@ -16,7 +16,7 @@ public struct LegacyReceiptAdapter: VerificationAdapter, ReceiptReverifying {
     public let id: AdapterID = .verifyReceipt
 
     private let exchange: VerifyReceiptExchange
-    private let endpoints: VerifyReceiptEndpoints
+    private let endpoints: EnvironmentURLs
     private let normalizer: LegacyReceiptNormalizer
     private let environmentVariables: [String: String]
     private let logger: Logger
@@ -24,7 +24,7 @@ public struct LegacyReceiptAdapter: VerificationAdapter, ReceiptReverifying {
 
     /// `mapping` is the verifyReceipt mapping file to normalise with (normally the latest one);
     /// `sleep` waits between retries and is injectable so tests take no time.
-    public init(upstream: any VerifyReceiptTransport, endpoints: VerifyReceiptEndpoints, mapping: MappingFile,
+    public init(upstream: any VerifyReceiptTransport, endpoints: EnvironmentURLs, mapping: MappingFile,
                 retryPolicy: RetryPolicy = RetryPolicy(),
                 environmentVariables: [String: String] = ProcessInfo.processInfo.environment,
                 logger: Logger = .disabled, maxResponseBytes: Int = 4 << 20,

@@ -9,25 +9,6 @@ public protocol VerifyReceiptTransport: Sendable {
 
 extension UpstreamHTTPClient: VerifyReceiptTransport {}
 
-/// Apple's two verifyReceipt URLs (or a simulator's), from `GatewayConfig.upstream`.
-public struct VerifyReceiptEndpoints: Sendable, Equatable {
-    public var production: String
-    public var sandbox: String
-
-    public init(production: String, sandbox: String) {
-        self.production = production
-        self.sandbox = sandbox
-    }
-
-    public init(_ upstream: GatewayConfig.Upstream) {
-        self.init(production: upstream.verifyReceiptProduction, sandbox: upstream.verifyReceiptSandbox)
-    }
-
-    func url(for environment: AppStoreEnvironment) -> String {
-        environment == .sandbox ? sandbox : production
-    }
-}
-
 /// One verifyReceipt answer that parsed: Apple's status and the whole JSON document.
 struct VerifyReceiptAnswer {
     let status: Int64

@@ -6,22 +6,6 @@ import UpstreamHTTP
 /// bounded retries honouring Retry-After, production-then-sandbox fallback, and Apple's error codes
 /// turned into `VerificationError`. It returns signed data unverified; the adapter verifies it.
 public struct AppStoreServerAPIClient: Sendable {
-    public struct BaseURLs: Sendable, Equatable {
-        public var production: String
-        public var sandbox: String
-        public init(production: String, sandbox: String) {
-            self.production = production
-            self.sandbox = sandbox
-        }
-        public init(_ upstream: GatewayConfig.Upstream) {
-            self.init(production: upstream.serverAPIProduction, sandbox: upstream.serverAPISandbox)
-        }
-        func base(_ environment: ServerAPIEnvironment) -> String {
-            let url = environment == .production ? production : sandbox
-            return url.hasSuffix("/") ? String(url.dropLast()) : url
-        }
-    }
-
     /// Apple's `errorCode`s this client acts on (the rest are reported by number).
     public enum AppleErrorCode {
         public static let accountNotFound: Int64 = 4040001
@@ -45,7 +29,7 @@ public struct AppStoreServerAPIClient: Sendable {
                                            appTransactionDoesNotExist]
     }
 
-    public let baseURLs: BaseURLs
+    public let baseURLs: EnvironmentURLs
     public let tokenProvider: any ServerAPITokenProviding
     public let upstream: UpstreamHTTPClient
     public let retryPolicy: RetryPolicy
@@ -56,7 +40,7 @@ public struct AppStoreServerAPIClient: Sendable {
     let logger: Logger
     let sleep: RetryPolicy.Sleep
 
-    public init(baseURLs: BaseURLs, tokenProvider: any ServerAPITokenProviding, upstream: UpstreamHTTPClient,
+    public init(baseURLs: EnvironmentURLs, tokenProvider: any ServerAPITokenProviding, upstream: UpstreamHTTPClient,
                 retryPolicy: RetryPolicy = RetryPolicy(), logger: Logger = .disabled, maxPages: Int = 50,
                 defaultRetryAfterSeconds: Int = 5, sleep: @escaping RetryPolicy.Sleep = RetryPolicy.taskSleep) {
         self.baseURLs = baseURLs
@@ -244,5 +228,13 @@ public struct AppStoreServerAPIClient: Sendable {
         } catch {
             throw VerificationError(.upstreamInvalidResponse, "App Store Server API \(call.name): malformed answer: \(error.message)")
         }
+    }
+}
+
+extension EnvironmentURLs {
+    /// The Server API base URL for `environment`, without a trailing slash (paths start with one).
+    func base(_ environment: ServerAPIEnvironment) -> String {
+        let url = environment == .production ? production : sandbox
+        return url.hasSuffix("/") ? String(url.dropLast()) : url
     }
 }

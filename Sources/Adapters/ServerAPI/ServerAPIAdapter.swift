@@ -9,14 +9,17 @@ import UpstreamHTTP
 /// StoreKit 2 JWS is verified locally and (unless the app says local-only) confirmed, and a legacy
 /// receipt is verified locally and its purchases fetched with Get Transaction History, without
 /// verifyReceipt. Everything Apple returns is verified against the app's pinned roots before use.
-public final class ServerAPIAdapter: VerificationAdapter, ChainCacheReporting {
+public final class ServerAPIAdapter: VerificationAdapter {
     public let id = AdapterID.serverAPI
 
-    /// What one app needs, built at first use and rebuilt when its policy changes (config reload).
+    /// What one app needs, built at first use. Kept with the policy it was built from: another
+    /// policy under the same bundle id (tests and tools build variants) gets its own, so a context
+    /// never serves one policy's roots or credentials to another.
     final class AppContext: Sendable {
         let policy: AppPolicy
-        /// Accepts every environment some claim of the app may use; the claim's `EvidencePolicy`
-        /// then decides for this one (Sandbox only for App Review accounts), which a verifier cannot know.
+        /// The app's one verifier (`AppVerifiers`), which accepts every environment the app could
+        /// ever accept; the claim's `EvidencePolicy` then decides for this one (Sandbox only for App
+        /// Review accounts), which a verifier cannot know.
         let verifier: SignedDataVerifier
         let client: Result<AppStoreServerAPIClient, VerificationError>
         let receiptReader: Result<AppReceiptReader, VerificationError>
@@ -38,49 +41,45 @@ public final class ServerAPIAdapter: VerificationAdapter, ChainCacheReporting {
         public var secretEnvironment: [String: String]
         public var now: @Sendable () -> Date
         public var sleep: RetryPolicy.Sleep
-        public var ocspTransport: any OCSPTransport
-        /// `limits.maxJWSBytes`: every signed transaction and renewal info verified through this adapter.
-        public var maxJWSBytes = SignedDataVerifier.defaultMaxInputBytes
+        /// The per-app JWS verifiers (their clock, OCSP transport and `limits.maxJWSBytes`), which the
+        /// gateway shares with notifications; nil builds the adapter's own on `now`.
+        public var verifiers: AppVerifiers?
 
         public init(retryPolicy: RetryPolicy = RetryPolicy(), maxPages: Int = 50, maxReceiptLookups: Int = 20,
                     secretEnvironment: [String: String] = ProcessInfo.processInfo.environment,
                     now: @escaping @Sendable () -> Date = { Date() },
                     sleep: @escaping RetryPolicy.Sleep = RetryPolicy.taskSleep,
-                    ocspTransport: any OCSPTransport = URLSessionOCSPTransport()) {
+                    verifiers: AppVerifiers? = nil) {
             self.retryPolicy = retryPolicy
             self.maxPages = maxPages
             self.maxReceiptLookups = maxReceiptLookups
             self.secretEnvironment = secretEnvironment
             self.now = now
             self.sleep = sleep
-            self.ocspTransport = ocspTransport
+            self.verifiers = verifiers
         }
     }
 
-    public let baseURLs: AppStoreServerAPIClient.BaseURLs
+    public let baseURLs: EnvironmentURLs
     let upstream: UpstreamHTTPClient
     let normalizer: ServerAPINormalizer
     let options: Options
     let logger: Logger
+    /// Where `AppContext.verifier` comes from: one verifier and chain cache per app.
+    public let verifiers: AppVerifiers
     private let contexts = Mutex<[String: AppContext]>([:])
 
-    public init(upstream: UpstreamHTTPClient, baseURLs: AppStoreServerAPIClient.BaseURLs, normalizer: ServerAPINormalizer,
+    public init(upstream: UpstreamHTTPClient, baseURLs: EnvironmentURLs, normalizer: ServerAPINormalizer,
                 options: Options = Options(), logger: Logger = .disabled) {
         self.upstream = upstream
         self.baseURLs = baseURLs
         self.normalizer = normalizer
         self.options = options
         self.logger = logger
+        self.verifiers = options.verifiers ?? AppVerifiers(now: options.now)
     }
 
     public var mappingVersion: String { normalizer.mapping.id }
-
-    /// Chain-cache hits and misses summed over the per-app verifiers (for `/metrics`).
-    public var chainCacheCounts: (hits: Int, misses: Int) {
-        contexts.withLock { contexts in
-            contexts.values.reduce((0, 0)) { ($0.0 + $1.verifier.chainCacheHits, $0.1 + $1.verifier.chainCacheMisses) }
-        }
-    }
 
     public let evidenceForms: [EvidenceForm] = [.receipt, .transactionId, .signedTransaction, .signedAppTransaction,
                                                 .appTransactionId]
@@ -121,11 +120,7 @@ public final class ServerAPIAdapter: VerificationAdapter, ChainCacheReporting {
     }
 
     private func makeContext(_ app: AppPolicy) throws(VerificationError) -> AppContext {
-        let verifier = try SignedDataVerifier(
-            rootCertificates: try Self.loadRoots(app.trustRoots.jws, app: app, what: "trustRoots.jws"),
-            bundleId: app.bundleId, appAppleId: app.appAppleId, environments: app.acceptableEnvironments,
-            enableOnlineChecks: app.onlineChecks, allowLocalTestEnvironments: app.allowLocalTestEnvironments,
-            now: options.now, ocspTransport: options.ocspTransport, maxInputBytes: options.maxJWSBytes)
+        let verifier = try verifiers.verifier(for: app)
 
         let client: Result<AppStoreServerAPIClient, VerificationError>
         if let credentials = app.serverAPI {
@@ -141,24 +136,12 @@ public final class ServerAPIAdapter: VerificationAdapter, ChainCacheReporting {
         // Built eagerly but kept as a result: an app that never sends receipts needs no receipt roots.
         let reader: Result<AppReceiptReader, VerificationError>
         do throws(VerificationError) {
-            reader = .success(try AppReceiptReader(roots: try Self.loadRoots(app.trustRoots.receipts, app: app,
-                                                                             what: "trustRoots.receipts")))
+            reader = .success(try AppReceiptReader(roots: try AppVerifiers.loadRoots(app.trustRoots.receipts, app: app,
+                                                                                     what: "trustRoots.receipts")))
         } catch {
             reader = .failure(error)
         }
         return AppContext(policy: app, verifier: verifier, client: client, receiptReader: reader)
-    }
-
-    static func loadRoots(_ urls: [URL], app: AppPolicy, what: String) throws(VerificationError) -> [Data] {
-        guard !urls.isEmpty else { throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(what) is empty") }
-        var roots: [Data] = []
-        for url in urls {
-            guard let data = try? Data(contentsOf: url), !data.isEmpty else {
-                throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(what): cannot read \(url.path)")
-            }
-            roots.append(data)
-        }
-        return roots
     }
 
     // MARK: Environments to ask

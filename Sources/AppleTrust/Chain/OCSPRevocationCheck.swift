@@ -4,15 +4,22 @@ import IAPCore
 
 /// Asks each certificate's OCSP responder (from its AIA extension) whether it is revoked, and
 /// checks the answer with OpenSSL: signed by the issuer or its delegate, chaining to a pinned root,
-/// fresh, and about this certificate.
-struct OCSPRevocationCheck: Sendable {
+/// fresh, and about this certificate. As a `ChainPolicy` (the optional one: online checks only) it
+/// asks about every certificate of leaf → … → root but the root, leaf first.
+struct OCSPRevocationCheck: ChainPolicy {
     let transport: any OCSPTransport
+    /// Whose pinned store OCSP answers must chain to.
+    let pinned: PinnedChainPolicy
     var timeout: TimeInterval = 5
     static let clockSkewSeconds = 300
     /// Apple's responders refresh answers within hours; a week-old "good" is not evidence.
     static let maxResponseAgeSeconds = 7 * 86_400
 
-    func check(_ cert: X509Certificate, issuer: X509Certificate, policy: AppleChainPolicy) throws(VerificationError) {
+    func check(_ chain: [X509Certificate]) throws(VerificationError) {
+        for (cert, issuer) in zip(chain, chain.dropFirst()) { try check(cert, issuer: issuer) }
+    }
+
+    func check(_ cert: X509Certificate, issuer: X509Certificate) throws(VerificationError) {
         guard let urlText = cert.ocspResponderURL, let url = URL(string: urlText),
               url.scheme == "http" || url.scheme == "https" else {
             throw VerificationError(.revocationCheckUnavailable, "\(cert.subjectCommonName) names no OCSP responder")
@@ -50,7 +57,7 @@ struct OCSPRevocationCheck: Sendable {
         guard let certs = iapgw_sk_X509_new_null() else { throw unavailable("out of memory") }
         defer { iapgw_sk_X509_free(certs) }
         _ = iapgw_sk_X509_push(certs, issuer.x509)
-        guard OCSP_basic_verify(basic, certs, policy.storeForOCSP, 0) == 1 else {
+        guard OCSP_basic_verify(basic, certs, pinned.storeForOCSP, 0) == 1 else {
             throw unavailable("OCSP response signature does not verify")
         }
         var status: Int32 = -1, reason: Int32 = -1

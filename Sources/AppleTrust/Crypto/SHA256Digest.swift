@@ -2,7 +2,8 @@ import COpenSSL
 import Foundation
 import IAPCore
 
-/// SHA-256 through OpenSSL (one-shot; the inputs here are small).
+/// SHA-256 through OpenSSL (one-shot; the inputs here are small): the one SHA-256 helper, for
+/// fingerprints, signatures, secrets compared in constant time and the ledger's stored digests.
 public enum SHA256Digest {
     public static func hash<Bytes: ContiguousBytes>(_ bytes: Bytes) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
@@ -19,9 +20,14 @@ public enum SHA256Digest {
         Hex.lowercase(hash(bytes)).uppercased()
     }
 
+    /// 64 lowercase hex characters: how the ledger stores nonces and evidence digests
+    /// (`AuditRecord.evidenceSHA256`).
     public static func lowercaseHex<Bytes: ContiguousBytes>(_ bytes: Bytes) -> String {
         Hex.lowercase(hash(bytes))
     }
+
+    /// Of the text's UTF-8 bytes.
+    public static func lowercaseHex(_ text: String) -> String { lowercaseHex(Array(text.utf8)) }
 }
 
 /// OpenSSL keeps a per-thread error queue; drained so one failure never colours the next call.

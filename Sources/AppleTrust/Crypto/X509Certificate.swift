@@ -4,8 +4,10 @@ import IAPCore
 
 /// An X.509 certificate parsed from DER. Owns its `X509`. Parsing is costly (≈ 0.3 ms), which is
 /// why `SignedDataVerifier` caches what it learns from a verified chain instead of re-parsing.
+///
+/// The one X.509 wrapper: JWS x5c chains, receipt signers and the pinned roots of both.
 public final class X509Certificate: @unchecked Sendable {
-    let x509: OpaquePointer
+    package let x509: OpaquePointer
     /// The exact DER bytes this was parsed from.
     public let der: Data
 
@@ -24,8 +26,9 @@ public final class X509Certificate: @unchecked Sendable {
         self.der = der
     }
 
-    /// Takes ownership of one reference (certificates the test PKI builds).
-    init(owning x509: OpaquePointer) {
+    /// Takes ownership of one reference (certificates the test PKI builds, chains OpenSSL built,
+    /// a PKCS#7 signer's certificates after `X509_up_ref`).
+    package init(owning x509: OpaquePointer) {
         self.x509 = x509
         var out: UnsafeMutablePointer<UInt8>? = nil
         let n = i2d_X509(x509, &out)

@@ -3,20 +3,15 @@ import IAPCore
 
 extension SignedDataVerifier {
     /// The verifier an app's policy describes: its pinned JWS roots, bundle id, app Apple id,
-    /// every environment one of its claims may come from, online checks, and local test data only
-    /// where the policy enables it.
+    /// every environment one of its claims may come from, online checks, and local test data only where the policy enables it.
+    /// (`AppVerifiers` keeps one per app for the gateway.)
     public convenience init(policy: AppPolicy, ocspTransport: any OCSPTransport = URLSessionOCSPTransport(),
-                            maxInputBytes: Int = SignedDataVerifier.defaultMaxInputBytes) throws(VerificationError) {
-        var roots: [Data] = []
-        for url in policy.trustRoots.jws {
-            guard let der = FileManager.default.contents(atPath: url.path) else {
-                throw VerificationError(.invalidConfiguration, "\(policy.bundleId): cannot read JWS trust root \(url.path)")
-            }
-            roots.append(der)
-        }
-        try self.init(rootCertificates: roots, bundleId: policy.bundleId, appAppleId: policy.appAppleId,
+                            maxInputBytes: Int = SignedDataVerifier.defaultMaxInputBytes,
+                            now: @escaping @Sendable () -> Date = { Date() }) throws(VerificationError) {
+        try self.init(rootCertificates: try AppVerifiers.loadRoots(policy.trustRoots.jws, app: policy, what: "trustRoots.jws"),
+                      bundleId: policy.bundleId, appAppleId: policy.appAppleId,
                       environments: policy.acceptableEnvironments, enableOnlineChecks: policy.onlineChecks,
-                      allowLocalTestEnvironments: policy.allowLocalTestEnvironments, ocspTransport: ocspTransport,
+                      allowLocalTestEnvironments: policy.allowLocalTestEnvironments, now: now, ocspTransport: ocspTransport,
                       maxInputBytes: maxInputBytes)
     }
 }

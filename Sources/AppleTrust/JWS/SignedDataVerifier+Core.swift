@@ -40,7 +40,7 @@ extension SignedDataVerifier {
             window = cached.validity
         } else {
             let decoded = try Self.decodeHeader(header)
-            window = try policy.verifyStructure(decoded)
+            window = try policy.verifyJWSChain(decoded)
             guard let key = decoded[0].publicKey, key.isP256 else {
                 throw VerificationError(.invalidSignature, "the leaf key is not an EC P-256 key")
             }
@@ -61,7 +61,7 @@ extension SignedDataVerifier {
             if let expected, Self.kind(of: payload) != expected { try requireKind(payload, expected) }
             throw VerificationError(.missingField, "payload.\(dateField) is required")
         }
-        try AppleChainPolicy.requireValid(window, at: PayloadDates.floorSeconds(signedMs))
+        try ValidityTime(PayloadDates.floorSeconds(signedMs)).check(window)
         var verified = cached ?? VerifiedChain(leafKey: leafKey, validity: window, revocationCheckedAt: nil)
 
         let nowMs = PayloadDates.milliseconds(now())
@@ -72,14 +72,10 @@ extension SignedDataVerifier {
         try RegisteredClaims.check(payload, nowMs: nowMs)
         if enableOnlineChecks {
             let nowSecond = PayloadDates.floorSeconds(nowMs)
-            guard verified.validity.contains(nowSecond) else {
-                throw VerificationError(nowSecond < verified.validity.notBefore ? .certificateNotYetValid : .certificateExpired,
-                                        "the signing chain is not valid now (online checks)")
-            }
+            try ValidityTime(nowSecond).check(verified.validity)
             if verified.revocationCheckedAt.map({ nowSecond - $0 > revocationRecheckSeconds || $0 > nowSecond }) ?? true {
                 if certs == nil { certs = try Self.decodeHeader(header) }
-                try revocation.check(certs![0], issuer: certs![1], policy: policy)
-                try revocation.check(certs![1], issuer: certs![2], policy: policy)
+                try revocation.check(certs!)
                 verified.revocationCheckedAt = nowSecond
                 cache.store(header, verified)
             }

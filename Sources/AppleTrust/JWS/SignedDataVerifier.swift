@@ -29,7 +29,7 @@ public final class SignedDataVerifier: Sendable {
     /// A longer compact JWS (any kind, outer or inner) is refused INPUT_TOO_LARGE before it is read.
     public let maxInputBytes: Int
 
-    let policy: AppleChainPolicy
+    let policy: PinnedChainPolicy
     let cache: VerifiedChainCache
     let revocation: OCSPRevocationCheck
     let now: @Sendable () -> Date
@@ -41,7 +41,8 @@ public final class SignedDataVerifier: Sendable {
                 ocspTransport: any OCSPTransport = URLSessionOCSPTransport(),
                 revocationRecheckSeconds: Int64 = 300,
                 maxInputBytes: Int = SignedDataVerifier.defaultMaxInputBytes) throws(VerificationError) {
-        self.policy = try AppleChainPolicy(rootCertificates: rootCertificates)
+        guard !rootCertificates.isEmpty else { throw VerificationError(.invalidConfiguration, "no root certificate pinned") }
+        self.policy = try PinnedChainPolicy(rootCertificates: rootCertificates)
         self.bundleId = bundleId
         self.appAppleId = appAppleId
         self.environments = environments
@@ -51,7 +52,7 @@ public final class SignedDataVerifier: Sendable {
         self.clockSkewMs = min(max(0, clockSkewMs), PayloadDates.maxMs)
         self.now = now
         self.cache = VerifiedChainCache(capacity: cacheCapacity)
-        self.revocation = OCSPRevocationCheck(transport: ocspTransport)
+        self.revocation = OCSPRevocationCheck(transport: ocspTransport, pinned: policy)
         self.revocationRecheckSeconds = min(max(0, revocationRecheckSeconds), PayloadDates.maxMs / 1000)
         self.maxInputBytes = max(0, maxInputBytes)
     }

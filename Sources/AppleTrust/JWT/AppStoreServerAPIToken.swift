@@ -67,6 +67,3 @@ public final class AppStoreServerAPIToken: Sendable {
         return input + "." + Base64URL.encode(signature)
     }
 }
-
-/// The name the brief and other modules may use for the API token signer.
-public typealias JWTSigner = AppStoreServerAPIToken

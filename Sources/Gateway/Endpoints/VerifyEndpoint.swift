@@ -165,6 +165,6 @@ struct VerifyEndpoint: Sendable {
 
     /// The audit trail keeps a digest of the evidence, never the evidence.
     static func evidenceDigest(_ evidence: PurchaseEvidence) -> String {
-        LedgerDigest.sha256Hex(evidence.value)
+        SHA256Digest.lowercaseHex(evidence.value)
     }
 }

@@ -1,4 +1,5 @@
 import Adapters
+import AppleTrust
 import Foundation
 import IAPCore
 import Ledger
@@ -111,8 +112,9 @@ public struct BatchComparer: Sendable {
                 inFlight -= 1
                 switch attempt {
                 case .rateLimited where job.attempt + 1 < options.maxRateLimitAttempts:
-                    let pause = min(60, options.rateLimitBackoffSeconds * Double(1 << min(job.attempt, 16)))
-                    pauseUntil = max(pauseUntil, ContinuousClock.now + .milliseconds(Int64(pause * 1000)))
+                    let pause = ExponentialBackoff(base: .seconds(options.rateLimitBackoffSeconds),
+                                                   cap: .seconds(60)).delay(beforeRetry: job.attempt + 1)
+                    pauseUntil = max(pauseUntil, ContinuousClock.now + pause)
                     queue.append(Job(receipt: job.receipt, digest: job.digest, attempt: job.attempt + 1))
                     summary.rateLimitedRetries += 1
                 case .rateLimited:
@@ -158,8 +160,8 @@ public struct BatchComparer: Sendable {
 
     private func compare(_ job: Job) async -> Attempt {
         let account = job.receipt.account ?? ""
-        async let l = Self.attempt(legacy, job.evidence, account, app)
-        async let s = Self.attempt(serverAPI, job.evidence, account, app)
+        async let l = MigrationRouter.attempt(legacy, job.evidence, account, app)
+        async let s = MigrationRouter.attempt(serverAPI, job.evidence, account, app)
         let (legacyResult, serverResult) = await (l, s)
         for result in [legacyResult, serverResult] {
             if case .failure(let e) = result, e.code == .rateLimited { return .rateLimited }
@@ -169,19 +171,9 @@ public struct BatchComparer: Sendable {
                                         id: Self.comparisonId(bundleId: app.bundleId, digest: job.digest), now: service.now()))
     }
 
-    private static func attempt(_ adapter: any VerificationAdapter, _ evidence: PurchaseEvidence, _ account: String,
-                                _ app: AppPolicy) async -> Result<AdapterOutcome, VerificationError> {
-        do {
-            return .success(try await adapter.verify(evidence, for: app,
-                                                     policy: ClaimPolicy(app: app, claimant: .account(account))))
-        } catch {
-            return .failure(error)
-        }
-    }
-
     /// Derived from the app and the evidence, so comparing a receipt again replaces its comparison.
     static func comparisonId(bundleId: String, digest: String) -> String {
-        "batch-" + LedgerDigest.sha256Hex("\(bundleId)\n\(digest)").prefix(32)
+        "batch-" + SHA256Digest.lowercaseHex("\(bundleId)\n\(digest)").prefix(32)
     }
 
     static func seconds(_ d: Duration) -> Double {

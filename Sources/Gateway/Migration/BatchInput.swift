@@ -1,3 +1,4 @@
+import AppleTrust
 import Foundation
 import IAPCore
 import Ledger
@@ -16,7 +17,7 @@ public struct BatchReceipt: Sendable, Hashable {
     }
 
     /// The key a batch is resumed by: the same digest the gateway stores as `evidenceSHA256`.
-    public var evidenceSHA256: String { LedgerDigest.sha256Hex(receipt) }
+    public var evidenceSHA256: String { SHA256Digest.lowercaseHex(receipt) }
 
     /// Reads a JSONL file strictly (unknown keys, duplicate keys and wrong types refused), skipping
     /// blank lines. A bad line is an error naming its line number, so a backlog is never half-read.

@@ -81,7 +81,9 @@ public struct MigrationRouter: Sendable {
         }
     }
 
-    private static func attempt(_ adapter: any VerificationAdapter, _ evidence: PurchaseEvidence, _ account: String,
+    /// One path's answer as a value, failures included: both paths always run to the end, and
+    /// the comparison records whichever way each went (routing and batch compare alike).
+    static func attempt(_ adapter: any VerificationAdapter, _ evidence: PurchaseEvidence, _ account: String,
                                 _ app: AppPolicy) async -> Result<AdapterOutcome, VerificationError> {
         do {
             return .success(try await adapter.verify(evidence, for: app,

@@ -2,7 +2,6 @@ import Adapters
 import AppleTrust
 import Foundation
 import IAPCore
-import Synchronization
 
 /// A notification from Apple, verified and normalised, ready for the durable inbox.
 public struct DecodedNotification: Sendable, Equatable {
@@ -26,30 +25,21 @@ public struct DecodedNotification: Sendable, Equatable {
 /// Turns a `POST /v1/notifications/{bundleId}` body into a `DecodedNotification`, trusting only
 /// signatures: V2 bodies have their outer JWS and every inner JWS verified against the app's pinned
 /// roots (they must agree on bundle and environment); V1 bodies must carry the app's shared secret.
-public final class NotificationDecoder: ChainCacheReporting {
+public final class NotificationDecoder: Sendable {
     let serverAPINormalizer: ServerAPINormalizer
-    let legacyNormalizer: LegacyReceiptNormalizer
     let environment: [String: String]
-    /// `limits.maxJWSBytes`, for the outer JWS and every inner one.
-    let maxJWSBytes: Int
-    private let verifiers = Mutex<[String: (AppPolicy, SignedDataVerifier)]>([:])
+    /// The per-app JWS verifiers (`limits.maxJWSBytes` for the outer JWS and every inner one),
+    /// shared with the Server API adapter when the assembly builds both.
+    public let verifiers: AppVerifiers
 
     public init(mappings: MappingSet, environment: [String: String],
-                maxJWSBytes: Int = SignedDataVerifier.defaultMaxInputBytes) throws(VerificationError) {
-        guard let server = mappings.latest(source: "serverAPI"), let legacy = mappings.latest(source: "verifyReceipt") else {
-            throw VerificationError(.invalidMapping, "notifications need the serverAPI and verifyReceipt mappings")
+                verifiers: AppVerifiers = AppVerifiers()) throws(VerificationError) {
+        guard let server = mappings.latest(source: "serverAPI") else {
+            throw VerificationError(.invalidMapping, "notifications need the serverAPI mapping")
         }
         self.serverAPINormalizer = try ServerAPINormalizer(server)
-        self.legacyNormalizer = try LegacyReceiptNormalizer(legacy)
         self.environment = environment
-        self.maxJWSBytes = maxJWSBytes
-    }
-
-    /// Chain-cache hits and misses summed over the per-app verifiers (for `/metrics`).
-    public var chainCacheCounts: (hits: Int, misses: Int) {
-        verifiers.withLock { verifiers in
-            verifiers.values.reduce((0, 0)) { ($0.0 + $1.1.chainCacheHits, $0.1 + $1.1.chainCacheMisses) }
-        }
+        self.verifiers = verifiers
     }
 
     public func decode(body: [UInt8], app: AppPolicy) throws(VerificationError) -> DecodedNotification {
@@ -68,15 +58,8 @@ public final class NotificationDecoder: ChainCacheReporting {
 
     // MARK: V2
 
-    private func verifier(for app: AppPolicy) throws(VerificationError) -> SignedDataVerifier {
-        if let (policy, verifier) = verifiers.withLock({ $0[app.bundleId] }), policy == app { return verifier }
-        let verifier = try SignedDataVerifier(policy: app, maxInputBytes: maxJWSBytes)
-        verifiers.withLock { $0[app.bundleId] = (app, verifier) }
-        return verifier
-    }
-
     private func decodeV2(_ jws: String, app: AppPolicy) throws(VerificationError) -> DecodedNotification {
-        let payload = try verifier(for: app).verifyAndDecodeNotification(jws)
+        let payload = try verifiers.verifier(for: app).verifyAndDecodeNotification(jws)
         guard let uuid = payload.notificationUUID, !uuid.isEmpty, uuid.utf8.count <= 64 else {
             throw VerificationError(.missingField, "notification.notificationUUID is required")
         }

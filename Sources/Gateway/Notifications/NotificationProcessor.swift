@@ -32,7 +32,7 @@ public final class NotificationProcessor: Sendable {
                 // Nothing names a chain (TEST, RENEWAL_EXTENSION SUMMARY, …): counted if unknown.
                 return LifecycleOutcome(newState: nil, unknownType: !NotificationType(rawValue: entry.notificationType).isKnown)
             }
-            return SubscriptionLifecycle.apply(event, to: state, policy: app.gracePeriodPolicy, now: now)
+            return SubscriptionLifecycle.apply(event, to: state, now: now)
         }
         if report.processed + report.failed + report.parked > 0 {
             logger.info("notifications_processed", ["processed": String(report.processed), "failed": String(report.failed),

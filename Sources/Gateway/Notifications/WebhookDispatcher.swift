@@ -52,8 +52,10 @@ public final class WebhookDispatcher: Sendable {
 
     /// The wait before the next attempt: 1 s, 2 s, 4 s, … capped at one hour.
     static func backoffMs(afterAttempts attempts: Int) -> Int64 {
-        min(Int64(1000) << Int64(min(max(attempts, 0), 12)), 3_600_000)
+        backoff.delay(beforeRetry: attempts + 1).wholeMilliseconds
     }
+
+    static let backoff = ExponentialBackoff(base: .seconds(1), cap: .seconds(3600))
 
     /// The event as JSON, with the account that owns the chain when one does (so the backend
     /// needs no mapping of its own from Apple's ids to its users), and whether its state grants

@@ -1,4 +1,5 @@
 import Adapters
+import AppleTrust
 import Foundation
 import IAPCore
 import Ledger
@@ -21,7 +22,7 @@ extension Reconciler {
                 guard let sealed = try await ledger.latestReceipt(bundleId: app.bundleId, originalTransactionId: chain) else { continue }
                 let binding = Array("\(app.bundleId)\0\(chain)".utf8)
                 let receipt = String(decoding: try sealer.open(Array(sealed), associatedData: binding), as: UTF8.self)
-                guard sent.insert(LedgerDigest.sha256Hex(receipt)).inserted else { continue }
+                guard sent.insert(SHA256Digest.lowercaseHex(receipt)).inserted else { continue }
                 // The owner decides whether Sandbox answers are acceptable (App Review accounts).
                 let account = try await ledger.owner(bundleId: app.bundleId, originalTransactionId: chain) ?? ""
                 let outcome = try await legacy.reverify(receipt: receipt, for: app,

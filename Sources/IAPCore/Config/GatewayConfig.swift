@@ -5,8 +5,8 @@ import Foundation
 public struct GatewayConfig: Sendable, Equatable {
     public var listenAddress: String = "127.0.0.1"
     public var listenPort: Int = 8080
-    /// `sqlite:<path>` (relative to the working directory) or `postgresql://…`.
-    public var storageURL: String = "sqlite:var/iapgw.sqlite"
+    /// `storageURL`: `sqlite:<path>` (relative to the working directory) or `postgresql://…`.
+    public var storage: LedgerStorage = .sqlite(path: "var/iapgw.sqlite")
     public var upstream = Upstream()
     public var timeouts = Timeouts()
     public var limits = Limits()
@@ -29,10 +29,10 @@ public struct GatewayConfig: Sendable, Equatable {
 
     /// Apple's real endpoints by default; the simulator or a test points them elsewhere.
     public struct Upstream: Sendable, Equatable {
-        public var verifyReceiptProduction = "https://buy.itunes.apple.com/verifyReceipt"
-        public var verifyReceiptSandbox = "https://sandbox.itunes.apple.com/verifyReceipt"
-        public var serverAPIProduction = "https://api.storekit.itunes.apple.com"
-        public var serverAPISandbox = "https://api.storekit-sandbox.itunes.apple.com"
+        public var verifyReceipt = EnvironmentURLs(production: "https://buy.itunes.apple.com/verifyReceipt",
+                                                   sandbox: "https://sandbox.itunes.apple.com/verifyReceipt")
+        public var serverAPI = EnvironmentURLs(production: "https://api.storekit.itunes.apple.com",
+                                               sandbox: "https://api.storekit-sandbox.itunes.apple.com")
         public init() {}
     }
 
@@ -148,14 +148,14 @@ struct GatewayConfigDecoder {
             if url.lowercased().contains("password=") || decoded.contains("password=") {
                 throw f.fail("must not hold a password: set PGPASSWORD or a passfile (PGPASSFILE) instead")
             }
-            config.storageURL = url
+            config.storage = LedgerStorage(url)
         }
         if let f = o.optional("upstream") {
             let u = try f.object()
-            if let g = u.optional("verifyReceiptProduction") { config.upstream.verifyReceiptProduction = try upstreamURL(g) }
-            if let g = u.optional("verifyReceiptSandbox") { config.upstream.verifyReceiptSandbox = try upstreamURL(g) }
-            if let g = u.optional("serverAPIProduction") { config.upstream.serverAPIProduction = try upstreamURL(g) }
-            if let g = u.optional("serverAPISandbox") { config.upstream.serverAPISandbox = try upstreamURL(g) }
+            if let g = u.optional("verifyReceiptProduction") { config.upstream.verifyReceipt.production = try upstreamURL(g) }
+            if let g = u.optional("verifyReceiptSandbox") { config.upstream.verifyReceipt.sandbox = try upstreamURL(g) }
+            if let g = u.optional("serverAPIProduction") { config.upstream.serverAPI.production = try upstreamURL(g) }
+            if let g = u.optional("serverAPISandbox") { config.upstream.serverAPI.sandbox = try upstreamURL(g) }
             try u.finish()
         }
         if let f = o.optional("timeouts") {
@@ -228,5 +228,22 @@ struct GatewayConfigDecoder {
             throw field.fail("must be https (plain http only to localhost)")
         }
         return text
+    }
+}
+
+/// One upstream's pair of URLs: Apple's production host and its sandbox host (or a simulator's).
+/// verifyReceipt and the App Store Server API each have one.
+public struct EnvironmentURLs: Sendable, Equatable {
+    public var production: String
+    public var sandbox: String
+
+    public init(production: String, sandbox: String) {
+        self.production = production
+        self.sandbox = sandbox
+    }
+
+    /// Sandbox data goes to the sandbox host; everything else to production.
+    public func url(for environment: AppStoreEnvironment) -> String {
+        environment == .sandbox ? sandbox : production
     }
 }

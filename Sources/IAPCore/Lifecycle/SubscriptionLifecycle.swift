@@ -18,11 +18,10 @@ public enum SubscriptionLifecycle {
     /// Applies `event` to the chain it names. `current` must be that chain's state (same bundleId
     /// and originalTransactionId) or nil if none is stored; a state of another chain is left alone.
     ///
-    /// `policy` does not change the state: the state records what Apple said (gracePeriod,
-    /// billingRetry…), and whether that grants access is decided when entitlements are read, so a
-    /// policy change needs no replay. Unused today; part of the agreed signature.
-    public static func apply(_ event: LifecycleEvent, to current: SubscriptionState?,
-                             policy: AppPolicy.GracePeriodPolicy, now: Int64) -> LifecycleOutcome {
+    /// No app policy goes in: the state records what Apple said (gracePeriod, billingRetry…), and
+    /// whether that grants access is decided when entitlements are read (`EntitlementAccess`), so
+    /// a policy change needs no replay.
+    public static func apply(_ event: LifecycleEvent, to current: SubscriptionState?, now: Int64) -> LifecycleOutcome {
         let classification = LifecycleClassification.classify(event.notificationType, event.subtype)
         let chainId = event.originalTransactionId
         let webhooks = LifecycleWebhooks(event: event, chainId: chainId)

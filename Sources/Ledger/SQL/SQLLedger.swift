@@ -1,3 +1,4 @@
+import AppleTrust
 import Foundation
 import IAPCore
 
@@ -73,7 +74,7 @@ public final class SQLLedger: Sendable {
             try connection.run("""
                 INSERT INTO nonces (value_sha256, bundle_id, account, issued_at, expires_at)
                 VALUES (?, ?, ?, ?, ?)
-                """, .text(LedgerDigest.sha256Hex(value)), .text(bundleId), .text(account), .integer(now),
+                """, .text(SHA256Digest.lowercaseHex(value)), .text(bundleId), .text(account), .integer(now),
                 .integer(expiresAt))
         }
         return IssuedNonce(value: value, expiresAt: expiresAt)
@@ -84,7 +85,7 @@ public final class SQLLedger: Sendable {
         let invalid = VerificationError(.nonceInvalid, "the nonce is unknown, expired or not for this account")
         // Issued nonces are 22 characters; anything far longer is not worth hashing.
         guard !value.isEmpty, value.utf8.count <= 128 else { throw invalid }
-        let hash = LedgerDigest.sha256Hex(value)
+        let hash = SHA256Digest.lowercaseHex(value)
         try database.withConnection { (connection) throws(VerificationError) in
             // The single conditional UPDATE is the whole guarantee: only one caller can flip consumed_at.
             let consumed = try connection.run("""

@@ -36,13 +36,4 @@ enum SchemaMigrator {
             }
         }
     }
-
-    /// The applied version, for tests and operations.
-    static func currentVersion(_ database: any SQLDatabase) throws(VerificationError) -> Int64 {
-        try database.withConnection { (connection) throws(VerificationError) in
-            try connection.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations") {
-                (row) throws(VerificationError) in try row.requiredInteger(0)
-            }.first ?? 0
-        }
-    }
 }

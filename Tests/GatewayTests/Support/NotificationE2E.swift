@@ -7,6 +7,7 @@ import HTTPServer
 import IAPCore
 import Ledger
 import Synchronization
+import TestSupport
 import UpstreamHTTP
 import XCTest
 

@@ -41,7 +41,7 @@ final class ThirdAdapterTests: XCTestCase {
         let legacyMapping = try MappingFile.load(contentsOf: root.appendingPathComponent("Mappings/verifyReceipt/v1.json"))
         let upstream = try UpstreamHTTPClient(configuration: .init(connectTimeout: .seconds(1), requestTimeout: .seconds(1)))
         var adapters = AdapterRegistry([
-            try LegacyReceiptAdapter(upstream: upstream, endpoints: VerifyReceiptEndpoints(production: "http://127.0.0.1:1/",
+            try LegacyReceiptAdapter(upstream: upstream, endpoints: EnvironmentURLs(production: "http://127.0.0.1:1/",
                                                                                           sandbox: "http://127.0.0.1:1/"),
                                      mapping: legacyMapping),
         ])

@@ -1,0 +1,57 @@
+import Foundation
+import IAPCore
+import Synchronization
+
+/// The one factory of JWS verifiers, and the one verifier (with its verified-chain cache) per app,
+/// for everything Apple signs about that app: the Server API adapter's transactions and renewal
+/// info, and notifications. Built at first use and kept with the policy it was built from, so
+/// another policy under the same bundle id never gets a verifier of other roots or environments.
+///
+/// Each verifier accepts every environment the app could ever accept (`AppPolicy.acceptableEnvironments`:
+/// Sandbox wherever the app takes Sandbox evidence at all, plus the local test environments where
+/// the policy enables them); the per-account rule (Sandbox only for App Review accounts) is
+/// applied after it, by whoever knows the account.
+public final class AppVerifiers: Sendable {
+    let now: @Sendable () -> Date
+    let ocspTransport: any OCSPTransport
+    /// `limits.maxJWSBytes`: every JWS, outer or inner, verified for any app.
+    let maxJWSBytes: Int
+    private let verifiers = Mutex<[String: (AppPolicy, SignedDataVerifier)]>([:])
+
+    public init(now: @escaping @Sendable () -> Date = { Date() },
+                ocspTransport: any OCSPTransport = URLSessionOCSPTransport(),
+                maxJWSBytes: Int = SignedDataVerifier.defaultMaxInputBytes) {
+        self.now = now
+        self.ocspTransport = ocspTransport
+        self.maxJWSBytes = maxJWSBytes
+    }
+
+    public func verifier(for app: AppPolicy) throws(VerificationError) -> SignedDataVerifier {
+        if let (policy, verifier) = verifiers.withLock({ $0[app.bundleId] }), policy == app { return verifier }
+        let verifier = try SignedDataVerifier(policy: app, ocspTransport: ocspTransport,
+                                              maxInputBytes: maxJWSBytes, now: now)
+        verifiers.withLock { $0[app.bundleId] = (app, verifier) }
+        return verifier
+    }
+
+    /// Chain-cache hits and misses summed over the per-app verifiers (for `/metrics`).
+    public var chainCacheCounts: (hits: Int, misses: Int) {
+        verifiers.withLock { verifiers in
+            verifiers.values.reduce((0, 0)) { ($0.0 + $1.1.chainCacheHits, $0.1 + $1.1.chainCacheMisses) }
+        }
+    }
+
+    /// The one reader of an app's trust-root files (`trustRoots.jws`, `trustRoots.receipts`): each
+    /// must be readable and non-empty, and the list may not be empty (nothing pinned verifies nothing).
+    public static func loadRoots(_ urls: [URL], app: AppPolicy, what: String) throws(VerificationError) -> [Data] {
+        guard !urls.isEmpty else { throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(what) is empty") }
+        var roots: [Data] = []
+        for url in urls {
+            guard let data = try? Data(contentsOf: url), !data.isEmpty else {
+                throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(what): cannot read \(url.path)")
+            }
+            roots.append(data)
+        }
+        return roots
+    }
+}
