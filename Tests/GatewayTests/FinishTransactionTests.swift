@@ -42,8 +42,21 @@ final class FinishTransactionTests: XCTestCase {
                                    upstreamBudget: .seconds(5), now: { Self.millis() + aheadMillis })
     }
 
-    /// Apple answers the first Finish Transaction 429 with Retry-After 30 (longer than the budget):
-    /// the background finisher records the attempt and waits Apple's 30 s, not its own 1 s backoff.
+    /// A purchase bought by `owner` and verified (signed transaction) for `account`, whose first
+    /// Finish Transaction Apple answers 429 with Retry-After 30 (longer than the budget): the
+    /// background finisher records the attempt and waits Apple's 30 s, not its own 1 s backoff.
+    private func grantWithFirstFinishRateLimited(_ gw: GatewayE2E, owner: String, account: String)
+        async throws -> (purchase: SimulatedPurchase, jws: String, answer: GatewayAnswer) {
+        let purchase = try gw.buy(GatewayE2E.removeAds, owner: owner)
+        let jws = try gw.simulator.signedTransaction(transactionId: purchase.transactionId)
+        gw.simulator.faults.rateLimitNext(1, retryAfterSeconds: 30)
+        let before = Self.millis()
+        let answer = try await gw.verifySigned(jws, account: account)
+        XCTAssertEqual(answer.status, 200, answer.text)
+        try await firstAttemptRateLimited(gw, transactionId: purchase.transactionId, since: before)
+        return (purchase, jws, answer)
+    }
+
     private func firstAttemptRateLimited(_ gw: GatewayE2E, transactionId: String, since: Int64) async throws {
         try await eventually("the first finish attempt is recorded") {
             try gw.harness.service.storedLedger.finishEntries(bundleId: gw.bundleId).first?.attempts == 1
@@ -58,15 +71,8 @@ final class FinishTransactionTests: XCTestCase {
 
     func testNewlyGrantedPurchaseIsFinishedOnceAfterApplesRetryAfter() async throws {
         let gw = try await start()
-        let purchase = try gw.buy(GatewayE2E.removeAds, owner: "device-fay")
-        let jws = try gw.simulator.signedTransaction(transactionId: purchase.transactionId)
-        gw.simulator.faults.rateLimitNext(1, retryAfterSeconds: 30)
-        let before = Self.millis()
-
-        let granted = try await gw.verifySigned(jws, account: "fay")
-        XCTAssertEqual(granted.status, 200, granted.text)
+        let (purchase, jws, granted) = try await grantWithFirstFinishRateLimited(gw, owner: "device-fay", account: "fay")
         XCTAssertEqual(granted.json["newlyGranted"], .array([.string(purchase.transactionId)]))
-        try await firstAttemptRateLimited(gw, transactionId: purchase.transactionId, since: before)
 
         let tooEarly = try await finisher(gw, aheadMillis: 20_000).finishDue()
         let afterRetryAfter = try await finisher(gw, aheadMillis: 31_000).finishDue()
@@ -90,13 +96,7 @@ final class FinishTransactionTests: XCTestCase {
     func testRefundedOrRefusedPurchaseIsNeverFinished() async throws {
         let gw = try await start()
         // Granted, then refunded before the finish could be sent.
-        let granted = try gw.buy(GatewayE2E.removeAds, owner: "device-gus")
-        let jws = try gw.simulator.signedTransaction(transactionId: granted.transactionId)
-        gw.simulator.faults.rateLimitNext(1, retryAfterSeconds: 30)
-        let before = Self.millis()
-        let answer = try await gw.verifySigned(jws, account: "gus")
-        XCTAssertEqual(answer.status, 200, answer.text)
-        try await firstAttemptRateLimited(gw, transactionId: granted.transactionId, since: before)
+        let granted = try await grantWithFirstFinishRateLimited(gw, owner: "device-gus", account: "gus").purchase
         let refund = try gw.simulator.refund(transactionId: granted.transactionId)
         _ = try await gw.simulator.sendNotification(type: "REFUND", purchase: refund, to: gw.harness.notificationURL)
         try await gw.waitUntilInboxIsDrained()
