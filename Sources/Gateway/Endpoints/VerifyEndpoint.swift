@@ -78,7 +78,7 @@ struct VerifyEndpoint: Sendable {
         let context = ClaimContext(app: app, account: account, evidenceKind: evidence.kind, now: now())
         try checks.run(outcome, context)
 
-        let grandfathered = Self.grandfathered(outcome, app: app, account: account)
+        let grandfathered = context.evidenceKind.isAppTransaction ? Self.grandfathered(outcome, app: app, account: account) : []
         let entitlements = EntitlementCalculator.entitlements(account: account, transactions: outcome.transactions,
                                                               renewals: outcome.renewals, now: context.now) + grandfathered
         var granted = audit
@@ -125,7 +125,7 @@ struct VerifyEndpoint: Sendable {
 
     /// What the app's own purchase grants under the policy's `grandfathering` rule: each listed
     /// product, active without end, bound under `appTransaction:<appTransactionId>:<productId>` so
-    /// one app purchase serves one account. Only an app transaction with its appTransactionId
+    /// one app purchase serves one account. Only app-transaction evidence with its appTransactionId
     /// grants (a legacy receipt names no app purchase to bind).
     static func grandfathered(_ outcome: AdapterOutcome, app: AppPolicy, account: String) -> [Entitlement] {
         guard let rule = app.grandfathering, let appTransaction = outcome.appTransaction,
