@@ -45,13 +45,8 @@ extension AppStoreSimulator {
         ]
         payload["subtype"] = subtype.map(JSONValue.string)
         if type == "RESCIND_CONSENT" {
-            let appTransactionId = store.state.withLock { $0.appTransactionId(owner: owner, bundleId: bundleId, environment: environment) }
-            container["signedAppTransactionInfo"] = .string(try pki.signJWS(.object([
-                "receiptType": .string(environment.rawValue), "appAppleId": .int(app.appAppleId), "bundleId": .string(app.bundleId),
-                "applicationVersion": .string(app.bundleVersion), "receiptCreationDate": .int(now), "requestDate": .int(now),
-                "originalApplicationVersion": .string("1.0"), "originalPurchaseDate": .int(now), "appTransactionId": .string(appTransactionId),
-                "originalPlatform": .string("iOS"), "signedDate": .int(now),
-            ])))
+            container["signedAppTransactionInfo"] = .string(try signedAppTransaction(owner: owner, bundleId: bundleId,
+                                                                                   environment: environment))
             payload["appData"] = .object(container)
         } else {
             container["bundleVersion"] = .string(app.bundleVersion)
