@@ -4,6 +4,21 @@ import IAPCore
 /// Apple's JWS payloads (JWSTransactionDecodedPayload, JWSRenewalInfoDecodedPayload), camelCase
 /// with integer millisecond dates, omitting absent fields as Apple does.
 enum SignedPayloads {
+    /// Apple's AppTransaction (StoreKit 2 `AppTransaction.shared`, Get App Transaction Info).
+    static func appTransaction(app: SimulatedApp, environment: AppStoreEnvironment, appTransactionId: String,
+                               purchase: AppPurchase, signedDate: Int64) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "receiptType": .string(environment.rawValue), "bundleId": .string(app.bundleId),
+            "applicationVersion": .string(app.bundleVersion), "versionExternalIdentifier": .int(0),
+            "receiptCreationDate": .int(signedDate), "signedDate": .int(signedDate),
+            "originalPurchaseDate": .int(purchase.originalPurchaseDate),
+            "originalApplicationVersion": .string(purchase.originalApplicationVersion),
+            "appTransactionId": .string(appTransactionId), "originalPlatform": .string("iOS"),
+        ]
+        if environment == .production { o["appAppleId"] = .int(app.appAppleId) }
+        return .object(o)
+    }
+
     static func transaction(_ t: TransactionRecord, signedDate: Int64) -> JSONValue {
         var o: [String: JSONValue] = [
             "transactionId": .string(t.transactionId),
@@ -34,6 +49,15 @@ enum SignedPayloads {
         o["offerType"] = t.offerType.map { .int($0.rawValue) }
         o["offerIdentifier"] = t.offerIdentifier.map(JSONValue.string)
         o["offerDiscountType"] = t.offerDiscountType.map { .string($0.rawValue) }
+        o["revocationType"] = t.revocationType.map { .string($0.rawValue) }
+        o["revocationPercentage"] = t.revocationPercentage.map(JSONValue.int)
+        if t.type == .autoRenewable { o["billingPlanType"] = .string(t.commitment == nil ? "BILLED_UPFRONT" : "MONTHLY") }
+        if let c = t.commitment {
+            o["commitmentInfo"] = .object([
+                "billingPeriodNumber": .int(c.billingPeriodNumber), "totalBillingPeriods": .int(c.totalBillingPeriods),
+                "commitmentExpiresDate": .int(c.commitmentExpiresDate), "commitmentPrice": .int(c.commitmentPrice),
+            ])
+        }
         return .object(o)
     }
 
@@ -55,6 +79,16 @@ enum SignedPayloads {
         o["expirationIntent"] = c.expirationIntent.map(JSONValue.int)
         o["gracePeriodExpiresDate"] = c.gracePeriodExpiresDate.map(JSONValue.int)
         o["appAccountToken"] = latest.appAccountToken.map(JSONValue.string)
+        o["renewalBillingPlanType"] = .string(latest.commitment == nil ? "BILLED_UPFRONT" : "MONTHLY")
+        if let commitment = latest.commitment {
+            // What the commitment renews into at its end (`RenewalCommitmentInfo`).
+            o["commitmentInfo"] = .object([
+                "commitmentAutoRenewProductId": .string(c.autoRenewProductId), "commitmentAutoRenewStatus": .int(c.autoRenewStatus),
+                "commitmentRenewalBillingPlanType": .string("MONTHLY"),
+                "commitmentRenewalDate": .int(commitment.commitmentExpiresDate),
+                "commitmentRenewalPrice": .int(commitment.commitmentPrice),
+            ])
+        }
         return .object(o)
     }
 

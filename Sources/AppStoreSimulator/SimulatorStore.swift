@@ -11,12 +11,17 @@ final class SimulatorStore: Sendable {
         var chains: [String: SubscriptionChain] = [:]
         var notifications: [NotificationRecord] = []
         var consumptionRequests: [String: String] = [:]
+        /// Every Finish Transaction call answered, in order (a transaction finished twice appears twice).
+        var finishCalls: [FinishTransactionCall] = []
         var nextProductionId: Int64 = 1_000_000_100_000_001
         var nextSandboxId: Int64 = 2_000_000_100_000_001
         var nextWebOrderLineItemId: Int64 = 1_000_000_080_000_001
         var nextOrderNumber: Int64 = 1
         var sequence: Int64 = 0
         var appTransactionIds: [String: String] = [:]
+        /// The paid download of the app itself, by the same key as `appTransactionIds` (what an
+        /// AppTransaction and a receipt's original_application_version state); absent: "1.0", now.
+        var appPurchases: [String: AppPurchase] = [:]
         /// Planted discrepancies by transactionId (see PlantedDiscrepancies.swift).
         var plants: [String: PlantRecord] = [:]
         var plantOrder: Int64 = 0
@@ -92,7 +97,12 @@ final class SimulatorStore: Sendable {
                 purchaseDate: at, originalPurchaseDate: at,
                 expiresDate: isSubscription ? at + r.periodSeconds * 1000 : nil, quantity: r.quantity, type: r.type,
                 appAccountToken: r.appAccountToken, ownership: r.familyShared ? .familyShared : .purchased,
-                revocationDate: nil, revocationReason: nil, isUpgraded: false, offer: r.offer, environment: r.environment,
+                revocationDate: nil, revocationReason: nil, revocationType: nil, revocationPercentage: nil,
+                commitment: r.type == .autoRenewable ? r.commitmentPeriods.map { periods in
+                    SimulatedCommitment(billingPeriodNumber: 1, totalBillingPeriods: periods,
+                                        commitmentExpiresDate: at + periods * r.periodSeconds * 1000, commitmentPrice: periods * r.price)
+                } : nil,
+                isUpgraded: false, offer: r.offer, environment: r.environment,
                 transactionReason: .purchase, storefront: r.storefront, storefrontId: r.storefrontId,
                 price: r.offer == .freeTrial ? 0 : r.price, currency: r.currency, owner: r.owner,
                 appTransactionId: s.appTransactionId(owner: r.owner, bundleId: r.bundleId, environment: r.environment),
@@ -139,6 +149,17 @@ final class SimulatorStore: Sendable {
             next.expiresDate = start + chain.periodSeconds * 1000
             next.revocationDate = nil
             next.revocationReason = nil
+            next.revocationType = nil
+            next.revocationPercentage = nil
+            // The next month of a commitment; past its last month a new commitment starts.
+            next.commitment = latest.commitment.map { c in
+                c.billingPeriodNumber < c.totalBillingPeriods
+                    ? SimulatedCommitment(billingPeriodNumber: c.billingPeriodNumber + 1, totalBillingPeriods: c.totalBillingPeriods,
+                                          commitmentExpiresDate: c.commitmentExpiresDate, commitmentPrice: c.commitmentPrice)
+                    : SimulatedCommitment(billingPeriodNumber: 1, totalBillingPeriods: c.totalBillingPeriods,
+                                          commitmentExpiresDate: start + c.totalBillingPeriods * chain.periodSeconds * 1000,
+                                          commitmentPrice: c.commitmentPrice)
+            }
             next.isUpgraded = false
             next.offer = nil
             next.price = chain.price
@@ -183,12 +204,14 @@ final class SimulatorStore: Sendable {
     }
 
     /// Refund (reason 0 other, 1 app issue) or family-sharing revoke: sets revocationDate now.
-    func revoke(transactionId: String, reason: Int64?) throws(SimulatorError) -> TransactionRecord {
+    func revoke(transactionId: String, reason: Int64?, type: RevocationType, percentage: Int64? = nil) throws(SimulatorError) -> TransactionRecord {
         let at = nowMs
         let result: Result<TransactionRecord, SimulatorError> = state.withLock { s in
             guard var t = s.transactions[transactionId] else { return .failure(SimulatorError("no transaction \(transactionId)")) }
             t.revocationDate = at
             t.revocationReason = reason
+            t.revocationType = type
+            t.revocationPercentage = percentage
             t.modifiedSequence = s.nextSequence()
             s.transactions[transactionId] = t
             if var chain = s.chains[t.originalTransactionId], chain.latestTransactionId == transactionId {
@@ -208,6 +231,8 @@ final class SimulatorStore: Sendable {
             }
             t.revocationDate = nil
             t.revocationReason = nil
+            t.revocationType = nil
+            t.revocationPercentage = nil
             t.modifiedSequence = s.nextSequence()
             s.transactions[transactionId] = t
             return .success(t)
@@ -237,6 +262,35 @@ final class SimulatorStore: Sendable {
             s.chains[originalTransactionId]?.latestTransactionId ?? s.transactions[originalTransactionId]?.transactionId
         }
     }
+
+    /// Records the owner's download of the app (version and date) and answers its appTransactionId.
+    func setAppPurchase(_ purchase: AppPurchase, owner: String, bundleId: String, environment: AppStoreEnvironment) -> String {
+        state.withLock { s in
+            let id = s.appTransactionId(owner: owner, bundleId: bundleId, environment: environment)
+            s.appPurchases["\(environment.rawValue)|\(bundleId)|\(owner)"] = purchase
+            return id
+        }
+    }
+
+    func appPurchase(owner: String, bundleId: String, environment: AppStoreEnvironment) -> AppPurchase? {
+        state.withLock { $0.appPurchases["\(environment.rawValue)|\(bundleId)|\(owner)"] }
+    }
+
+    /// The owner whose app download (or any purchase) has this id: an appTransactionId, a
+    /// transactionId or an originalTransactionId, as Get App Transaction Info accepts.
+    func appOwner(anyTransactionId id: String, bundleId: String, environment: AppStoreEnvironment) -> String? {
+        state.withLock { s in
+            let prefix = "\(environment.rawValue)|\(bundleId)|"
+            if let key = s.appTransactionIds.first(where: { $0.value == id && $0.key.hasPrefix(prefix) })?.key {
+                return String(key.dropFirst(prefix.count))
+            }
+            guard let t = s.transactions[id], t.bundleId == bundleId, t.environment == environment else { return nil }
+            return t.owner
+        }
+    }
+
+    func recordFinish(_ call: FinishTransactionCall) { state.withLock { $0.finishCalls.append(call) } }
+    var finishCalls: [FinishTransactionCall] { state.withLock { $0.finishCalls } }
 
     func setAppAccountToken(_ token: String, originalTransactionId: String) -> Bool {
         state.withLock { s in

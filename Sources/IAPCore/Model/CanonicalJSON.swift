@@ -30,6 +30,13 @@ extension CanonicalTransaction {
         o.put("currency", currency)
         o.put("transactionReason", transactionReason?.rawValue)
         o.put("signedDate", signedDate)
+        o.put("appTransactionId", appTransactionId)
+        o.put("offerPeriod", offerPeriod)
+        o.put("revocationType", revocationType?.rawValue)
+        o.put("revocationPercentage", revocationPercentage)
+        o.put("billingPlanType", billingPlanType?.rawValue)
+        o["commitmentInfo"] = commitmentInfo
+        o["advancedCommerceInfo"] = advancedCommerceInfo
         return .object(o)
     }
 }
@@ -55,6 +62,13 @@ extension CanonicalRenewal {
         o.put("currency", currency)
         o.put("environment", environment?.rawValue)
         o.put("signedDate", signedDate)
+        o.put("appTransactionId", appTransactionId)
+        o.put("appAccountToken", appAccountToken)
+        o.put("offerPeriod", offerPeriod)
+        o["eligibleWinBackOfferIds"] = eligibleWinBackOfferIds.map { .array($0.map(JSONValue.string)) }
+        o.put("renewalBillingPlanType", renewalBillingPlanType?.rawValue)
+        o["commitmentInfo"] = commitmentInfo
+        o["advancedCommerceInfo"] = advancedCommerceInfo
         return .object(o)
     }
 }
@@ -63,4 +77,28 @@ extension Dictionary where Key == String, Value == JSONValue {
     fileprivate mutating func put(_ key: String, _ value: String?) { if let value { self[key] = .string(value) } }
     fileprivate mutating func put(_ key: String, _ value: Int64?) { if let value { self[key] = .int(value) } }
     fileprivate mutating func put(_ key: String, _ value: Bool?) { if let value { self[key] = .bool(value) } }
+}
+
+extension CanonicalAppTransaction {
+    public var jsonValue: JSONValue {
+        var o: [String: JSONValue] = [
+            "bundleId": .string(bundleId), "source": .string(source), "mappingVersion": .string(mappingVersion),
+        ]
+        o.put("appAppleId", appAppleId)
+        o.put("receiptType", receiptType?.rawValue)
+        o.put("applicationVersion", applicationVersion)
+        o.put("originalApplicationVersion", originalApplicationVersion)
+        o.put("versionExternalIdentifier", versionExternalIdentifier)
+        o.put("receiptCreationDate", receiptCreationDate)
+        o.put("originalPurchaseDate", originalPurchaseDate)
+        o.put("preorderDate", preorderDate)
+        o.put("requestDate", requestDate)
+        o.put("expirationDate", expirationDate)
+        o.put("deviceVerification", deviceVerification)
+        o.put("deviceVerificationNonce", deviceVerificationNonce)
+        o.put("appTransactionId", appTransactionId)
+        o.put("originalPlatform", originalPlatform)
+        o.put("environment", environment?.rawValue)
+        return .object(o)
+    }
 }
