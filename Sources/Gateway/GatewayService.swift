@@ -124,6 +124,9 @@ public final class GatewayService: Sendable {
             return try await verification.answer(request, app: try authorizedApp(bundleId, request))
         case .entitlements(let bundleId, let account):
             return try await entitlements.answer(app: try authorizedApp(bundleId, request), account: account)
+        case .history(let bundleId, let account):
+            return try await HistoryEndpoint.answer(request, app: try authorizedApp(bundleId, request), account: account,
+                                                    ledger: ledger, now: now())
         case .comparisons(let bundleId):
             let app = try authorizedApp(bundleId, request)
             return try await ComparisonsEndpoint.answer(request, app: app, ledger: try comparisonLedger())

@@ -6,5 +6,5 @@ import CommandLineSupport
 
 runCommandLine(tool: "iapgw", subcommands: [
     ServeCommand(), ReconcileCommand(), NotificationsCommand(), JWSCommand(), ReceiptCommand(), MappingsCommand(),
-    ConfigCommand(), CompareCommand(),
+    ConfigCommand(), CompareCommand(), AuditCommand(),
 ])

@@ -46,6 +46,12 @@ enum OpenAPIDocument {
                                            "schema": .object(["type": "integer"])]))
             }
         }
+        if path == "/v1/apps/{bundleId}/accounts/{account}/history" {
+            for name in ["since", "limit"] {
+                parameters.append(.object(["name": .string(name), "in": "query", "required": .bool(false),
+                                           "schema": .object(["type": "integer"])]))
+            }
+        }
         if path == "/dashboard" {
             for (name, type, required) in [("app", "string", true), ("from", "integer", false), ("to", "integer", false),
                                            ("format", "string", false)] {
@@ -84,6 +90,9 @@ enum OpenAPIDocument {
         case "/v1/apps/{bundleId}/accounts/{account}/entitlements":
             op["summary"] = "Current entitlements of an account"
             responses["200"] = ok("Entitlements")
+        case "/v1/apps/{bundleId}/accounts/{account}/history":
+            op["summary"] = "Support history of an account: its verification attempts since `since` (ms; newest first, at most `limit`, default 100, up to 1000), each with request id, evidence kind, the evidence's SHA-256 prefix, X-Client-Version, environment, Apple's status, verdict and code; and each purchase chain it owns with grants (renewals, refunds), state and notifications"
+            responses["200"] = ok("History")
         case "/v1/apps/{bundleId}/comparisons":
             op["summary"] = "Stored migration comparisons (legacy vs Server API), filtered by time (ms), class, field, product and failure code (either path's error); with agreement counts"
             responses["200"] = ok("Comparisons")
@@ -173,6 +182,32 @@ enum OpenAPIDocument {
                                                            "description": "end of the state's period (in grace: the grace period's end)"]),
                                    "source": string, "grantsAccess": .object(["type": "boolean"])]),
             "Entitlements": object(["account": string, "entitlements": array(ref("Entitlement"))]),
+            "History": object([
+                "bundleId": string, "account": string, "truncated": .object(["type": "boolean"]),
+                "attempts": array(object([
+                    "time": integer, "requestId": string, "evidenceKind": string,
+                    "evidenceSHA256Prefix": .object(["type": "string", "description": "the first 16 hex digits of the evidence's SHA-256; the evidence itself is never kept"]),
+                    "clientVersion": .object(["type": "string", "description": "the app backend's X-Client-Version header, at most 64 printable ASCII characters"]),
+                    "environment": string,
+                    "appleStatus": .object(["type": "string", "description": "what Apple answered, in order: verifyReceipt statuses (\"21007 0\") or Server API failures (\"HTTP 404 errorCode 4040010\")"]),
+                    "verdict": .object(["type": "string", "enum": .array(["granted", "refused"])]),
+                    "code": string, "adapter": string, "account": string,
+                    "transactionIds": array(string), "productIds": array(string),
+                ])),
+                "chains": array(object([
+                    "originalTransactionId": string, "owner": string, "boundAt": integer,
+                    "grants": array(object(["transactionId": string, "productId": string, "firstGrantedAt": integer,
+                                            "updatedAt": integer, "purchaseDate": integer, "expiresDate": integer,
+                                            "revocationDate": integer, "revocationReason": integer,
+                                            "environment": string, "source": string])),
+                    "entitlement": ref("Entitlement"),
+                    "subscription": object(["state": string, "productId": string, "expiresDate": integer,
+                                            "autoRenewStatus": integer, "source": string, "lastSignedDate": integer]),
+                    "notifications": array(object(["notificationType": string, "subtype": string, "signedDate": integer,
+                                                   "receivedAt": integer, "environment": string,
+                                                   "status": .object(["type": "string", "enum": .array(["processed", "parked", "pending"])])])),
+                ])),
+            ]),
             "Notification": .object(["type": "object", "description": "V2: {\"signedPayload\": JWS}; V1: Apple's legacy JSON with password and unified_receipt",
                                      "properties": .object(["signedPayload": string])]),
             "NotificationAccepted": object(["status": string, "notificationId": string]),

@@ -5,6 +5,7 @@ enum Route: Equatable {
     case issueNonce(bundleId: String)
     case verify(bundleId: String)
     case entitlements(bundleId: String, account: String)
+    case history(bundleId: String, account: String)
     case notification(bundleId: String)
     case comparisons(bundleId: String)
     case cutoverImpact(bundleId: String)
@@ -23,6 +24,7 @@ enum Route: Equatable {
         case .issueNonce: "nonces"
         case .verify: "verify"
         case .entitlements: "entitlements"
+        case .history: "history"
         case .notification: "notifications"
         case .comparisons: "comparisons"
         case .cutoverImpact: "cutover_impact"
@@ -36,6 +38,7 @@ enum Route: Equatable {
         ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/openapi.json"), ("GET", "/metrics"), ("GET", "/dashboard"),
         ("POST", "/v1/apps/{bundleId}/nonces"), ("POST", "/v1/apps/{bundleId}/verify"),
         ("GET", "/v1/apps/{bundleId}/accounts/{account}/entitlements"),
+        ("GET", "/v1/apps/{bundleId}/accounts/{account}/history"),
         ("POST", "/v1/notifications/{bundleId}"), ("GET", "/v1/apps/{bundleId}/comparisons"),
         ("GET", "/v1/apps/{bundleId}/cutover-impact"),
     ]
@@ -58,6 +61,8 @@ enum Route: Equatable {
         case 3 where s[0] == "v1" && s[1] == "notifications": (route, expected) = (.notification(bundleId: s[2]), "POST")
         case 6 where s[0] == "v1" && s[1] == "apps" && s[3] == "accounts" && s[5] == "entitlements":
             (route, expected) = (.entitlements(bundleId: s[2], account: s[4]), "GET")
+        case 6 where s[0] == "v1" && s[1] == "apps" && s[3] == "accounts" && s[5] == "history":
+            (route, expected) = (.history(bundleId: s[2], account: s[4]), "GET")
         default: return .notFound
         }
         return method == expected ? route : .methodNotAllowed(allowed: expected)

@@ -1,6 +1,6 @@
 /// The SQLite ledger's migrations, in order. Append new versions; never edit a released one.
 enum LedgerSchema {
-    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7]
+    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7, v8]
 
     /// Times are integer milliseconds since 1970. Nonces are stored as the SHA-256 of their value,
     /// so a copy of the file cannot be used to answer an outstanding challenge.
@@ -102,5 +102,16 @@ enum LedgerSchema {
     static let v7 = """
         ALTER TABLE webhook_outbox ADD COLUMN leased_by TEXT;
         CREATE INDEX webhook_outbox_by_holder ON webhook_outbox (leased_by) WHERE delivered_at IS NULL;
+        """
+
+    /// The support desk's view of each attempt: the request id the client was answered with, the app
+    /// backend's `X-Client-Version` and what Apple answered; indexed by account and by time for
+    /// `GET .../accounts/{account}/history`, `iapgw audit` and the retention purge.
+    static let v8 = """
+        ALTER TABLE audit_log ADD COLUMN request_id TEXT;
+        ALTER TABLE audit_log ADD COLUMN client_version TEXT;
+        ALTER TABLE audit_log ADD COLUMN apple_status TEXT;
+        CREATE INDEX audit_log_by_account ON audit_log (bundle_id, account, time);
+        CREATE INDEX audit_log_by_time ON audit_log (time);
         """
 }
