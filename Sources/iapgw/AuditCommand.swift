@@ -17,7 +17,7 @@ struct AuditCommand: Subcommand {
           100), and each purchase chain with its owner, grants, refunds, state and notifications
         """
 
-    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+    func run(_ args: inout CommandLineArguments) async throws -> Int32 {
         let config = URL(fileURLWithPath: try args.value("--config") ?? "Config", isDirectory: true)
         let mappings = URL(fileURLWithPath: try args.value("--mappings") ?? "Mappings", isDirectory: true)
         guard let bundleId = try args.value("--app") else { throw UsageError(message: "audit needs --app BUNDLE") }
@@ -38,9 +38,8 @@ struct AuditCommand: Subcommand {
         }
         let service = try GatewayAssembly(configuration: try ConfigLoader.loadAll(configDirectory: config),
                                           mappingsDirectory: mappings, logger: Logger.standardError()).makeService()
-        let history = try runAsync {
-            try await HistoryEndpoint.audit(service: service, bundleId: bundleId, subject: subject, since: since, limit: limit)
-        }
+        let history = try await HistoryEndpoint.audit(service: service, bundleId: bundleId, subject: subject, since: since,
+                                                      limit: limit)
         print(history.jsonText)
         return 0
     }

@@ -6,23 +6,26 @@ import Ledger
 /// "I paid but it's locked" (also `iapgw audit`): the account's verification attempts, newest first,
 /// and each purchase chain it owns with its grants, state and notifications. Evidence appears as
 /// the first 16 hex digits of its SHA-256 only.
-public enum HistoryEndpoint {
+public struct HistoryEndpoint: Sendable {
     public static let defaultLimit = 100
     public static let maxLimit = 1_000
+    static let queryParameters: [OpenAPIOperation.QueryParameter] = [("since", "integer", false), ("limit", "integer", false)]
     /// Hex digits of the evidence's SHA-256 shown: enough to match a client's copy, not to look it up.
     static let digestPrefixLength = 16
 
-    static func answer(_ request: HTTPRequest, app: AppPolicy, account: String, ledger: any Ledger,
-                       now: Int64) async throws(VerificationError) -> HTTPResponse {
+    let ledger: any Ledger
+    let now: @Sendable () -> Int64
+
+    func answer(_ request: HTTPRequest, app: AppPolicy, account: String) async throws(VerificationError) -> HTTPResponse {
         try RequestBody.validateAccount(account)
-        if let unknown = request.query.keys.sorted().first(where: { $0 != "since" && $0 != "limit" }) {
+        if let unknown = request.query.keys.sorted().first(where: { name in !Self.queryParameters.contains { $0.name == name } }) {
             throw VerificationError(.malformedRequest, "unknown query parameter \(unknown.prefix(64))")
         }
-        let since = try integer(request.query["since"], "since", 0...Int64.max) ?? 0
-        let limit = try integer(request.query["limit"], "limit", 1...Int64(maxLimit)) ?? Int64(defaultLimit)
+        let since = try Self.integer(request.query["since"], "since", 0...Int64.max) ?? 0
+        let limit = try Self.integer(request.query["limit"], "limit", 1...Int64(Self.maxLimit)) ?? Int64(Self.defaultLimit)
         let history = try await ledger.supportHistory(bundleId: app.bundleId, subject: .account(account),
                                                       since: since, limit: Int(limit))
-        return .json(200, json(history, bundleId: app.bundleId, subject: .account(account), policy: app, now: now).jsonText)
+        return .json(200, Self.json(history, bundleId: app.bundleId, subject: .account(account), policy: app, now: now()).jsonText)
     }
 
     /// `iapgw audit`: the history of an account or of the chain holding a transaction, as the route shows it.
