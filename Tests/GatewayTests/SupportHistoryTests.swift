@@ -107,6 +107,19 @@ final class SupportHistoryTests: XCTestCase {
         XCTAssertEqual(Set(byTransaction.attempts.compactMap(\.requestId)),
                        ["support-renewed", "support-receipt", "support-stolen", "support-granted"])
 
+        // `iapgw audit` reads the same ledger and answers the same way.
+        let audit = try ProcessRun.run(GatewayProcess.binary.path, [
+            "audit", "--app", gw.bundleId, "--transaction-id", renewal.transactionId,
+            "--config", gw.harness.directory.path, "--mappings", GatewayProcess.mappings.path])
+        XCTAssertEqual(audit.status, 0, audit.stderr)
+        let printed = try StrictJSON().parse(Array(audit.stdout.utf8))
+        XCTAssertEqual(printed["transactionId"]?.stringValue, renewal.transactionId)
+        XCTAssertEqual(printed["attempts"]?.arrayValue?.compactMap { $0["requestId"]?.stringValue },
+                       ["support-renewed", "support-receipt", "support-stolen", "support-granted"])
+        XCTAssertEqual(printed["chains"]?.arrayValue?.first?["owner"], "alice")
+        XCTAssertEqual(try ProcessRun.run(GatewayProcess.binary.path, ["audit", "--app", gw.bundleId]).status, 2,
+                       "one of --account and --transaction-id")
+
         // since and limit narrow it; the key is the app's.
         guard case .int(let since)? = byId["support-receipt"]?["time"] else { return XCTFail("no time: \(attempts)") }
         let recent = try await gw.send("GET", "\(gw.appURL)/accounts/alice/history?since=\(since)&limit=1")
