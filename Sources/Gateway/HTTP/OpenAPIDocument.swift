@@ -129,7 +129,8 @@ enum OpenAPIDocument {
                 "verdict": .object(["type": "string", "enum": .array(VerifyVerdict.allCases.map { .string($0.rawValue) }),
                                     "description": "granted: at least one purchase of the evidence grants access now; notGranted: genuine and bound to the account, but nothing grants access now. Evidence whose presented purchases are all refunded or revoked is refused instead (422 TRANSACTION_REVOKED)."]),
                 "adapter": string, "environment": string, "mappingVersion": string,
-                "transactions": array(.object(["type": "object", "description": "CanonicalTransaction"])),
+                "transactions": array(.object(["type": "object", "description": "CanonicalTransaction (Apple's names; mappingVersion says which mapping made it)"])),
+                "renewals": array(.object(["type": "object", "description": "CanonicalRenewal: each subscription chain's renewal info"])),
                 "newlyGranted": array(string), "alreadyGranted": array(string), "revoked": array(string),
                 "entitlements": array(ref("Entitlement")),
                 "appTransaction": .object(["type": "object",
@@ -144,6 +145,8 @@ enum OpenAPIDocument {
                                    "originalTransactionId": string,
                                    "expiresDate": .object(["type": "integer", "format": "int64",
                                                            "description": "end of the state's period (in grace: the grace period's end)"]),
+                                   "commitmentExpiresDate": .object(["type": "integer", "format": "int64",
+                                                                     "description": "a monthly plan with a commitment: when the commitment ends (access follows expiresDate)"]),
                                    "source": string, "grantsAccess": .object(["type": "boolean"])]),
             "Entitlements": object(["account": string, "entitlements": array(ref("Entitlement"))]),
             "History": object([
