@@ -65,6 +65,7 @@ public final class GatewayService: Sendable {
                                    sealer: receiptSealer, metrics: metrics, logger: logger, now: now),
             entitlements: EntitlementsEndpoint(ledger: ledger, now: now),
             offerSignatures: OfferSignaturesEndpoint(ledger: ledger, signers: offerSigners, now: now),
+            history: HistoryEndpoint(ledger: ledger, now: now),
             notifications: NotificationsEndpoint(apps: apps, decoder: notifications,
                                                  legacy: adapters.capability((any ReceiptReverifying).self),
                                                  ledger: ledger, metrics: metrics, logger: logger, now: now),
