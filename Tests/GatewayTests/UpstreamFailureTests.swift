@@ -14,8 +14,7 @@ final class UpstreamFailureTests: XCTestCase {
 
         let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
 
-        XCTAssertEqual(answer.status, 502, answer.text)
-        XCTAssertEqual(answer.errorCode, "UPSTREAM_CREDENTIALS_REJECTED")
+        XCTAssertRefused(answer, 502, "UPSTREAM_CREDENTIALS_REJECTED")
         XCTAssertFalse(answer.text.contains(gw.harness.sharedSecret))
         XCTAssertFalse(answer.text.contains(simulatorSecret))
     }
@@ -28,8 +27,7 @@ final class UpstreamFailureTests: XCTestCase {
 
         let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
 
-        XCTAssertEqual(answer.status, 502, answer.text)
-        XCTAssertEqual(answer.errorCode, "UPSTREAM_CREDENTIALS_REJECTED")
+        XCTAssertRefused(answer, 502, "UPSTREAM_CREDENTIALS_REJECTED")
         XCTAssertFalse(answer.text.contains(wrong))
         XCTAssertFalse(answer.text.contains(gw.harness.sharedSecret))
     }
@@ -42,8 +40,7 @@ final class UpstreamFailureTests: XCTestCase {
 
         let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
 
-        XCTAssertEqual(answer.status, 503, answer.text)
-        XCTAssertEqual(answer.errorCode, "UPSTREAM_UNAVAILABLE")
+        XCTAssertRefused(answer, 503, "UPSTREAM_UNAVAILABLE")
         XCTAssertNotNil(answer.headers["retry-after"].flatMap { Int($0) })
         let attempts = 10 - gw.simulator.faults.settings().failNext
         XCTAssertEqual(attempts, 3, "the default retry policy makes 3 attempts")
@@ -56,8 +53,7 @@ final class UpstreamFailureTests: XCTestCase {
 
         let answer = try await gw.verifyTransactionId(purchase.transactionId, account: "bob")
 
-        XCTAssertEqual(answer.status, 503, answer.text)
-        XCTAssertEqual(answer.errorCode, "UPSTREAM_UNAVAILABLE")
+        XCTAssertRefused(answer, 503, "UPSTREAM_UNAVAILABLE")
         XCTAssertNotNil(answer.headers["retry-after"].flatMap { Int($0) })
         let attempts = 10 - gw.simulator.faults.settings().failNext
         XCTAssertEqual(attempts, 3, "the default retry policy makes 3 attempts")
@@ -70,8 +66,7 @@ final class UpstreamFailureTests: XCTestCase {
 
         let answer = try await gw.verifyTransactionId(purchase.transactionId, account: "bob")
 
-        XCTAssertEqual(answer.status, 503, answer.text)
-        XCTAssertEqual(answer.errorCode, "RATE_LIMITED")
+        XCTAssertRefused(answer, 503, "RATE_LIMITED")
         XCTAssertEqual(answer.headers["retry-after"], "1")
         let attempts = 10 - gw.simulator.faults.settings().rateLimitNext
         XCTAssertEqual(attempts, 3)
@@ -84,8 +79,7 @@ final class UpstreamFailureTests: XCTestCase {
 
         let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
 
-        XCTAssertEqual(answer.status, 503, answer.text)
-        XCTAssertEqual(answer.errorCode, "RATE_LIMITED")
+        XCTAssertRefused(answer, 503, "RATE_LIMITED")
         XCTAssertEqual(answer.headers["retry-after"], "120", "Apple's own wait, passed on")
         XCTAssertEqual(10 - gw.simulator.faults.settings().rateLimitNext, 1, "no retry Apple asked us not to make")
     }
