@@ -115,6 +115,7 @@ public final class DemoHarness: Sendable {
 
     public func stop() async {
         await server.shutdown(gracePeriod: .seconds(2))
+        await service.finishShadowWork()
         background.cancel()
         _ = await background.value
         await simulator.stop()

@@ -3,6 +3,7 @@ import AppleTrust
 import Foundation
 import HTTPServer
 import IAPCore
+import IAPMapping
 import Ledger
 import UpstreamHTTP
 
@@ -66,7 +67,8 @@ public struct GatewayAssembly {
                                         logger: logger)
         let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
                                         store: ledger, legacyMappingVersion: legacyMapping.id,
-                                        serverAPIMappingVersion: serverMapping.id, logger: logger)
+                                        serverAPIMappingVersion: serverMapping.id, logger: logger,
+                                        onShadowDropped: { metrics.recordLostWrite("shadow_comparison") })
         return GatewayService(apps: configuration.apps, adapters: registry, ledger: ledger,
                               notifications: try NotificationDecoder(mappings: mappings, environment: environment,
                                                                      verifiers: jwsVerifiers),
@@ -96,8 +98,10 @@ public struct GatewayAssembly {
                                            environment: environment, logger: logger, identity: identity,
                                            leaseMillis: gateway.webhooks.leaseSeconds * 1000, now: service.now)
         let settings = try configuration.gateway.background.overridden(by: environment)
-        let maintenance = try ReconciliationSchedule(service: service, settings: settings, logger: logger)
-        let sweep = EntitlementSweep(service: service, settings: settings, logger: logger)
+        // Each component is handed what it uses, here, from the parts the service was built from.
+        let maintenance = ReconciliationSchedule(reconciler: try Reconciler(service: service, logger: logger),
+                                                 ledger: service.ledger, settings: settings, logger: logger, now: service.now)
+        let sweep = EntitlementSweep(ledger: service.ledger, settings: settings, logger: logger, now: service.now)
         return Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await processor.run() }

@@ -22,7 +22,7 @@ struct DemoCommand: Subcommand {
           --local-only-jws  trust a verified signed transaction without asking the Server API (load tests)
         """
 
-    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+    func run(_ args: inout CommandLineArguments) async throws -> Int32 {
         var options = DemoHarness.Options()
         // Old app versions' receipts: verifyReceipt answers, the Server API path is compared beside it.
         options.receiptRouting = "shadow"
@@ -38,30 +38,28 @@ struct DemoCommand: Subcommand {
         }
         let logger = once ? Logger.disabled : Logger.standardError()
         let chosen = options
-        return try runAsync {
-            let demo = try await DemoHarness.start(directory: directory, options: chosen, logger: logger)
-            let alice = try demo.simulator.purchase(PurchaseRequest(
-                bundleId: demo.bundleId, productId: "com.example.demo.pro.monthly", type: .autoRenewable,
-                owner: "device-alice", subscriptionGroupIdentifier: "demo.pro", price: 4_990, offer: .freeTrial))
-            let bob = try demo.simulator.purchase(PurchaseRequest(
-                bundleId: demo.bundleId, productId: "com.example.demo.removeads", type: .nonConsumable,
-                owner: "device-bob", price: 2_990))
-            let receiptFile = directory.appendingPathComponent("alice-receipt.b64")
-            let signedFile = directory.appendingPathComponent("bob-signed-transaction.jws")
-            try alice.receiptBase64.write(to: receiptFile, atomically: true, encoding: .utf8)
-            try bob.signedTransaction.write(to: signedFile, atomically: true, encoding: .utf8)
-            let status: Int32
-            if once {
-                let flows = try await Self.walkFlows(demo, receipt: alice.receiptBase64, bob: bob)
-                let migration = try await Self.walkMigration(demo, directory: directory, check: true)
-                status = flows == 0 && migration ? 0 : 1
-            } else {
-                _ = try await Self.walkMigration(demo, directory: directory, check: false)
-                status = await Self.printInstructions(demo, receiptFile: receiptFile, signedFile: signedFile, bob: bob)
-            }
-            await demo.stop()
-            return status
+        let demo = try await DemoHarness.start(directory: directory, options: chosen, logger: logger)
+        let alice = try demo.simulator.purchase(PurchaseRequest(
+            bundleId: demo.bundleId, productId: "com.example.demo.pro.monthly", type: .autoRenewable,
+            owner: "device-alice", subscriptionGroupIdentifier: "demo.pro", price: 4_990, offer: .freeTrial))
+        let bob = try demo.simulator.purchase(PurchaseRequest(
+            bundleId: demo.bundleId, productId: "com.example.demo.removeads", type: .nonConsumable,
+            owner: "device-bob", price: 2_990))
+        let receiptFile = directory.appendingPathComponent("alice-receipt.b64")
+        let signedFile = directory.appendingPathComponent("bob-signed-transaction.jws")
+        try alice.receiptBase64.write(to: receiptFile, atomically: true, encoding: .utf8)
+        try bob.signedTransaction.write(to: signedFile, atomically: true, encoding: .utf8)
+        let status: Int32
+        if once {
+            let flows = try await Self.walkFlows(demo, receipt: alice.receiptBase64, bob: bob)
+            let migration = try await Self.walkMigration(demo, directory: directory, check: true)
+            status = flows == 0 && migration ? 0 : 1
+        } else {
+            _ = try await Self.walkMigration(demo, directory: directory, check: false)
+            status = await Self.printInstructions(demo, receiptFile: receiptFile, signedFile: signedFile, bob: bob)
         }
+        await demo.stop()
+        return status
     }
 
     static func port(_ text: String) throws(UsageError) -> Int {

@@ -2,6 +2,7 @@ import AppReceipts
 import AppleTrust
 import Foundation
 import IAPCore
+import IAPMapping
 import Synchronization
 import UpstreamHTTP
 
