@@ -80,7 +80,8 @@ public struct GatewayAssembly {
     }
 
     /// The background work of a running gateway: the inbox drained through the state machine, the
-    /// webhook outbox delivered, reconciliation, and the sweep of entitlements the clock ends.
+    /// webhook outbox delivered, reconciliation, the sweep of entitlements the clock ends, and the
+    /// finish outbox (Finish Transaction) drained.
     /// Cancel the returned task to stop them all.
     public func startBackgroundWork(service: GatewayService) throws(VerificationError) -> Task<Void, Never> {
         let gateway = configuration.gateway
@@ -102,12 +103,17 @@ public struct GatewayAssembly {
         let maintenance = ReconciliationSchedule(reconciler: try Reconciler(service: service, logger: logger),
                                                  ledger: service.ledger, settings: settings, logger: logger, now: service.now)
         let sweep = EntitlementSweep(ledger: service.ledger, settings: settings, logger: logger, now: service.now)
+        let finisher = (service.ledger as? any FinishLedger).map {
+            TransactionFinisher(apps: service.apps, ledger: $0, serverAPI: service.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
+                                upstreamBudget: service.upstreamBudget, logger: logger, now: service.now)
+        }
         return Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await processor.run() }
                 group.addTask { await dispatcher.run() }
                 group.addTask { await maintenance.run() }
                 group.addTask { await sweep.run() }
+                if let finisher { group.addTask { await finisher.run() } }
             }
             // Held until the dispatcher has stopped: then another instance may be "the" one.
             withExtendedLifetime(instanceLock) {}

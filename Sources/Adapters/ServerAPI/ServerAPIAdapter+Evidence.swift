@@ -46,6 +46,41 @@ extension ServerAPIAdapter {
         try await addRenewals(for: [confirmed], client: client, environment: info.environment, context, into: &collected)
     }
 
+    // MARK: App transaction (the app's own purchase)
+
+    /// A StoreKit 2 AppTransaction JWS, verified locally and then read again from Apple (Get App
+    /// Transaction Info by its appTransactionId) unless the policy trusts local JWS; or an id, read
+    /// from Apple. Either way the AppTransaction acted on is one whose signature was verified.
+    func verifyAppTransaction(_ evidence: PurchaseEvidence, policy: any EvidencePolicy, _ context: AppContext)
+        async throws(VerificationError) -> (AppStoreEnvironment, CanonicalAppTransaction) {
+        let app = context.policy
+        var lookup = evidence.value
+        var order = try Self.order(policy, app: app)
+        if evidence.kind == .signedAppTransaction {
+            let local = try context.verifier.verifyAndDecodeAppTransaction(evidence.value)
+            try policy.admit(EvidenceIdentity(bundleId: local.bundleId, appAppleId: local.appAppleId, environment: local.receiptType))
+            if app.localOnlyJWS || local.receiptType.isLocalTest {
+                return (local.receiptType, try normalizer.normalize(appTransaction: local.raw))
+            }
+            guard let id = local.appTransactionId else {
+                throw VerificationError(.missingField, "appTransaction.appTransactionId is required to confirm it with Apple")
+            }
+            lookup = id
+            order = .only(local.receiptType == .production ? .production : .sandbox)
+        }
+        let answer = try await context.client.get().getAppTransactionInfo(anyTransactionId: lookup, order: order)
+        let confirmed = try context.verifier.verifyAndDecodeAppTransaction(answer.signedAppTransactionInfo)
+        guard confirmed.receiptType == answer.environment.appStoreEnvironment else {
+            throw VerificationError(.environmentNotAllowed, "Get App Transaction Info answered from another environment than it states")
+        }
+        if evidence.kind == .signedAppTransaction, confirmed.appTransactionId != lookup {
+            throw VerificationError(.notificationInconsistent, "Get App Transaction Info answered another app transaction")
+        }
+        try policy.admit(EvidenceIdentity(bundleId: confirmed.bundleId, appAppleId: confirmed.appAppleId,
+                                          environment: confirmed.receiptType))
+        return (confirmed.receiptType, try normalizer.normalize(appTransaction: confirmed.raw))
+    }
+
     // MARK: Legacy receipt, migrated
 
     func verifyReceipt(_ base64: String, policy: any EvidencePolicy, _ context: AppContext,
