@@ -40,14 +40,12 @@ extension SignedDataVerifier {
     /// chain at its signedDate, ES256), then held to the app: its `appAppleId` (it names no bundle
     /// id, so the policy must know the app's Apple id) and an accepted environment.
     public func verifyAndDecodeRealtimeRequest(_ jws: String) throws(VerificationError) -> DecodedRealtimeRequestBody {
-        let payload = try verifiedPayload(jws, dateField: "signedDate", expected: .realtimeRequest)
-        try requireKind(payload, .realtimeRequest)
-        let request = try DecodedRealtimeRequestBody(payload)
+        let (request, ids) = try verified(jws, as: .realtimeRequest, DecodedRealtimeRequestBody.init)
         guard appAppleId != nil else {
             throw VerificationError(.appAppleIdMismatch, "a realtime request names only an app Apple id, and the policy has none")
         }
-        try checkIdentity(bundleId: try Self.identityFields(payload).bundleId, requireBundle: false,
-                          appAppleId: request.appAppleId, environment: request.environment)
+        try checkIdentity(bundleId: ids.bundleId, requireBundle: false, appAppleId: request.appAppleId,
+                          environment: request.environment)
         return request
     }
 }
