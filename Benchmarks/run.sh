@@ -8,6 +8,7 @@
 #   4. POST /verify at 64 connections (wrk): req/s, p50, p99, peak RSS   / openssl verify/s (one core)
 #   5. notifications accepted/s, durably, on SQLite and on PostgreSQL   / raw durable single-row inserts/s
 #      of the same backend (sqlite3 CLI, WAL + synchronous=FULL; pgbench, 16 clients, one INSERT each)
+#   6. POST /v1/retention (realtime retention request, answered with a signed offer): p50, p99 / Apple's ~700 ms deadline
 # The PostgreSQL figures come from a throwaway cluster (initdb in a temp dir, loopback, a free port,
 # its socket in the temp dir) stopped and deleted at exit.
 # Environment: IAPGW_BENCH_NOTIFICATIONS (count, default 3000), PG_BIN (default /usr/lib/postgresql/15/bin).
@@ -102,6 +103,9 @@ else
     echo '{"skipped":"bench-notifications failed on PostgreSQL"}' >"$work/notif-postgres.json"
   fi
 fi
+
+section "6. POST /v1/retention, 8 connections (iapgw-dev bench-retention): p99 / Apple's ~700 ms realtime deadline"
+"$iapgw" bench-retention --count 3000 --connections 8 --json "$work/retention.json" | sed 's/^/   /'
 
 section "summary"
 mkdir -p Benchmarks/results

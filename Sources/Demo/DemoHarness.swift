@@ -29,6 +29,8 @@ public final class DemoHarness: Sendable {
         public var webhookURL: String?
         /// The app's cutover readiness thresholds; nil: the documented defaults.
         public var readiness: AppPolicy.Readiness?
+        /// More of the app's policy, as plain-XML elements appended to the app file (offers, retention rules).
+        public var extraPolicyXML = ""
         public var gatewayPort = 0
         /// PEM files the gateway serves HTTPS with (its `tls` section); nil: plain HTTP.
         public var tlsFiles: (certificate: String, privateKey: String)?
@@ -189,6 +191,7 @@ public final class DemoHarness: Sendable {
                 <apiKey><sha256>\(apiKeySHA256)</sha256></apiKey>
                 \(o.webhookURL.map { "<webhook><url>\(escape($0))</url><secret><file>../secrets/webhook-secret</file></secret></webhook>" } ?? "")
                 \(o.readiness.map(readinessXML) ?? "")
+                \(o.extraPolicyXML)
             </app>
 
             """

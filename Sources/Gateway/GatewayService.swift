@@ -54,6 +54,7 @@ public final class GatewayService: Sendable {
         authenticator = APIKeyAuthenticator(environment: environment)
         // One verifier and chain cache per app, shared by the Server API adapter and notifications.
         let chainCaches: [MetricsEndpoint.ChainCacheCounts] = jwsVerifiers.map { verifiers in [{ verifiers.chainCacheCounts }] } ?? []
+        let offerSigners = OfferSigners(environment: environment)
         endpoints = GatewayEndpoints(
             readiness: ReadinessEndpoint(apps: apps, ledger: ledger, environment: environment, logger: logger),
             metrics: MetricsEndpoint(metrics: metrics, ledger: ledger, comparisons: comparisons,
@@ -63,10 +64,14 @@ public final class GatewayService: Sendable {
             verify: VerifyEndpoint(adapters: adapters, ledger: ledger, checks: checks, migration: migration,
                                    sealer: receiptSealer, metrics: metrics, logger: logger, now: now),
             entitlements: EntitlementsEndpoint(ledger: ledger, now: now),
+            offerSignatures: OfferSignaturesEndpoint(ledger: ledger, signers: offerSigners, now: now),
             history: HistoryEndpoint(ledger: ledger, now: now),
             notifications: NotificationsEndpoint(apps: apps, decoder: notifications,
                                                  legacy: adapters.capability((any ReceiptReverifying).self),
                                                  ledger: ledger, metrics: metrics, logger: logger, now: now),
+            retention: RetentionEndpoint(apps: apps, ledger: ledger, signers: offerSigners,
+                                         verifiers: jwsVerifiers ?? notifications?.verifiers ?? AppVerifiers(),
+                                         logger: logger, now: now),
             comparisons: comparisons)
     }
 

@@ -167,6 +167,9 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let familySharingNotAllowed = Code(rawValue: "FAMILY_SHARING_NOT_ALLOWED")
         /// The evidence carries no purchase at all.
         public static let noTransactions = Code(rawValue: "NO_TRANSACTIONS")
+        /// The app's policy does not let this account have this offer signed: an offer or product it
+        /// does not list, an account outside the offer's audience, or no key to sign with (403).
+        public static let offerNotAllowed = Code(rawValue: "OFFER_NOT_ALLOWED")
         /// The gateway's own storage failed or did not answer within its deadline (a claim still running
         /// then may have been stored: a retry answers it as already granted).
         public static let storageUnavailable = Code(rawValue: "STORAGE_UNAVAILABLE")
@@ -188,7 +191,7 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
             .upstreamCredentialsRejected, .receiptNotAuthentic, .transactionNotFound, .malformedRequest,
             .unauthenticated, .unknownApp, .notFound, .methodNotAllowed, .transactionBoundToOtherAccount, .nonceInvalid,
             .nonceReused, .nonceRequired, .appAccountTokenMismatch, .unknownProduct, .productTypeMismatch,
-            .priceMismatch, .transactionRevoked, .familySharingNotAllowed, .noTransactions, .storageUnavailable,
+            .priceMismatch, .transactionRevoked, .familySharingNotAllowed, .noTransactions, .offerNotAllowed, .storageUnavailable,
             .internalError,
         ]
     }

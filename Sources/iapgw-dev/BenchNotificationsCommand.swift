@@ -26,14 +26,9 @@ struct BenchNotificationsCommand: Subcommand {
         """
 
     func run(_ args: inout CommandLineArguments) async throws -> Int32 {
-        func positive(_ name: String, _ fallback: Int) throws -> Int {
-            guard let text = try args.value(name) else { return fallback }
-            guard let v = Int(text), v > 0, v <= 1_000_000 else { throw UsageError(message: "\(name) must be a positive integer") }
-            return v
-        }
-        let count = try positive("--count", 5000)
-        let connections = try positive("--connections", 16)
-        let seconds = try positive("--seconds", 3)
+        let count = try args.positiveCount("--count", default: 5000)
+        let connections = try args.positiveCount("--connections", default: 16)
+        let seconds = try args.positiveCount("--seconds", default: 3)
         let storage = try args.value("--storage")
         let jsonPath = try args.value("--json")
         try args.finish()
@@ -145,7 +140,16 @@ struct BenchNotificationsCommand: Subcommand {
 }
 
 /// Hands out 0, 1, 2, … to the posting tasks.
-private final class TicketCounter: Sendable {
+final class TicketCounter: Sendable {
     private let value = Atomic<Int>(0)
     func take() -> Int { value.add(1, ordering: .relaxed).oldValue }
+}
+
+extension CommandLineArguments {
+    /// A benchmark's size option (a count, connections, seconds): 1 to 1,000,000, else `fallback`.
+    mutating func positiveCount(_ name: String, default fallback: Int) throws(UsageError) -> Int {
+        guard let text = try value(name) else { return fallback }
+        guard let v = Int(text), v > 0, v <= 1_000_000 else { throw UsageError(message: "\(name) must be a positive integer") }
+        return v
+    }
 }

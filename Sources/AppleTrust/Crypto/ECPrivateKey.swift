@@ -89,6 +89,15 @@ public final class ECPrivateKey: @unchecked Sendable, CustomStringConvertible {
 
     /// ES256 signature as JWS wants it: raw r||s, 64 bytes.
     public func signES256<Message: ContiguousBytes>(_ message: Message) throws(VerificationError) -> [UInt8] {
+        guard let raw = ES256Signature.rawFromDER(try signECDSASHA256DER(message)) else {
+            throw VerificationError(.invalidConfiguration, "signing failed")
+        }
+        return raw
+    }
+
+    /// ECDSA with SHA-256 as DER `SEQUENCE { r, s }`: what StoreKit 1's promotional offer signature
+    /// carries (base64), and what `openssl dgst -sha256 -verify` reads.
+    public func signECDSASHA256DER<Message: ContiguousBytes>(_ message: Message) throws(VerificationError) -> [UInt8] {
         guard EVP_PKEY_get_bits(pkey) == 256 else {
             throw VerificationError(.invalidConfiguration, "ES256 needs a P-256 key")
         }
@@ -100,9 +109,7 @@ public final class ECPrivateKey: @unchecked Sendable, CustomStringConvertible {
         let ok = EVP_PKEY_sign_init(ctx) == 1 && der.withUnsafeMutableBufferPointer { d in
             digest.withUnsafeBufferPointer { h in EVP_PKEY_sign(ctx, d.baseAddress, &len, h.baseAddress, h.count) == 1 }
         }
-        guard ok, let raw = ES256Signature.rawFromDER(Array(der[0..<len])) else {
-            throw VerificationError(.invalidConfiguration, "signing failed")
-        }
-        return raw
+        guard ok else { throw VerificationError(.invalidConfiguration, "signing failed") }
+        return Array(der[0..<len])
     }
 }

@@ -123,7 +123,10 @@ public final class SignedDataVerifier: Sendable {
         return (try f.string("bundleId"), try f.int64("appAppleId"))
     }
 
-    enum PayloadKind: String { case transaction, renewalInfo = "renewal info", notification, appTransaction = "app transaction" }
+    enum PayloadKind: String {
+        case transaction, renewalInfo = "renewal info", notification, appTransaction = "app transaction"
+        case realtimeRequest = "realtime request"
+    }
 
     /// Recognises what a verified payload is by its required fields, so one kind of signed data
     /// cannot be replayed where another is expected.
@@ -132,6 +135,7 @@ public final class SignedDataVerifier: Sendable {
         if o["notificationType"] != nil { return .notification }
         if o["transactionId"] != nil { return .transaction }
         if o["receiptType"] != nil && o["receiptCreationDate"] != nil { return .appTransaction }
+        if o["requestIdentifier"] != nil && o["userLocale"] != nil && o["originalTransactionId"] != nil { return .realtimeRequest }
         if o["originalTransactionId"] != nil && o["autoRenewStatus"] != nil { return .renewalInfo }
         return nil
     }

@@ -13,6 +13,8 @@ enum ErrorResponses {
         switch code {
         case .malformedRequest: 400
         case .unauthenticated: 401
+        // Authenticated and well-formed, but the policy does not give this account this offer.
+        case .offerNotAllowed: 403
         case .unknownApp, .notFound: 404
         case .methodNotAllowed: 405
         case .transactionBoundToOtherAccount: 409

@@ -114,6 +114,31 @@ enum OpenAPIDocument {
                                               "requestId": .object(["type": "string", "description": "the X-Request-Id of this answer; the log line with the details carries it"])],
                                              required: ["code", "message", "retryable"])], required: ["error"]),
             "NonceRequest": object(["account": string], required: ["account"]),
+            "OfferSignatureRequest": .object([
+                "description": "account and productId plus either promotionalOffer (an offer id) with format v1 or v2, or introductoryOfferEligibility",
+                "type": "object",
+                "properties": .object(["account": string, "productId": string, "promotionalOffer": string,
+                                       "format": .object(["type": "string", "enum": .array(["v1", "v2"])]),
+                                       "introductoryOfferEligibility": .object(["type": "boolean"])]),
+                "required": .array(["account", "productId"]),
+            ]),
+            "OfferSignature": .object([
+                "description": "v1: StoreKit 1's SKPaymentDiscount values (signature: base64 DER ECDSA P-256); v2 and introductoryOfferEligibility: a compact JWS for StoreKit 2",
+                "type": "object",
+                "properties": .object(["format": .object(["type": "string", "enum": .array(["v1", "v2", "introductoryOfferEligibility"])]),
+                                       "keyIdentifier": string, "nonce": string, "timestamp": integer, "signature": string]),
+                "required": .array(["format", "signature"]),
+            ]),
+            "RealtimeRequest": object(["signedPayload": string], required: ["signedPayload"]),
+            "RealtimeResponse": .object([
+                "description": "Apple's RealtimeResponseBody: at most one of message, alternateProduct, promotionalOffer (a v2 JWS); {} lets Apple show the default message",
+                "type": "object",
+                "properties": .object([
+                    "message": object(["messageIdentifier": string]),
+                    "alternateProduct": object(["messageIdentifier": string, "productId": string]),
+                    "promotionalOffer": object(["messageIdentifier": string, "promotionalOfferSignatureV2": string]),
+                ]),
+            ]),
             "Nonce": object(["nonce": string, "expiresAt": integer]),
             "VerifyRequest": .object([
                 "description": .string("account plus exactly one of: " + forms.map { form in

@@ -35,9 +35,18 @@ struct RequestBody {
     }
 
     /// A string member of the body; a member of another type is the request's fault.
-    private func string(_ key: String) throws(VerificationError) -> String? {
+    func string(_ key: String) throws(VerificationError) -> String? {
         do {
             return try fields.string(key)
+        } catch {
+            throw VerificationError(.malformedRequest, error.message)
+        }
+    }
+
+    /// A boolean member of the body; a member of another type is the request's fault.
+    func bool(_ key: String) throws(VerificationError) -> Bool? {
+        do {
+            return try fields.bool(key)
         } catch {
             throw VerificationError(.malformedRequest, error.message)
         }

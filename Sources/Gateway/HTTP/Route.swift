@@ -11,8 +11,10 @@ struct GatewayEndpoints: Sendable {
     let nonces: NoncesEndpoint
     let verify: VerifyEndpoint
     let entitlements: EntitlementsEndpoint
+    let offerSignatures: OfferSignaturesEndpoint
     let history: HistoryEndpoint
     let notifications: NotificationsEndpoint
+    let retention: RetentionEndpoint
     /// Where the comparison routes read from; nil: they answer 404.
     let comparisons: (any ComparisonLedger)?
 
@@ -151,6 +153,19 @@ extension Route {
               handler: .app(pathApp) { endpoints, request, app, _ throws(VerificationError) in
                   try await endpoints.verify.answer(request, app: app)
               }),
+        Route(method: "POST", path: "/v1/apps/{bundleId}/offer-signatures", name: "offer_signatures",
+              operation: OpenAPIOperation(
+                summary: "Sign a subscription offer for StoreKit (promotional offer v1 or v2, introductory offer eligibility), only for an account and product the app's policy allows",
+                requestBody: "OfferSignatureRequest",
+                responses: [
+                    "200": .ok("OfferSignature"),
+                    "403": .error("the app's policy does not give this account this offer (OFFER_NOT_ALLOWED)"),
+                    "500": .error("the offer signing key cannot be read (INVALID_CONFIGURATION)"),
+                    "503": .error("storage unavailable; see Retry-After"),
+                ]),
+              handler: .app(pathApp) { endpoints, request, app, _ throws(VerificationError) in
+                  try await endpoints.offerSignatures.answer(request, app: app)
+              }),
         Route(method: "GET", path: "/v1/apps/{bundleId}/accounts/{account}/entitlements", name: "entitlements",
               operation: OpenAPIOperation(summary: "Current entitlements of an account", responses: ["200": .ok("Entitlements")]),
               handler: .app(pathApp) { endpoints, _, app, parameters throws(VerificationError) in
@@ -181,6 +196,21 @@ extension Route {
               // Public: Apple holds no API key; the endpoint trusts the signatures only.
               handler: .open { endpoints, request, parameters throws(VerificationError) in
                   try await endpoints.notifications.answer(request, bundleId: parameters["bundleId", default: ""])
+              }),
+        Route(method: "POST", path: "/v1/retention/{bundleId}", name: "retention",
+              operation: OpenAPIOperation(
+                summary: "Retention Messaging API realtime URL (Apple calls it; signedPayload verified like a notification's): the RealtimeResponseBody the app's retentionMessages rules choose, {} for Apple's default message; every answer audited",
+                requestBody: "RealtimeRequest",
+                responses: [
+                    "200": .ok("RealtimeResponse"),
+                    "400": .error("a body that is not {\"signedPayload\"} (MALFORMED_REQUEST)"),
+                    "404": .error("unknown app (UNKNOWN_APP)"),
+                    "422": .error("a signature, identity or content check failed; nothing is offered"),
+                    "503": .error("storage unavailable; Apple shows its default message"),
+                ]),
+              // Public: Apple holds no API key; the endpoint trusts the signature only.
+              handler: .open { endpoints, request, parameters throws(VerificationError) in
+                  try await endpoints.retention.answer(request, bundleId: parameters["bundleId", default: ""])
               }),
         Route(method: "GET", path: "/v1/apps/{bundleId}/comparisons", name: "comparisons",
               operation: OpenAPIOperation(

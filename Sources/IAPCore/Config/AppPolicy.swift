@@ -40,6 +40,12 @@ public struct AppPolicy: Sendable, Equatable {
     public var grandfathering: Grandfathering? = nil
     /// Thresholds of the cutover verdict (`readiness` in the app file; defaults otherwise).
     public var readiness: Readiness = .standard
+    /// The key offers are signed with, when not the Server API's (`offerSigningKey` decides).
+    public var offerSigning: OfferSigning? = nil
+    /// The promotional offers the gateway signs, and for whom; none unless listed.
+    public var promotionalOffers: [PromotionalOffer] = []
+    /// How Retention Messaging realtime requests are answered; none: always `{}` (Apple's default message).
+    public var retentionMessages: [RetentionRule] = []
 
     public init(bundleId: String, appAppleId: Int64? = nil, allowedEnvironments: Set<AppStoreEnvironment>,
                 sandboxAccounts: Set<String> = [], allowLocalTestEnvironments: Bool = false,

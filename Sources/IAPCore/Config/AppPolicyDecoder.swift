@@ -64,7 +64,22 @@ struct AppPolicyDecoder {
             try AppPolicy.Grandfathering.decode(f, catalog: catalog)
         }
         let readiness = try o.optional("readiness").map { f throws(VerificationError) in try AppPolicy.Readiness.decode(f) }
+        let offerSigning = try o.optional("offerSigning").map { f throws(VerificationError) in
+            try decodeOfferSigning(f, serverAPI: serverAPI)
+        }
+        let offersField = o.optional("promotionalOffers")
+        let offers = try offersField.map { f throws(VerificationError) in try decodePromotionalOffers(f, catalog: catalog) } ?? []
+        let retentionField = o.optional("retentionMessages")
+        let retention = try retentionField.map { f throws(VerificationError) in
+            try decodeRetentionRules(f, catalog: catalog, offers: offers)
+        }
         try o.finish()
+        if let retentionField, appAppleId == nil {
+            throw retentionField.fail("needs appAppleId: a realtime request names the app by it alone")
+        }
+        if let offersField, !offers.isEmpty, offerSigning == nil, serverAPI == nil {
+            throw offersField.fail("needs offerSigning or serverAPI: the key the offers are signed with")
+        }
 
         let needsServerAPI = routing.modes.contains { kind, mode in
             mode.usesServerAPI && !(kind == .signedTransaction && localOnlyJWS)
@@ -84,6 +99,9 @@ struct AppPolicyDecoder {
         policy.finishTransactions = finishTransactions
         policy.grandfathering = grandfathering
         policy.readiness = readiness ?? .standard
+        policy.offerSigning = offerSigning
+        policy.promotionalOffers = offers
+        policy.retentionMessages = retention ?? []
         return policy
     }
 

@@ -1,0 +1,109 @@
+import AppleTrust
+import Foundation
+import HTTPServer
+import IAPCore
+import Ledger
+import Synchronization
+
+/// POST /v1/apps/{bundleId}/offer-signatures: signs what StoreKit needs to present a subscription
+/// offer, only for an account and product the app's policy allows (`promotionalOffers`, judged by
+/// `OfferEligibility` from what the ledger knows of the account).
+struct OfferSignaturesEndpoint: Sendable {
+    let ledger: any Ledger
+    let signers: OfferSigners
+    let now: @Sendable () -> Int64
+
+    func answer(_ request: HTTPRequest, app: AppPolicy) async throws(VerificationError) -> HTTPResponse {
+        let body = try RequestBody(request, allowed: ["account", "productId", "promotionalOffer", "format",
+                                                      "introductoryOfferEligibility"])
+        let account = try body.account()
+        guard let productId = try body.string("productId") else {
+            throw VerificationError(.malformedRequest, "body.productId is required")
+        }
+        switch (try body.string("promotionalOffer"), try body.bool("introductoryOfferEligibility")) {
+        case (let offerId?, nil):
+            let format = try body.string("format")
+            guard format == "v1" || format == "v2" else {
+                throw VerificationError(.malformedRequest, "body.format must be \"v1\" or \"v2\" with a promotionalOffer")
+            }
+            guard let offer = app.promotionalOffer(productId: productId, offerId: offerId) else {
+                throw VerificationError(.offerNotAllowed, "the app's policy lists no promotional offer \(offerId.prefix(64)) of \(productId.prefix(200))")
+            }
+            let eligibility = try await eligibility(app, account, group: offer.groupProductIds)
+            try eligibility.require(offer.audience)
+            return try sign(format == "v1" ? .promotionalV1(offerId) : .promotionalV2(offerId), productId, app, account, eligibility)
+        case (nil, let allow?):
+            guard try body.string("format") == nil else {
+                throw VerificationError(.malformedRequest, "body.format goes with promotionalOffer only")
+            }
+            guard app.productCatalog[productId]?.type == .autoRenewable else {
+                throw VerificationError(.offerNotAllowed, "\(productId.prefix(200)) is not an auto-renewable subscription of the app's catalog")
+            }
+            let eligibility = try await eligibility(app, account, group: [productId])
+            try eligibility.requireIntroductoryOffer(allowed: allow)
+            return try sign(.introductoryOfferEligibility(allow), productId, app, account, eligibility)
+        default:
+            throw VerificationError(.malformedRequest, "exactly one of promotionalOffer (with format) or introductoryOfferEligibility")
+        }
+    }
+
+    private enum Signature {
+        case promotionalV1(String), promotionalV2(String), introductoryOfferEligibility(Bool)
+    }
+
+    private func eligibility(_ app: AppPolicy, _ account: String, group: Set<String>) async throws(VerificationError) -> OfferEligibility {
+        let entitlements = try await ledger.entitlements(bundleId: app.bundleId, account: account)
+        return OfferEligibility(entitlements: entitlements, group: group, policy: app, now: now())
+    }
+
+    private func sign(_ signature: Signature, _ productId: String, _ app: AppPolicy, _ account: String,
+                      _ eligibility: OfferEligibility) throws(VerificationError) -> HTTPResponse {
+        let signer = try signers.signer(for: app)
+        let nonce = UUID()
+        let now = now()
+        let answer: [String: JSONValue]
+        switch signature {
+        case .promotionalV1(let offerId):
+            let token = AppAccountToken.derive(bundleId: app.bundleId, account: account)
+            answer = ["format": "v1", "keyIdentifier": .string(signer.keyId), "nonce": .string(nonce.uuidString.lowercased()),
+                      "timestamp": .int(now),
+                      "signature": .string(try signer.promotionalOfferV1(productId: productId, offerId: offerId,
+                                                                          appAccountToken: token, nonce: nonce, timestamp: now))]
+        case .promotionalV2(let offerId):
+            answer = ["format": "v2",
+                      "signature": .string(try signer.promotionalOfferV2(productId: productId, offerId: offerId,
+                                                                          transactionId: eligibility.transactionId,
+                                                                          nonce: nonce, issuedAt: now / 1000))]
+        case .introductoryOfferEligibility(let allow):
+            guard let transactionId = eligibility.transactionId else {
+                throw VerificationError(.offerNotAllowed, "the gateway knows no purchase of this account; Apple's eligibility signature names one")
+            }
+            answer = ["format": "introductoryOfferEligibility",
+                      "signature": .string(try signer.introductoryOfferEligibility(productId: productId, allowIntroductoryOffer: allow,
+                                                                                    transactionId: transactionId,
+                                                                                    nonce: nonce, issuedAt: now / 1000))]
+        }
+        return .json(200, JSONValue.object(answer).jsonText)
+    }
+}
+
+/// The offer signer of each app, made from its key the first time it is needed (a gateway whose
+/// apps sign no offers starts without the key present) and kept after.
+final class OfferSigners: Sendable {
+    private let environment: [String: String]
+    private let made = Mutex<[String: OfferSigner]>([:])
+
+    init(environment: [String: String]) { self.environment = environment }
+
+    func signer(for app: AppPolicy) throws(VerificationError) -> OfferSigner {
+        if let signer = made.withLock({ $0[app.bundleId] }) { return signer }
+        guard let key = app.offerSigningKey else {
+            throw VerificationError(.offerNotAllowed, "the app's policy names no key to sign offers with")
+        }
+        // SecretReference messages name the reference, never the value; both are for the log only (500).
+        let signer = try OfferSigner(privateKeyPEM: try key.privateKey.resolve(environment: environment), keyId: key.keyId,
+                                     issuerId: key.issuerId, bundleId: app.bundleId)
+        made.withLock { $0[app.bundleId] = signer }
+        return signer
+    }
+}
