@@ -117,6 +117,37 @@ final class GrandfatheringTests: XCTestCase {
         XCTAssertEqual(entitlements.compactMap { $0["productId"]?.stringValue }, [GatewayE2E.monthly])
     }
 
+    func testCompareRoutingSetsTheReceiptsAppFactsBesideTheAppTransactions() async throws {
+        let gw = try await GatewayE2E.start(self) {
+            $0.receiptRouting = "compare"
+            $0.grandfathering = AppPolicy.Grandfathering(productIds: [GatewayE2E.removeAds],
+                                                         beforeOriginalApplicationVersion: "2.0")
+        }
+        for owner in ["device-una", "device-vic"] {
+            gw.simulator.setAppPurchase(owner: owner, bundleId: gw.bundleId, originalApplicationVersion: "1.4",
+                                        originalPurchaseDate: Self.wentFree - 86_400_000)
+            _ = try gw.buy(owner: owner)
+        }
+        let agreeing = try gw.simulator.receipt(owner: "device-una", bundleId: gw.bundleId)
+        let stale = try gw.simulator.receipt(owner: "device-vic", bundleId: gw.bundleId)
+        // Apple's record of vic's download changes after the receipt was signed.
+        gw.simulator.setAppPurchase(owner: "device-vic", bundleId: gw.bundleId, originalApplicationVersion: "2.1",
+                                    originalPurchaseDate: Self.wentFree + 86_400_000)
+
+        let una = try await gw.verifyReceipt(agreeing, account: "una")
+        let vic = try await gw.verifyReceipt(stale, account: "vic")
+
+        XCTAssertEqual(una.status, 200, una.text)
+        XCTAssertEqual(una.json["comparison"]?["agreed"], .bool(true), una.text)
+        XCTAssertEqual(vic.status, 200, vic.text)
+        XCTAssertEqual(vic.json["comparison"]?["agreed"], .bool(false), vic.text)
+        let differences = vic.json["comparison"]?["differences"]?.arrayValue ?? []
+        XCTAssertEqual(differences.compactMap { $0["field"]?.stringValue },
+                       ["appTransaction.originalApplicationVersion", "appTransaction.originalPurchaseDate"], vic.text)
+        XCTAssertEqual(differences.first?["legacyValue"]?.stringValue, "\"1.4\"")
+        XCTAssertEqual(differences.first?["serverAPIValue"]?.stringValue, "\"2.1\"")
+    }
+
     func testRuleComparesVersionsAndDatesAndFailsClosed() {
         func app(_ version: String?, _ date: Int64?) -> CanonicalAppTransaction {
             var a = CanonicalAppTransaction(bundleId: "b", source: "serverAPI", mappingVersion: "serverAPI/v1")
