@@ -101,8 +101,17 @@ struct VerifyEndpoint: Sendable {
         let revoked = Set(outcome.transactions.filter { $0.revocationDate != nil }.map(\.transactionId))
         let chains = Set(entitlements.map(\.originalTransactionId))
         // As they stand now: the claim stored facts, the clock may have ended some since they were signed.
+        // A commitment plan's end is a fact of this evidence, not of the stored state: shown beside
+        // the monthly expiry when the stored entitlement is still the evidence's product.
+        let evidenced = Dictionary(entitlements.map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
         let stored = claim.entitlements.filter { chains.contains($0.originalTransactionId) }
-            .map { EntitlementAccess.current($0, now: context.now) }
+            .map { (e) -> Entitlement in
+                var e = EntitlementAccess.current(e, now: context.now)
+                if let fact = evidenced[e.originalTransactionId], fact.productId == e.productId {
+                    e.commitmentExpiresDate = fact.commitmentExpiresDate
+                }
+                return e
+            }
         var answer: [String: JSONValue] = [
             "account": .string(account),
             "verdict": .string(VerifyVerdict.of(stored, policy: app.gracePeriodPolicy).rawValue),
@@ -110,6 +119,7 @@ struct VerifyEndpoint: Sendable {
             "environment": .string(outcome.environment.rawValue),
             "mappingVersion": .string(outcome.mappingVersion),
             "transactions": .array(outcome.transactions.map(\.jsonValue)),
+            "renewals": .array(outcome.renewals.map(\.jsonValue)),
             "newlyGranted": .array(claim.newlyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
             "alreadyGranted": .array(claim.alreadyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
             "revoked": .array(outcome.transactions.map(\.transactionId).filter { revoked.contains($0) }.map(JSONValue.string)),

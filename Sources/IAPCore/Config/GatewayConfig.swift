@@ -27,12 +27,14 @@ public struct GatewayConfig: Sendable, Equatable {
 
     public init(appsDirectory: URL) { self.appsDirectory = appsDirectory }
 
-    /// Apple's real endpoints by default; the simulator or a test points them elsewhere.
+    /// Apple's real endpoints by default; the simulator or a test points them elsewhere. The Server
+    /// API hosts are the ones Apple recommends since 2026-05-05; the older `api.storekit.itunes.apple.com`
+    /// and `api.storekit-sandbox.itunes.apple.com` still answer and are still accepted in config.
     public struct Upstream: Sendable, Equatable {
         public var verifyReceipt = EnvironmentURLs(production: "https://buy.itunes.apple.com/verifyReceipt",
                                                    sandbox: "https://sandbox.itunes.apple.com/verifyReceipt")
-        public var serverAPI = EnvironmentURLs(production: "https://api.storekit.itunes.apple.com",
-                                               sandbox: "https://api.storekit-sandbox.itunes.apple.com")
+        public var serverAPI = EnvironmentURLs(production: "https://api.storekit.apple.com",
+                                               sandbox: "https://api.storekit-sandbox.apple.com")
         public init() {}
     }
 
