@@ -10,39 +10,27 @@ extension ReceiptAttribute {
         case .utf8String(let s): o["encoding"] = .string("utf8String"); o["value"] = .string(s)
         case .ia5String(let s): o["encoding"] = .string("ia5String"); o["value"] = .string(s)
         case .integer(let i): o["encoding"] = .string("integer"); o["value"] = .int(i)
-        case .bytes(let b): o["encoding"] = .string("hex"); o["value"] = .string(hex(b))
+        case .bytes(let b): o["encoding"] = .string("hex"); o["value"] = .string(Hex.lowercase(b))
         }
         return .object(o)
     }
 }
 
-func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(bytes.count * 2)
-    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0x0F)]) }
-    return String(decoding: out, as: UTF8.self)
-}
-
-private func put(_ o: inout [String: JSONValue], _ key: String, _ value: String?) { if let value { o[key] = .string(value) } }
-private func put(_ o: inout [String: JSONValue], _ key: String, _ value: Int64?) { if let value { o[key] = .int(value) } }
-private func put(_ o: inout [String: JSONValue], _ key: String, _ value: Bool?) { if let value { o[key] = .bool(value) } }
-
 extension InAppPurchaseRecord {
     public var jsonValue: JSONValue {
         var o: [String: JSONValue] = [:]
-        put(&o, "quantity", quantity)
-        put(&o, "productId", productId)
-        put(&o, "transactionId", transactionId)
-        put(&o, "originalTransactionId", originalTransactionId)
-        put(&o, "purchaseDate", purchaseDate)
-        put(&o, "originalPurchaseDate", originalPurchaseDate)
-        put(&o, "expiresDate", expiresDate)
-        put(&o, "webOrderLineItemId", webOrderLineItemId)
-        put(&o, "cancellationDate", cancellationDate)
-        put(&o, "isTrialPeriod", isTrialPeriod)
-        put(&o, "isInIntroOfferPeriod", isInIntroOfferPeriod)
-        put(&o, "promotionalOfferId", promotionalOfferId)
+        o.put("quantity", quantity)
+        o.put("productId", productId)
+        o.put("transactionId", transactionId)
+        o.put("originalTransactionId", originalTransactionId)
+        o.put("purchaseDate", purchaseDate)
+        o.put("originalPurchaseDate", originalPurchaseDate)
+        o.put("expiresDate", expiresDate)
+        o.put("webOrderLineItemId", webOrderLineItemId)
+        o.put("cancellationDate", cancellationDate)
+        o.put("isTrialPeriod", isTrialPeriod)
+        o.put("isInIntroOfferPeriod", isInIntroOfferPeriod)
+        o.put("promotionalOfferId", promotionalOfferId)
         if !attributes.isEmpty { o["attributes"] = .array(attributes.map(\.jsonValue)) }
         return .object(o)
     }
@@ -51,16 +39,16 @@ extension InAppPurchaseRecord {
 extension AppReceipt {
     public var jsonValue: JSONValue {
         var o: [String: JSONValue] = [:]
-        put(&o, "receiptType", receiptType)
-        put(&o, "appItemId", appItemId)
-        put(&o, "bundleId", bundleId)
-        put(&o, "appVersion", appVersion)
-        put(&o, "originalAppVersion", originalAppVersion)
-        put(&o, "creationDate", creationDate)
-        put(&o, "originalPurchaseDate", originalPurchaseDate)
-        put(&o, "expirationDate", expirationDate)
-        put(&o, "opaque", opaque.map(hex))
-        put(&o, "sha1Hash", sha1Hash.map(hex))
+        o.put("receiptType", receiptType)
+        o.put("appItemId", appItemId)
+        o.put("bundleId", bundleId)
+        o.put("appVersion", appVersion)
+        o.put("originalAppVersion", originalAppVersion)
+        o.put("creationDate", creationDate)
+        o.put("originalPurchaseDate", originalPurchaseDate)
+        o.put("expirationDate", expirationDate)
+        o.put("opaque", opaque.map(Hex.lowercase))
+        o.put("sha1Hash", sha1Hash.map(Hex.lowercase))
         o["inAppPurchases"] = .array(inAppPurchases.map(\.jsonValue))
         // In-app records are shown above in full; here only their place in the attribute order.
         var inAppIndex: Int64 = 0
@@ -79,12 +67,12 @@ extension LegacyTransactionReceipt {
         var o: [String: JSONValue] = ["signatureVersion": .int(Int64(signatureVersion)),
                                       "purchaseInfo": .object(purchaseInfo.mapValues { .string($0) }),
                                       "inAppPurchases": .array([purchase.jsonValue])]
-        put(&o, "environment", environment)
+        o.put("environment", environment)
         // Outside the signature: kept apart so no reader mistakes them for signed facts.
         var unsigned: [String: JSONValue] = [:]
-        put(&unsigned, "environment", unsignedEnvironment)
-        put(&unsigned, "pod", unsignedPod)
-        put(&unsigned, "signingStatus", unsignedSigningStatus)
+        unsigned.put("environment", unsignedEnvironment)
+        unsigned.put("pod", unsignedPod)
+        unsigned.put("signingStatus", unsignedSigningStatus)
         if !unsigned.isEmpty { o["unsigned"] = .object(unsigned) }
         return .object(o)
     }

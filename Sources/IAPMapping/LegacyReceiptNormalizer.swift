@@ -35,9 +35,7 @@ public struct LegacyReceiptNormalizer: Sendable {
     private let pendingRenewal: CompiledKind
 
     public init(_ mapping: MappingFile) throws(VerificationError) {
-        guard mapping.source == Self.source else {
-            throw VerificationError(.invalidMapping, "\(mapping.file): source \(mapping.source) is not \(Self.source)")
-        }
+        try mapping.requireSource(Self.source)
         self.mapping = mapping
         response = try mapping.requireKind("response", target: .response)
         receipt = try mapping.requireKind("receipt", target: .appTransaction)

@@ -67,6 +67,13 @@ extension CompiledKind {
 }
 
 extension MappingFile {
+    /// A normaliser reads only files written for its source.
+    func requireSource(_ source: String) throws(VerificationError) {
+        guard self.source == source else {
+            throw VerificationError(.invalidMapping, "\(file): source \(self.source) is not \(source)")
+        }
+    }
+
     /// The compiled kind, checked to exist and to produce `target`: a normaliser calls this once at
     /// init so a file missing a kind it needs is refused before any traffic.
     func requireKind(_ name: String, target: MappingTarget) throws(VerificationError) -> CompiledKind {

@@ -11,9 +11,7 @@ public struct ServerAPINormalizer: Sendable {
     private let appTransaction: CompiledKind
 
     public init(_ mapping: MappingFile) throws(VerificationError) {
-        guard mapping.source == Self.source else {
-            throw VerificationError(.invalidMapping, "\(mapping.file): source \(mapping.source) is not \(Self.source)")
-        }
+        try mapping.requireSource(Self.source)
         self.mapping = mapping
         transaction = try mapping.requireKind("transaction", target: .transaction)
         renewalInfo = try mapping.requireKind("renewalInfo", target: .renewal)

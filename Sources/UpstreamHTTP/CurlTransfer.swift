@@ -168,18 +168,21 @@ final class CurlTransfer: @unchecked Sendable {
 /// C callbacks: no captures, the transfer arrives as userdata. Returning a short count aborts the transfer.
 private let curlWriteBody: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
     data, size, count, context in
-    guard let context else { return 0 }
-    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
-    let length = size * count
-    guard length > 0, let data else { return length }
-    return transfer.appendBody(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+    curlDeliver(data, size, count, context) { transfer, chunk in transfer.appendBody(chunk) }
 }
 
 private let curlWriteHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
     data, size, count, context in
+    curlDeliver(data, size, count, context) { transfer, chunk in transfer.appendHeaderLine(chunk) }
+}
+
+/// What both write callbacks do: hand libcurl's chunk to the transfer behind `context`, and answer
+/// the whole length if it was taken (a short count, 0, aborts).
+private func curlDeliver(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?,
+                         _ take: (CurlTransfer, UnsafeRawBufferPointer) -> Bool) -> Int {
     guard let context else { return 0 }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
     guard length > 0, let data else { return length }
-    return transfer.appendHeaderLine(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+    return take(transfer, UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
 }

@@ -7,41 +7,7 @@ import XCTest
 
 /// Retries: Apple's temporary statuses, HTTP 429/5xx, HTML outage pages, unreachable hosts. Waits are
 /// recorded, not slept.
-final class LegacyReceiptAdapterRetryTests: XCTestCase {
-    private typealias F = LegacyFixtures
-    private var servers: [LegacyVerifyReceiptServer] = []
-    private let sleeps = LegacySleepRecorder()
-
-    override func tearDown() async throws {
-        for server in servers { await server.stop() }
-        servers = []
-    }
-
-    private func serve(_ responder: @escaping LegacyVerifyReceiptServer.Responder) throws -> LegacyVerifyReceiptServer {
-        let server = try LegacyVerifyReceiptServer(responder)
-        servers.append(server)
-        return server
-    }
-
-    private func adapter(_ endpoints: EnvironmentURLs, maxAttempts: Int = 3,
-                         budget: Duration = .seconds(120)) throws -> LegacyReceiptAdapter {
-        let client = try UpstreamHTTPClient(configuration: .init(connectTimeout: .seconds(2), requestTimeout: .seconds(10)))
-        let policy = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .milliseconds(100), maxDelay: .seconds(30),
-                                 jitter: 0, budget: budget)
-        return try LegacyReceiptAdapter(upstream: client, endpoints: endpoints, mapping: try F.mapping(), retryPolicy: policy,
-                                        environmentVariables: F.environment, sleep: sleeps.sleep)
-    }
-
-    private func refusal(_ adapter: LegacyReceiptAdapter) async -> VerificationError? {
-        do {
-            _ = try await adapter.verify(.appReceipt(base64: F.receipt, nonce: nil), account: "account-1", for: F.app())
-            XCTFail("verification succeeded")
-            return nil
-        } catch {
-            return error
-        }
-    }
-
+final class LegacyReceiptAdapterRetryTests: LegacyAdapterTestCase {
     func testTemporaryStatusTwiceThenValidSucceedsWithExactlyThreeCalls() async throws {
         let server = try serve { _, _, call in
             call <= 2 ? LegacyVerifyReceiptServer.status(21005) : .json(200, F.validAnswer())

@@ -6,43 +6,7 @@ import XCTest
 @testable import Adapters
 
 /// The legacy adapter against a scripted loopback verifyReceipt: real HTTP, real JSON, no timings.
-final class LegacyReceiptAdapterTests: XCTestCase {
-    private typealias F = LegacyFixtures
-    private var servers: [LegacyVerifyReceiptServer] = []
-    private let logs = LegacyLogCapture()
-    private let sleeps = LegacySleepRecorder()
-
-    override func tearDown() async throws {
-        for server in servers { await server.stop() }
-        servers = []
-    }
-
-    private func serve(_ responder: @escaping LegacyVerifyReceiptServer.Responder) throws -> LegacyVerifyReceiptServer {
-        let server = try LegacyVerifyReceiptServer(responder)
-        servers.append(server)
-        return server
-    }
-
-    private func adapter(_ endpoints: EnvironmentURLs, maxAttempts: Int = 3,
-                         environment: [String: String] = F.environment) throws -> LegacyReceiptAdapter {
-        let client = try UpstreamHTTPClient(configuration: .init(connectTimeout: .seconds(2), requestTimeout: .seconds(10)))
-        let policy = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .milliseconds(100), maxDelay: .seconds(30),
-                                 jitter: 0, budget: .seconds(120))
-        return try LegacyReceiptAdapter(upstream: client, endpoints: endpoints, mapping: try F.mapping(), retryPolicy: policy,
-                                        environmentVariables: environment, logger: logs.logger, sleep: sleeps.sleep)
-    }
-
-    private func refusal(_ adapter: LegacyReceiptAdapter, nonce: String? = nil, account: String = "account-1",
-                         app: AppPolicy = F.app()) async -> VerificationError? {
-        do {
-            _ = try await adapter.verify(.appReceipt(base64: F.receipt, nonce: nonce), account: account, for: app)
-            XCTFail("verification succeeded")
-            return nil
-        } catch {
-            return error
-        }
-    }
-
+final class LegacyReceiptAdapterTests: LegacyAdapterTestCase {
     // MARK: Valid answers
 
     func testValidProductionAnswerNormalisesTransactionsRenewalsAndEnvironment() async throws {

@@ -4,6 +4,7 @@ import IAPCore
 import IAPMapping
 import Synchronization
 import UpstreamHTTP
+import XCTest
 @testable import Adapters
 
 /// A loopback stand-in for Apple's two verifyReceipt hosts: `/production/verifyReceipt` and
@@ -143,4 +144,44 @@ final class LegacySleepRecorder: Sendable {
     private let waits = Mutex<[Duration]>([])
     var sleep: RetryPolicy.Sleep { { duration in self.waits.withLock { $0.append(duration) } } }
     var all: [Duration] { waits.withLock { $0 } }
+}
+
+/// What the legacy adapter's suites share: scripted loopback servers stopped after each test, the
+/// adapter built against them (waits recorded, logs captured), and the refusal a verification ends in.
+class LegacyAdapterTestCase: XCTestCase {
+    typealias F = LegacyFixtures
+    private var servers: [LegacyVerifyReceiptServer] = []
+    let logs = LegacyLogCapture()
+    let sleeps = LegacySleepRecorder()
+
+    override func tearDown() async throws {
+        for server in servers { await server.stop() }
+        servers = []
+    }
+
+    func serve(_ responder: @escaping LegacyVerifyReceiptServer.Responder) throws -> LegacyVerifyReceiptServer {
+        let server = try LegacyVerifyReceiptServer(responder)
+        servers.append(server)
+        return server
+    }
+
+    func adapter(_ endpoints: EnvironmentURLs, maxAttempts: Int = 3, budget: Duration = .seconds(120),
+                 environment: [String: String] = F.environment) throws -> LegacyReceiptAdapter {
+        let client = try UpstreamHTTPClient(configuration: .init(connectTimeout: .seconds(2), requestTimeout: .seconds(10)))
+        let policy = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .milliseconds(100), maxDelay: .seconds(30),
+                                 jitter: 0, budget: budget)
+        return try LegacyReceiptAdapter(upstream: client, endpoints: endpoints, mapping: try F.mapping(), retryPolicy: policy,
+                                        environmentVariables: environment, logger: logs.logger, sleep: sleeps.sleep)
+    }
+
+    func refusal(_ adapter: LegacyReceiptAdapter, nonce: String? = nil, account: String = "account-1",
+                 app: AppPolicy = F.app()) async -> VerificationError? {
+        do {
+            _ = try await adapter.verify(.appReceipt(base64: F.receipt, nonce: nonce), account: account, for: app)
+            XCTFail("verification succeeded")
+            return nil
+        } catch {
+            return error
+        }
+    }
 }

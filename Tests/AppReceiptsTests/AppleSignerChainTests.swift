@@ -20,10 +20,6 @@ final class AppleSignerChainTests: XCTestCase {
 
     func verifier() throws -> ReceiptVerifier { try ReceiptVerifier(rootCertificates: [Data(Self.root.certificateDER)]) }
 
-    func code(_ body: () throws -> Void) -> VerificationError.Code? {
-        do { try body(); return nil } catch { return (error as? VerificationError)?.code }
-    }
-
     func testReceiptSignedWithAppleShapedChainUnderThePinnedRootVerifies() throws {
         let der = TestSigner.pkcs7(content: try productionPayload(), signers: [Self.receiptLeaf], extraCertificates: [Self.wwdr])
         XCTAssertEqual(try verifier().verify(der).bundleId, "org.getpure.pure-iphone")

@@ -13,21 +13,10 @@ final class InspectionJSONTests: XCTestCase {
         try AppReceiptReader(roots: [AppleRealVectors.data(AppleRealVectors.appleIncRoot)]).read(der: der, mode: .unverified)
     }
 
-    func productionDER() throws -> [UInt8] { try StrictBase64.decode(AppleRealVectors.text(AppleRealVectors.receiptProduction)) }
-
-    /// The production receipt with one bundle id byte changed: parses, signature fails.
-    func tamperedDER() throws -> [UInt8] {
-        var der = try productionDER()
-        let needle = Array("org.getpure.pure-iphone".utf8)
-        let at = try XCTUnwrap((0...(der.count - needle.count)).first { Array(der[$0..<($0 + needle.count)]) == needle })
-        der[at] = UInt8(ascii: "x")
-        return der
-    }
-
     func text(_ json: JSONValue) -> String { json.jsonText }
 
     func testUnverifiedReceiptPrintsNoTransactionIdsAnywhere() throws {
-        let result = try read(tamperedDER())
+        let result = try read(tamperedBundleIdDER())
         XCTAssertFalse(result.signatureVerified)
         let json = result.inspectionJSON(includeUnverifiedIdentifiers: false)
         XCTAssertFalse(text(json).contains(productionId))
@@ -39,7 +28,7 @@ final class InspectionJSONTests: XCTestCase {
     }
 
     func testUnverifiedReceiptPrintsIdsWhenExplicitlyAsked() throws {
-        let json = try read(tamperedDER()).inspectionJSON(includeUnverifiedIdentifiers: true)
+        let json = try read(tamperedBundleIdDER()).inspectionJSON(includeUnverifiedIdentifiers: true)
         XCTAssertTrue(text(json).contains(productionId))
         guard case .object(let top) = json else { return XCTFail("shape") }
         XCTAssertNil(top["withheld"])

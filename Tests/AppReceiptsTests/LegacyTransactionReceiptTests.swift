@@ -46,10 +46,6 @@ final class LegacyTransactionReceiptTests: XCTestCase {
         try LegacyTransactionReceiptVerifier(rootCertificates: [Data(signer.certificateDER)])
     }
 
-    func code(_ body: () throws -> Void) -> VerificationError.Code? {
-        do { try body(); return nil } catch { return (error as? VerificationError)?.code }
-    }
-
     func testVersion3ReceiptParsesIntoAnInAppRecordAndVerifies() throws {
         let receipt = try LegacyTransactionReceipt.parse(base64: transactionReceipt(version: 3, signer: Self.signer3))
         XCTAssertEqual(receipt.unsignedEnvironment, "Sandbox")

@@ -10,10 +10,6 @@ func attribute(_ type: Int, _ value: [UInt8]) -> [UInt8] {
 }
 
 final class ReceiptPayloadTests: XCTestCase {
-    func code(_ body: () throws -> Void) -> VerificationError.Code? {
-        do { try body(); return nil } catch { return (error as? VerificationError)?.code }
-    }
-
     func testTypedFieldsAndUnknownAttributesAreBothKept() throws {
         let inApp = tlv(0x31, attribute(1702, tlv(0x0C, Array("p".utf8))) + attribute(1799, [0xDE, 0xAD]))
         let payload = tlv(0x31, attribute(2, tlv(0x0C, Array("com.example".utf8))) + attribute(17, inApp)

@@ -8,30 +8,13 @@ import XCTest
 final class TamperedReceiptTests: XCTestCase {
     let reader = { try! AppReceiptReader(roots: [try! AppleRealVectors.data(AppleRealVectors.appleIncRoot)]) }()
 
-    func productionDER() throws -> [UInt8] {
-        try StrictBase64.decode(AppleRealVectors.text(AppleRealVectors.receiptProduction))
-    }
-
-    func code(_ body: () throws -> Void) -> VerificationError.Code? {
-        do { try body(); return nil } catch { return (error as? VerificationError)?.code }
-    }
-
-    /// The production receipt with one letter of its bundle id changed: still well-formed DER.
-    func tamperedBundleId() throws -> [UInt8] {
-        var der = try productionDER()
-        let needle = Array("org.getpure.pure-iphone".utf8)
-        let at = try XCTUnwrap((0...(der.count - needle.count)).first { Array(der[$0..<($0 + needle.count)]) == needle })
-        der[at] = UInt8(ascii: "x")
-        return der
-    }
-
     func testFlippedBundleIdByteIsAnInvalidSignature() throws {
-        let der = try tamperedBundleId()
+        let der = try tamperedBundleIdDER()
         XCTAssertEqual(code { _ = try self.reader.read(der: der) }, .invalidSignature)
     }
 
     func testVerifiedReadOfTamperedReceiptGivesNoIdsButUnverifiedReadFlagsThem() throws {
-        let der = try tamperedBundleId()
+        let der = try tamperedBundleIdDER()
         XCTAssertThrowsError(try reader.read(der: der, mode: .verified))
         let unverified = try reader.read(der: der, mode: .unverified)
         XCTAssertEqual(unverified.receipt.bundleId, "xrg.getpure.pure-iphone")
@@ -57,7 +40,7 @@ final class TamperedReceiptTests: XCTestCase {
     }
 
     func testTrailingBytesAfterTheReceiptAreRefused() throws {
-        XCTAssertEqual(code { _ = try self.reader.read(der: try self.productionDER() + [0x00]) }, .malformedReceipt)
+        XCTAssertEqual(code { _ = try self.reader.read(der: try productionDER() + [0x00]) }, .malformedReceipt)
     }
 
     func testLengthOverflowInTheOuterSequenceIsMalformed() throws {
@@ -81,7 +64,7 @@ final class TamperedReceiptTests: XCTestCase {
 
     /// The only signature-free whole-receipt parser says so in its name.
     func testParseUnverifiedReadsATamperedReceiptWithoutCheckingItsSignature() throws {
-        let receipt = try AppReceipt.parseUnverified(pkcs7: try tamperedBundleId())
+        let receipt = try AppReceipt.parseUnverified(pkcs7: try tamperedBundleIdDER())
         XCTAssertEqual(receipt.bundleId, "xrg.getpure.pure-iphone")
         XCTAssertEqual(code { _ = try AppReceipt.parseUnverified(pkcs7: [0x30, 0x00]) }, .malformedReceipt)
     }

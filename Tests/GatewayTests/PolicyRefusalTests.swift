@@ -19,8 +19,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifyReceipt(foreign.receiptBase64, account: "eve")
 
-        XCTAssertEqual(answer.status, 422, answer.text)
-        XCTAssertEqual(answer.errorCode, "BUNDLE_ID_MISMATCH")
+        XCTAssertRefused(answer, 422, "BUNDLE_ID_MISMATCH")
     }
 
     func testAnotherAppsReceiptSentToVerifyReceiptIsRefusedBeforeAnyGrant() async throws {
@@ -31,8 +30,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifyReceipt(foreign.receiptBase64, account: "eve")
 
-        XCTAssertEqual(answer.status, 422, answer.text)
-        XCTAssertEqual(answer.errorCode, "BUNDLE_ID_MISMATCH")
+        XCTAssertRefused(answer, 422, "BUNDLE_ID_MISMATCH")
         let entitlements = try await gw.entitlements("eve")
         XCTAssertTrue(entitlements.isEmpty)
     }
@@ -43,8 +41,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifySigned(foreign.signedTransaction, account: "eve")
 
-        XCTAssertEqual(answer.status, 422, answer.text)
-        XCTAssertEqual(answer.errorCode, "BUNDLE_ID_MISMATCH")
+        XCTAssertRefused(answer, 422, "BUNDLE_ID_MISMATCH")
     }
 
     func testSandboxReceiptForAProductionOnlyAppIsRefusedAsEnvironmentNotAllowed() async throws {
@@ -53,8 +50,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "tester")
 
-        XCTAssertEqual(answer.status, 422, answer.text)
-        XCTAssertEqual(answer.errorCode, "ENVIRONMENT_NOT_ALLOWED")
+        XCTAssertRefused(answer, 422, "ENVIRONMENT_NOT_ALLOWED")
     }
 
     func testSandboxReceiptOfAListedSandboxAccountIsGrantedInAProductionOnlyApp() async throws {
@@ -73,8 +69,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifyTransactionId(purchase.transactionId, account: "bob")
 
-        XCTAssertEqual(answer.status, 422, answer.text)
-        XCTAssertEqual(answer.errorCode, "UNKNOWN_PRODUCT")
+        XCTAssertRefused(answer, 422, "UNKNOWN_PRODUCT")
     }
 
     func testPurchaseAtAnotherPriceThanTheCatalogsIsRefusedAsPriceMismatch() async throws {
@@ -83,8 +78,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifyTransactionId(purchase.transactionId, account: "bob")
 
-        XCTAssertEqual(answer.status, 422, answer.text)
-        XCTAssertEqual(answer.errorCode, "PRICE_MISMATCH")
+        XCTAssertRefused(answer, 422, "PRICE_MISMATCH")
     }
 
     func testRefundedTransactionIsRefusedAsRevoked() async throws {
@@ -94,8 +88,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifyTransactionId(purchase.transactionId, account: "bob")
 
-        XCTAssertEqual(answer.status, 422, answer.text)
-        XCTAssertEqual(answer.errorCode, "TRANSACTION_REVOKED")
+        XCTAssertRefused(answer, 422, "TRANSACTION_REVOKED")
     }
 
     func testRevokedFamilySharedAccessIsRefusedAsRevoked() async throws {
@@ -105,8 +98,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifySigned(revoked.signedTransaction, account: "bob")
 
-        XCTAssertEqual(answer.status, 422, answer.text)
-        XCTAssertEqual(answer.errorCode, "TRANSACTION_REVOKED")
+        XCTAssertRefused(answer, 422, "TRANSACTION_REVOKED")
     }
 
     func testReusedNonceIsRefused() async throws {
@@ -119,8 +111,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let second = try await gw.post("verify", body)
 
-        XCTAssertEqual(second.status, 422, second.text)
-        XCTAssertEqual(second.errorCode, "NONCE_REUSED")
+        XCTAssertRefused(second, 422, "NONCE_REUSED")
     }
 
     func testNonceIssuedForAnotherAccountIsRefusedAsInvalid() async throws {
@@ -131,8 +122,7 @@ final class PolicyRefusalTests: XCTestCase {
         let answer = try await gw.post("verify", ["account": "alice", "receipt": .string(purchase.receiptBase64),
                                                   "nonce": .string(bobsNonce)])
 
-        XCTAssertEqual(answer.status, 422, answer.text)
-        XCTAssertEqual(answer.errorCode, "NONCE_INVALID")
+        XCTAssertRefused(answer, 422, "NONCE_INVALID")
     }
 
     func testReceiptWithoutNonceIsRefusedWhenTheAppRequiresOne() async throws {
@@ -141,7 +131,6 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.post("verify", ["account": "alice", "receipt": .string(purchase.receiptBase64)])
 
-        XCTAssertEqual(answer.status, 422, answer.text)
-        XCTAssertEqual(answer.errorCode, "NONCE_REQUIRED")
+        XCTAssertRefused(answer, 422, "NONCE_REQUIRED")
     }
 }

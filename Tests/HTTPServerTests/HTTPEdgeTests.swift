@@ -5,27 +5,18 @@ import XCTest
 /// What the server answers to requests at and past its edges: every answer it can reach is the JSON
 /// error envelope; the few libmicrohttpd answers by itself, before any hook runs, are pinned here
 /// (the README lists them).
-final class HTTPEdgeTests: XCTestCase {
-    private var servers: [HTTPServer] = []
+final class HTTPEdgeTests: HTTPServerTestCase {
     private let handlerCalls = Counter()
-
-    override func tearDown() async throws {
-        for server in servers { await server.shutdown(gracePeriod: .milliseconds(200)) }
-        servers = []
-    }
 
     /// The limits the gateway runs with (GatewayAssembly), unless `configure` changes them.
     private func startServer(_ configure: (inout HTTPServerConfiguration) -> Void = { _ in }) throws -> HTTPServer {
         var configuration = HTTPServerConfiguration(port: 0, maxBodyBytes: 256 * 1024, connectionTimeoutSeconds: 10)
         configure(&configuration)
         let calls = handlerCalls
-        let server = try HTTPServer(configuration: configuration) { request in
+        return try startedServer(configuration) { request in
             calls.increment()
             return .json(200, "{\"path\":\(request.path.utf8.count)}")
         }
-        try server.start()
-        servers.append(server)
-        return server
     }
 
     private func assertJSONError(_ response: RawResponse, status: Int, code: String,

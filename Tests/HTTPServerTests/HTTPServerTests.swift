@@ -6,22 +6,12 @@ import FoundationNetworking
 import XCTest
 
 /// Real loopback sockets against a server on an ephemeral port.
-final class HTTPServerTests: XCTestCase {
-    private var servers: [HTTPServer] = []
-
-    override func tearDown() async throws {
-        for server in servers { await server.shutdown(gracePeriod: .milliseconds(200)) }
-        servers = []
-    }
-
+final class HTTPServerTests: HTTPServerTestCase {
     private func startServer(_ configure: (inout HTTPServerConfiguration) -> Void = { _ in },
                              handler: @escaping HTTPHandler) throws -> HTTPServer {
         var configuration = HTTPServerConfiguration(port: 0)
         configure(&configuration)
-        let server = try HTTPServer(configuration: configuration, handler: handler)
-        try server.start()
-        servers.append(server)
-        return server
+        return try startedServer(configuration, handler: handler)
     }
 
     private static let echo: HTTPHandler = { request in

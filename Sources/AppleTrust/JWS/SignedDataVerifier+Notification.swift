@@ -15,17 +15,17 @@ extension SignedDataVerifier {
 
         for container in [n.data, n.appData].compactMap({ $0 }) {
             if let jws = container.signedTransactionInfo {
-                let (t, ids) = try verifyInner(jws, as: .transaction, JWSTransactionDecodedPayload.init)
+                let (t, ids) = try verified(jws, as: .transaction, JWSTransactionDecodedPayload.init)
                 try agree(ids, environment: t.environment, with: identity, field: "signedTransactionInfo")
                 n.verifiedTransaction = t
             }
             if let jws = container.signedRenewalInfo {
-                let (r, ids) = try verifyInner(jws, as: .renewalInfo, JWSRenewalInfoDecodedPayload.init)
+                let (r, ids) = try verified(jws, as: .renewalInfo, JWSRenewalInfoDecodedPayload.init)
                 try agree(ids, environment: r.environment, with: identity, field: "signedRenewalInfo")
                 n.verifiedRenewalInfo = r
             }
             if let jws = container.signedAppTransactionInfo {
-                let (a, ids) = try verifyInner(jws, as: .appTransaction, AppTransaction.init)
+                let (a, ids) = try verified(jws, as: .appTransaction, AppTransaction.init)
                 try agree(ids, environment: a.receiptType, with: identity, field: "signedAppTransactionInfo")
                 n.verifiedAppTransaction = a
             }
@@ -75,15 +75,6 @@ extension SignedDataVerifier {
 
     private func inconsistent(_ part: String, _ field: String) -> VerificationError {
         VerificationError(.notificationInconsistent, "notification \(part).\(field) disagrees with the rest of the envelope")
-    }
-
-    private func verifyInner<T>(_ jws: String, as kind: PayloadKind, _ decode: (JSONValue) throws(VerificationError) -> T)
-        throws(VerificationError) -> (T, (bundleId: String?, appAppleId: Int64?)) {
-        let date = kind == .appTransaction ? "receiptCreationDate" : "signedDate"
-        let payload = try verifiedPayload(jws, dateField: date, expected: kind)
-        try requireKind(payload, kind)
-        let decoded = try decode(payload)
-        return (decoded, try Self.identityFields(payload))
     }
 
     /// An inner payload must agree with its envelope on every identity field it states, and with

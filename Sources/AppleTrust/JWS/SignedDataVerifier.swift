@@ -62,10 +62,7 @@ public final class SignedDataVerifier: Sendable {
     public var chainCacheMisses: Int { cache.misses }
 
     public func verifyAndDecodeTransaction(_ jws: String) throws(VerificationError) -> JWSTransactionDecodedPayload {
-        let payload = try verifiedPayload(jws, dateField: "signedDate", expected: .transaction)
-        try requireKind(payload, .transaction)
-        let t = try JWSTransactionDecodedPayload(payload)
-        let ids = try Self.identityFields(payload)
+        let (t, ids) = try verified(jws, as: .transaction, JWSTransactionDecodedPayload.init)
         try checkIdentity(bundleId: t.bundleId, requireBundle: true, appAppleId: ids.appAppleId, environment: t.environment)
         return t
     }
@@ -74,20 +71,26 @@ public final class SignedDataVerifier: Sendable {
     /// only that Apple signed it for *some* app: bind it to a verified transaction of this app
     /// (same `originalTransactionId`) before acting on it. Either field, if present, is enforced.
     public func verifyAndDecodeRenewalInfo(_ jws: String) throws(VerificationError) -> JWSRenewalInfoDecodedPayload {
-        let payload = try verifiedPayload(jws, dateField: "signedDate", expected: .renewalInfo)
-        try requireKind(payload, .renewalInfo)
-        let r = try JWSRenewalInfoDecodedPayload(payload)
-        let ids = try Self.identityFields(payload)
+        let (r, ids) = try verified(jws, as: .renewalInfo, JWSRenewalInfoDecodedPayload.init)
         try checkIdentity(bundleId: ids.bundleId, requireBundle: false, appAppleId: ids.appAppleId, environment: r.environment)
         return r
     }
 
     public func verifyAndDecodeAppTransaction(_ jws: String) throws(VerificationError) -> AppTransaction {
-        let payload = try verifiedPayload(jws, dateField: "receiptCreationDate", expected: .appTransaction)
-        try requireKind(payload, .appTransaction)
-        let a = try AppTransaction(payload)
+        let (a, _) = try verified(jws, as: .appTransaction, AppTransaction.init)
         try checkIdentity(bundleId: a.bundleId, requireBundle: true, appAppleId: a.appAppleId, environment: a.receiptType)
         return a
+    }
+
+    /// One signed payload of `kind`, standalone or inside a notification: verified, recognised as
+    /// that kind, decoded, with the identity fields it states (typed strictly).
+    func verified<T>(_ jws: String, as kind: PayloadKind, _ decode: (JSONValue) throws(VerificationError) -> T)
+        throws(VerificationError) -> (T, (bundleId: String?, appAppleId: Int64?)) {
+        let date = kind == .appTransaction ? "receiptCreationDate" : "signedDate"
+        let payload = try verifiedPayload(jws, dateField: date, expected: kind)
+        try requireKind(payload, kind)
+        let decoded = try decode(payload)
+        return (decoded, try Self.identityFields(payload))
     }
 
     // MARK: Policy after the signature

@@ -20,10 +20,7 @@ public struct AppTransaction: Sendable, Hashable {
 
     public init(_ raw: JSONValue) throws(VerificationError) {
         let f = try JSONFields(raw, context: "appTransaction")
-        guard let type: AppStoreEnvironment = try f.open("receiptType") else {
-            throw VerificationError(.missingField, "appTransaction.receiptType is required")
-        }
-        receiptType = type
+        receiptType = try f.requiredOpen("receiptType")
         appAppleId = try f.int64("appAppleId")
         bundleId = try f.requiredString("bundleId")
         applicationVersion = try f.string("applicationVersion")

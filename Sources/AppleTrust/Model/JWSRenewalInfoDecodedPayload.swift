@@ -36,10 +36,7 @@ public struct JWSRenewalInfoDecodedPayload: Sendable, Hashable {
     public init(_ raw: JSONValue) throws(VerificationError) {
         let f = try JSONFields(raw, context: "renewalInfo")
         originalTransactionId = try f.requiredString("originalTransactionId")
-        guard let status: AutoRenewStatus = try f.open("autoRenewStatus") else {
-            throw VerificationError(.missingField, "renewalInfo.autoRenewStatus is required")
-        }
-        autoRenewStatus = status
+        autoRenewStatus = try f.requiredOpen("autoRenewStatus")
         expirationIntent = try f.open("expirationIntent")
         autoRenewProductId = try f.string("autoRenewProductId")
         productId = try f.string("productId")

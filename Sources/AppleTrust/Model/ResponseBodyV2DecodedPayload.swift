@@ -21,10 +21,7 @@ public struct ResponseBodyV2DecodedPayload: Sendable, Hashable {
 
     public init(_ raw: JSONValue) throws(VerificationError) {
         let f = try JSONFields(raw, context: "notification")
-        guard let type: NotificationType = try f.open("notificationType") else {
-            throw VerificationError(.missingField, "notification.notificationType is required")
-        }
-        notificationType = type
+        notificationType = try f.requiredOpen("notificationType")
         subtype = try f.open("subtype")
         notificationUUID = try f.string("notificationUUID")
         version = try f.string("version")

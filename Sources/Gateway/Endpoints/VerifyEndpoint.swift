@@ -36,16 +36,27 @@ struct VerifyEndpoint: Sendable {
         var audit = AuditRecord(time: now(), bundleId: app.bundleId, account: account,
                                 evidenceKind: evidence.kind.rawValue, evidenceSHA256: Self.evidenceDigest(evidence),
                                 transactionIds: [], productIds: [], environment: nil, verdict: .refused,
-                                errorCode: nil, adapter: nil, latencyMicros: 0)
+                                errorCode: nil, adapter: nil, latencyMicros: 0, requestId: request.requestId,
+                                clientVersion: AuditRecord.clientVersion(request.headers["X-Client-Version"]))
+        // What Apple answers on the way is noted by the adapters for the audit record.
+        let appleAnswers = AppleAnswerNote()
         do {
             // The granted record is written by the claim itself, in its transaction.
-            let result = try await verifyAndClaim(evidence, account: account, app: app, audit: &audit,
-                                                  started: started, log: log)
+            let attempt: Result<JSONValue, VerificationError> = await AppleAnswerNote.$current.withValue(appleAnswers) {
+                do throws(VerificationError) {
+                    return .success(try await verifyAndClaim(evidence, account: account, app: app, audit: &audit,
+                                                             started: started, log: log))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            let result = try attempt.get()
             log.info("verified", ["bundleId": app.bundleId, "adapter": audit.adapter ?? "", "evidence": evidence.kind.rawValue,
                                   "transactions": String(audit.transactionIds.count)])
             return .json(200, result.jsonText)
         } catch {
             audit.errorCode = error.code
+            audit.appleStatus = appleAnswers.summary
             audit.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
             await recordAudit(audit, log)
             metrics.recordRefusal(code: error.code.rawValue)
@@ -83,6 +94,7 @@ struct VerifyEndpoint: Sendable {
                                                               renewals: outcome.renewals, now: context.now) + grandfathered
         var granted = audit
         granted.verdict = .granted
+        granted.appleStatus = AppleAnswerNote.current?.summary
         granted.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
         // One ledger step: refuses a chain refunded after this evidence was signed, binds, grants,
         // audits, and reads back the ledger's view (a newer notification may already know better).

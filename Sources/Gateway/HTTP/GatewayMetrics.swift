@@ -94,34 +94,28 @@ public final class GatewayMetrics: Sendable {
 
     public func prometheusText() -> String {
         let s = state.withLock { $0 }
-        var out = "# HELP iapgw_http_requests_total HTTP requests by route and status.\n# TYPE iapgw_http_requests_total counter\n"
-        for key in s.requests.keys.sorted() {
+        var out = ""
+        // One family: its HELP and TYPE lines, then its series in label order.
+        func counter<Key: Comparable>(_ name: String, _ help: String, _ values: [Key: UInt64], _ labels: (Key) -> String) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
+            for key in values.keys.sorted() { out += "\(name){\(labels(key))} \(values[key]!)\n" }
+        }
+        func histogram<Key: Comparable>(_ name: String, _ help: String, _ values: [Key: Histogram], _ labels: (Key) -> String) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) histogram\n"
+            for key in values.keys.sorted() { out += values[key]!.lines(name, labels(key)) }
+        }
+        counter("iapgw_http_requests_total", "HTTP requests by route and status.", s.requests) { key in
             let parts = key.split(separator: "|")
-            out += "iapgw_http_requests_total{route=\"\(parts[0])\",status=\"\(parts[1])\"} \(s.requests[key]!)\n"
+            return "route=\"\(parts[0])\",status=\"\(parts[1])\""
         }
-        out += "# HELP iapgw_http_request_duration_seconds Request latency by route.\n# TYPE iapgw_http_request_duration_seconds histogram\n"
-        for route in s.latency.keys.sorted() {
-            out += s.latency[route]!.lines("iapgw_http_request_duration_seconds", "route=\"\(route)\"")
-        }
-        out += "# HELP iapgw_verification_refusals_total Refused verifications by error code.\n# TYPE iapgw_verification_refusals_total counter\n"
-        for code in s.refusals.keys.sorted() {
-            out += "iapgw_verification_refusals_total{code=\"\(code)\"} \(s.refusals[code]!)\n"
-        }
-        out += "# HELP iapgw_ledger_writes_lost_total Ledger writes that failed after the answer was decided, by what was lost.\n"
-        out += "# TYPE iapgw_ledger_writes_lost_total counter\n"
-        for what in s.lostWrites.keys.sorted() {
-            out += "iapgw_ledger_writes_lost_total{what=\"\(what)\"} \(s.lostWrites[what]!)\n"
-        }
-        out += "# HELP iapgw_upstream_calls_total Calls to Apple (each retry counted) by endpoint, environment and outcome.\n"
-        out += "# TYPE iapgw_upstream_calls_total counter\n"
-        for key in s.upstreamCalls.keys.sorted() {
-            out += "iapgw_upstream_calls_total{\(key.series.labels),outcome=\"\(key.outcome)\"} \(s.upstreamCalls[key]!)\n"
-        }
-        out += "# HELP iapgw_upstream_call_duration_seconds Latency of calls to Apple by endpoint and environment.\n"
-        out += "# TYPE iapgw_upstream_call_duration_seconds histogram\n"
-        for series in s.upstreamLatency.keys.sorted() {
-            out += s.upstreamLatency[series]!.lines("iapgw_upstream_call_duration_seconds", series.labels)
-        }
+        histogram("iapgw_http_request_duration_seconds", "Request latency by route.", s.latency) { "route=\"\($0)\"" }
+        counter("iapgw_verification_refusals_total", "Refused verifications by error code.", s.refusals) { "code=\"\($0)\"" }
+        counter("iapgw_ledger_writes_lost_total", "Ledger writes that failed after the answer was decided, by what was lost.",
+                s.lostWrites) { "what=\"\($0)\"" }
+        counter("iapgw_upstream_calls_total", "Calls to Apple (each retry counted) by endpoint, environment and outcome.",
+                s.upstreamCalls) { "\($0.series.labels),outcome=\"\($0.outcome)\"" }
+        histogram("iapgw_upstream_call_duration_seconds", "Latency of calls to Apple by endpoint and environment.",
+                  s.upstreamLatency) { $0.labels }
         return out
     }
 }

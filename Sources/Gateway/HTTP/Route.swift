@@ -11,6 +11,7 @@ struct GatewayEndpoints: Sendable {
     let nonces: NoncesEndpoint
     let verify: VerifyEndpoint
     let entitlements: EntitlementsEndpoint
+    let history: HistoryEndpoint
     let notifications: NotificationsEndpoint
     /// Where the comparison routes read from; nil: they answer 404.
     let comparisons: (any ComparisonLedger)?
@@ -154,6 +155,14 @@ extension Route {
               operation: OpenAPIOperation(summary: "Current entitlements of an account", responses: ["200": .ok("Entitlements")]),
               handler: .app(pathApp) { endpoints, _, app, parameters throws(VerificationError) in
                   try await endpoints.entitlements.answer(app: app, account: parameters["account", default: ""])
+              }),
+        Route(method: "GET", path: "/v1/apps/{bundleId}/accounts/{account}/history", name: "history",
+              operation: OpenAPIOperation(
+                summary: "Support history of an account: its verification attempts since `since` (ms; newest first, at most `limit`, default 100, up to 1000), each with request id, evidence kind, the evidence's SHA-256 prefix, X-Client-Version, environment, Apple's status, verdict and code; and each purchase chain it owns with grants (renewals, refunds), state and notifications",
+                query: HistoryEndpoint.queryParameters,
+                responses: ["200": .ok("History")]),
+              handler: .app(pathApp) { endpoints, request, app, parameters throws(VerificationError) in
+                  try await endpoints.history.answer(request, app: app, account: parameters["account", default: ""])
               }),
         Route(method: "POST", path: "/v1/notifications/{bundleId}", name: "notifications",
               operation: OpenAPIOperation(

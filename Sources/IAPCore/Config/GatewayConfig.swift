@@ -64,6 +64,8 @@ public struct GatewayConfig: Sendable, Equatable {
         public var reconcileIntervalSeconds: Int64 = 900
         /// Raw notification bodies are kept this many days.
         public var notificationRetentionDays: Int64 = 30
+        /// Audit records (the support history) are kept this many days.
+        public var auditRetentionDays: Int64 = 400
         /// How often entitlements whose period ended by time alone are moved and announced.
         public var entitlementSweepSeconds: Int64 = 30
         public init() {}
@@ -73,6 +75,7 @@ public struct GatewayConfig: Sendable, Equatable {
                                value: WritableKeyPath<Background, Int64>)] { [
             ("reconcileIntervalSeconds", "IAPGW_RECONCILE_INTERVAL_SECONDS", 0...86_400, \.reconcileIntervalSeconds),
             ("notificationRetentionDays", "IAPGW_NOTIFICATION_RETENTION_DAYS", 1...3_650, \.notificationRetentionDays),
+            ("auditRetentionDays", "IAPGW_AUDIT_RETENTION_DAYS", 1...3_650, \.auditRetentionDays),
             ("entitlementSweepSeconds", "IAPGW_ENTITLEMENT_SWEEP_SECONDS", 1...60, \.entitlementSweepSeconds),
         ] }
 

@@ -137,4 +137,12 @@ public struct JSONFields: Sendable {
     public func open<V: OpenIntValue>(_ key: String, as _: V.Type = V.self) throws(VerificationError) -> V? {
         try int64(key).map(V.init(rawValue:))
     }
+
+    public func requiredOpen<V: OpenStringValue>(_ key: String, as _: V.Type = V.self) throws(VerificationError) -> V {
+        V(rawValue: try requiredString(key))
+    }
+
+    public func requiredOpen<V: OpenIntValue>(_ key: String, as _: V.Type = V.self) throws(VerificationError) -> V {
+        V(rawValue: try requiredInt64(key))
+    }
 }

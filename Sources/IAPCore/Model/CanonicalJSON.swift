@@ -73,10 +73,12 @@ extension CanonicalRenewal {
     }
 }
 
+/// A JSON object's optional member: set when the value is there, omitted when it is not (the
+/// canonical records and the receipt views alike).
 extension Dictionary where Key == String, Value == JSONValue {
-    fileprivate mutating func put(_ key: String, _ value: String?) { if let value { self[key] = .string(value) } }
-    fileprivate mutating func put(_ key: String, _ value: Int64?) { if let value { self[key] = .int(value) } }
-    fileprivate mutating func put(_ key: String, _ value: Bool?) { if let value { self[key] = .bool(value) } }
+    public mutating func put(_ key: String, _ value: String?) { if let value { self[key] = .string(value) } }
+    public mutating func put(_ key: String, _ value: Int64?) { if let value { self[key] = .int(value) } }
+    public mutating func put(_ key: String, _ value: Bool?) { if let value { self[key] = .bool(value) } }
 }
 
 extension CanonicalAppTransaction {
