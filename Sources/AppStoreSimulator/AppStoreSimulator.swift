@@ -185,7 +185,9 @@ public final class AppStoreSimulator: Sendable {
             appItemId: environment == .sandbox ? 0 : app.appAppleId, bundleId: bundleId, appVersion: app.bundleVersion,
             originalAppVersion: download?.originalApplicationVersion ?? "1.0", creationDate: now,
             originalPurchaseDate: download?.originalPurchaseDate ?? transactions.first?.originalPurchaseDate ?? now,
-            inApps: transactions.map(ReceiptBuilder.InApp.init))
+            inApps: transactions.map(ReceiptBuilder.InApp.init),
+            // A recorded download of the app is named by its appTransactionId (numeric here).
+            downloadId: download.flatMap { Int64(store.setAppPurchase($0, owner: owner, bundleId: bundleId, environment: environment)) })
         return try builder.signed(with: pki)
     }
 }

@@ -28,6 +28,8 @@ public struct ReceiptBuilder: Sendable {
     public var creationDate: Int64
     public var originalPurchaseDate: Int64
     public var inApps: [InApp]
+    /// The app download this receipt belongs to (verifyReceipt's `download_id`); nil: none recorded.
+    public var downloadId: Int64? = nil
 
     /// The DER payload: a SET OF SEQUENCE { type, version, value }.
     public func payload() -> [UInt8] {
@@ -37,7 +39,8 @@ public struct ReceiptBuilder: Sendable {
             Self.attribute(2, DER.utf8String(bundleId)),
             Self.attribute(3, DER.utf8String(appVersion)),
             // Opaque value and SHA-1 hash: Apple's are device-bound; ours only need to be present.
-            Self.attribute(4, Array(SHA1Placeholder.opaque(bundleId))),
+            // The opaque value also carries the download, as Apple's server knows it for its answer.
+            Self.attribute(4, SHA1Placeholder.opaque(bundleId, downloadId: downloadId)),
             Self.attribute(5, [UInt8](repeating: 0, count: 20)),
             Self.attribute(12, DER.ia5String(Self.rfc3339(creationDate))),
             Self.attribute(18, DER.ia5String(Self.rfc3339(originalPurchaseDate))),
@@ -81,12 +84,22 @@ public struct ReceiptBuilder: Sendable {
     }
 }
 
-/// A stable per-app stand-in for the device-bound opaque value.
+/// A stable per-app (or, with a recorded app download, per-download) stand-in for the
+/// device-bound opaque value.
 enum SHA1Placeholder {
-    static func opaque(_ seed: String) -> [UInt8] {
+    static let downloadMark = "download:"
+
+    static func opaque(_ seed: String, downloadId: Int64? = nil) -> [UInt8] {
+        if let downloadId { return Array((downloadMark + String(downloadId)).utf8) }
         var bytes = Array(seed.utf8.prefix(16))
         while bytes.count < 16 { bytes.append(0) }
         return bytes
+    }
+
+    /// The download an opaque value of ours carries; 0 (as in Apple's sandbox answers) when none.
+    static func downloadId(opaque: [UInt8]?) -> Int64 {
+        guard let opaque, let text = String(bytes: opaque, encoding: .utf8), text.hasPrefix(downloadMark) else { return 0 }
+        return Int64(text.dropFirst(downloadMark.count)) ?? 0
     }
 }
 

@@ -65,14 +65,14 @@ enum VerifyReceiptJSON {
 
     static func receipt(bundleId: String, appItemId: Int64, receiptType: String, appVersion: String,
                         creationDate: Int64, requestDate: Int64, originalPurchaseDate: Int64,
-                        originalApplicationVersion: String, inApp: [TransactionRecord]) -> JSONValue {
+                        originalApplicationVersion: String, downloadId: Int64, inApp: [TransactionRecord]) -> JSONValue {
         var o: [String: JSONValue] = [
             "receipt_type": .string(receiptType),
             "adam_id": .int(appItemId),
             "app_item_id": .int(appItemId),
             "bundle_id": .string(bundleId),
             "application_version": .string(appVersion),
-            "download_id": .int(0),
+            "download_id": .int(downloadId),
             "version_external_identifier": .int(0),
             "original_application_version": .string(originalApplicationVersion),
             "in_app": .array(inApp.map { transaction($0, latestInfo: false) }),

@@ -212,6 +212,7 @@ enum AppTransactionFields {
         .string("deviceVerification") { $0.deviceVerification = $1 },
         .string("deviceVerificationNonce") { $0.deviceVerificationNonce = $1 },
         .string("appTransactionId") { $0.appTransactionId = $1 },
+        .int("downloadId") { $0.downloadId = $1 },
         .string("originalPlatform") { $0.originalPlatform = $1 },
         .string("environment") { $0.environment = AppStoreEnvironment(rawValue: $1) },
     ]

@@ -5,14 +5,18 @@ import IAPCore
 public struct ComparedPath: Sendable {
     public var transactions: [CanonicalTransaction]
     public var renewals: [CanonicalRenewal]
+    /// The app's own purchase as this path states it (a receipt's app-level fields, an AppTransaction).
+    public var appTransaction: CanonicalAppTransaction?
     /// "verifyReceipt/v1", "serverAPI/v1"; nil when the path failed before producing records.
     public var mappingVersion: String?
     /// The path failed outright: nothing of it is compared.
     public var errorCode: String?
 
-    public init(transactions: [CanonicalTransaction], renewals: [CanonicalRenewal] = [], mappingVersion: String?) {
+    public init(transactions: [CanonicalTransaction], renewals: [CanonicalRenewal] = [],
+                appTransaction: CanonicalAppTransaction? = nil, mappingVersion: String?) {
         self.transactions = transactions
         self.renewals = renewals
+        self.appTransaction = appTransaction
         self.mappingVersion = mappingVersion
         self.errorCode = nil
     }
@@ -30,26 +34,30 @@ public struct ComparedPath: Sendable {
 public struct KnownDifferences: Sendable, Equatable {
     public var transaction: Set<String>
     public var renewal: Set<String>
+    public var appTransaction: Set<String>
 
-    public init(transaction: Set<String> = [], renewal: Set<String> = []) {
+    public init(transaction: Set<String> = [], renewal: Set<String> = [], appTransaction: Set<String> = []) {
         self.transaction = transaction
         self.renewal = renewal
+        self.appTransaction = appTransaction
     }
 
     public init(mappingFiles: [MappingFile]) {
         var transaction: Set<String> = []
         var renewal: Set<String> = []
+        var appTransaction: Set<String> = []
         for file in mappingFiles {
             for kind in file.kindNames {
                 let fields = file.knownDifferences(kind: kind).keys
                 switch file.target(ofKind: kind) {
                 case .transaction?: transaction.formUnion(fields)
                 case .renewal?: renewal.formUnion(fields)
+                case .appTransaction?: appTransaction.formUnion(fields)
                 default: break
                 }
             }
         }
-        self.init(transaction: transaction, renewal: renewal)
+        self.init(transaction: transaction, renewal: renewal, appTransaction: appTransaction)
     }
 }
 
@@ -62,7 +70,10 @@ public struct KnownDifferences: Sendable, Equatable {
 ///   and then the revocation fields are not reported again as field mismatches; a state difference
 ///   that is only the consequence of different expiry dates is reported as the `expiryMismatch` alone;
 /// - `expiresDate` differs: `expiryMismatch`;
-/// - any other canonical field differs: `fieldMismatch` (renewal fields as "renewal.<field>").
+/// - any other canonical field differs: `fieldMismatch` (renewal fields as "renewal.<field>");
+/// - the app's own purchase, where both paths state it: the facts grandfathering decides on
+///   (`appTransaction.originalApplicationVersion`, `appTransaction.originalPurchaseDate`) as
+///   `fieldMismatch` under the transaction id "appTransaction".
 /// `source` and `mappingVersion` are never compared; known differences are never reported.
 public struct PurchaseComparator: Sendable {
     public static let neverCompared: Set<String> = ["source", "mappingVersion"]
@@ -113,6 +124,7 @@ public struct PurchaseComparator: Sendable {
             }
         }
         differences += renewalDifferences(leftRenewals, rightRenewals, productIds: left.merging(right) { a, _ in a })
+        differences += appTransactionDifferences(legacy.appTransaction, serverAPI.appTransaction)
         comparison.differences = differences
         return comparison
     }
@@ -123,6 +135,17 @@ public struct PurchaseComparator: Sendable {
     static func answered(_ path: ComparedPath, other: ComparedPath) -> ComparedPath {
         guard path.errorCode == VerificationError.Code.transactionNotFound.rawValue, other.errorCode == nil else { return path }
         return ComparedPath(transactions: [], mappingVersion: path.mappingVersion)
+    }
+
+    /// The app-level facts grandfathering reads, compared only when both paths state the app's purchase.
+    static let comparedAppFields = ["originalApplicationVersion", "originalPurchaseDate"]
+
+    private func appTransactionDifferences(_ l: CanonicalAppTransaction?, _ r: CanonicalAppTransaction?) -> [ComparisonDifference] {
+        guard let l = l?.jsonValue.objectValue, let r = r?.jsonValue.objectValue else { return [] }
+        return Self.comparedAppFields.filter { !knownDifferences.appTransaction.contains($0) && l[$0] != r[$0] }.map {
+            .init(kind: .fieldMismatch, transactionId: "appTransaction", productId: nil, field: "appTransaction.\($0)",
+                  legacyValue: l[$0]?.jsonText, serverAPIValue: r[$0]?.jsonText)
+        }
     }
 
     private func transactionDifferences(_ l: CanonicalTransaction, _ r: CanonicalTransaction,

@@ -112,7 +112,7 @@ final class MappingGoldenTests: XCTestCase {
     func testAppTransactionsAgreeApartFromDeclaredDifferences() throws {
         let ignoring = knownDifferences("receipt", "appTransaction")
         XCTAssertEqual(ignoring, ["requestDate", "expirationDate", "deviceVerification", "deviceVerificationNonce",
-                                  "appTransactionId", "originalPlatform"])
+                                  "appTransactionId", "originalPlatform", "downloadId"])
         let app = try XCTUnwrap(legacy.appTransaction)
         XCTAssertEqual(try comparable(app, ignoring: ignoring), try comparable(serverApp!, ignoring: ignoring))
         XCTAssertEqual(app.receiptType, .sandbox, "ProductionSandbox maps to Sandbox")

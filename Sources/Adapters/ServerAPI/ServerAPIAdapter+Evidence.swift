@@ -68,12 +68,21 @@ extension ServerAPIAdapter {
             lookup = id
             order = .only(local.receiptType == .production ? .production : .sandbox)
         }
+        return try await readAppTransaction(anyTransactionId: lookup, order: order,
+                                            expecting: evidence.kind == .signedAppTransaction ? lookup : nil, policy: policy, context)
+    }
+
+    /// Get App Transaction Info, its answer verified and put to the policy; `expecting`: the
+    /// appTransactionId the answer must carry.
+    func readAppTransaction(anyTransactionId lookup: String, order: ServerAPIEnvironmentOrder, expecting: String?,
+                            policy: any EvidencePolicy, _ context: AppContext)
+        async throws(VerificationError) -> (AppStoreEnvironment, CanonicalAppTransaction) {
         let answer = try await context.client.get().getAppTransactionInfo(anyTransactionId: lookup, order: order)
         let confirmed = try context.verifier.verifyAndDecodeAppTransaction(answer.signedAppTransactionInfo)
         guard confirmed.receiptType == answer.environment.appStoreEnvironment else {
             throw VerificationError(.environmentNotAllowed, "Get App Transaction Info answered from another environment than it states")
         }
-        if evidence.kind == .signedAppTransaction, confirmed.appTransactionId != lookup {
+        if let expecting, confirmed.appTransactionId != expecting {
             throw VerificationError(.notificationInconsistent, "Get App Transaction Info answered another app transaction")
         }
         try policy.admit(EvidenceIdentity(bundleId: confirmed.bundleId, appAppleId: confirmed.appAppleId,
@@ -154,6 +163,14 @@ extension ServerAPIAdapter {
         try collected.agree(on: receiptEnvironment.appStoreEnvironment)
         try await addRenewals(for: verifiedTransactions, client: client, environment: receiptEnvironment, context,
                               into: &collected)
+        // The app-level facts beside the receipt's (compared in shadow and compare routing), read only
+        // where a grandfathering rule uses them: one more call, by a purchase of the receipt. They
+        // grant nothing on this path (no download to bind; see GrandfatheringGrant).
+        if app.grandfathering != nil, let known = verifiedTransactions.first {
+            collected.appTransaction = try await readAppTransaction(anyTransactionId: known.transactionId,
+                                                                    order: .only(receiptEnvironment), expecting: nil,
+                                                                    policy: policy, context).1
+        }
     }
 
     // MARK: Shared steps

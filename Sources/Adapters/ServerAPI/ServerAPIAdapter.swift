@@ -107,7 +107,8 @@ public final class ServerAPIAdapter: VerificationAdapter {
             throw VerificationError(.noTransactions, "the evidence carries no purchase")
         }
         return AdapterOutcome(adapter: id, environment: environment, transactions: collected.sortedTransactions,
-                              renewals: collected.sortedRenewals, mappingVersion: mappingVersion,
+                              renewals: collected.sortedRenewals, appTransaction: collected.appTransaction,
+                              mappingVersion: mappingVersion,
                               presentedTransactionId: collected.presentedTransactionId)
     }
 
@@ -167,6 +168,8 @@ struct Collected {
     var presentedTransactionId: String?
     var transactions: [String: CanonicalTransaction] = [:]
     var renewals: [String: CanonicalRenewal] = [:]
+    /// The app's own purchase, read beside a receipt's purchases (see verifyReceipt).
+    var appTransaction: CanonicalAppTransaction?
 
     mutating func agree(on found: AppStoreEnvironment?) throws(VerificationError) {
         guard let found else { throw VerificationError(.missingField, "payload has no environment") }

@@ -89,7 +89,7 @@ struct VerifyEndpoint: Sendable {
         let context = ClaimContext(app: app, account: account, evidenceKind: evidence.kind, now: now())
         try checks.run(outcome, context)
 
-        let grandfathered = context.evidenceKind.isAppTransaction ? Self.grandfathered(outcome, app: app, account: account) : []
+        let grandfathered = GrandfatheringGrant.entitlements(outcome, context)
         let entitlements = EntitlementCalculator.entitlements(account: account, transactions: outcome.transactions,
                                                               renewals: outcome.renewals, now: context.now) + grandfathered
         var granted = audit
@@ -140,22 +140,11 @@ struct VerifyEndpoint: Sendable {
         if let comparison { answer["comparison"] = MigrationRouter.json(comparison) }
         if context.evidenceKind.isAppTransaction, let appTransaction = outcome.appTransaction {
             answer["appTransaction"] = appTransaction.jsonValue
+        }
+        if context.evidenceKind.isAppTransaction || (context.evidenceKind == .receipt && app.grandfathering != nil) {
             answer["grandfathered"] = .bool(!grandfathered.isEmpty)
         }
         return .object(answer)
-    }
-
-    /// What the app's own purchase grants under the policy's `grandfathering` rule: each listed
-    /// product, active without end, bound under `appTransaction:<appTransactionId>:<productId>` so
-    /// one app purchase serves one account. Only app-transaction evidence with its appTransactionId
-    /// grants (a legacy receipt names no app purchase to bind).
-    static func grandfathered(_ outcome: AdapterOutcome, app: AppPolicy, account: String) -> [Entitlement] {
-        guard let rule = app.grandfathering, let appTransaction = outcome.appTransaction,
-              let id = appTransaction.appTransactionId, !id.isEmpty, rule.grandfathers(appTransaction) else { return [] }
-        return rule.productIds.map {
-            Entitlement(account: account, productId: $0, state: .active, expiresDate: nil,
-                        originalTransactionId: "appTransaction:\(id):\($0)", source: "grandfathering")
-        }
     }
 
     /// When Apple stated each chain's facts: a live answer (verifyReceipt, Server API lookups) is

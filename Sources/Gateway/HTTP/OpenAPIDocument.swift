@@ -161,7 +161,7 @@ enum OpenAPIDocument {
                 "appTransaction": .object(["type": "object",
                                            "description": "app-transaction evidence only: the verified AppTransaction (CanonicalAppTransaction)"]),
                 "grandfathered": .object(["type": "boolean",
-                                          "description": "app-transaction evidence only: whether the policy's grandfathering rule granted its products"]),
+                                          "description": "app-transaction evidence, and receipts of apps with a grandfathering rule: whether the rule granted its products"]),
             ]),
             "Entitlement": object(["productId": string,
                                    "state": .object(["type": "string",

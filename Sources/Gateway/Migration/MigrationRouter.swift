@@ -120,7 +120,8 @@ public struct MigrationRouter: Sendable {
 
     private func path(_ result: Result<AdapterOutcome, VerificationError>, mapping: String?) -> ComparedPath {
         switch result {
-        case .success(let o): ComparedPath(transactions: o.transactions, renewals: o.renewals, mappingVersion: o.mappingVersion)
+        case .success(let o): ComparedPath(transactions: o.transactions, renewals: o.renewals, appTransaction: o.appTransaction,
+                                           mappingVersion: o.mappingVersion)
         case .failure(let e): .failed(e.code.rawValue, mappingVersion: mapping)
         }
     }

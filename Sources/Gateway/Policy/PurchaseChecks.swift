@@ -113,8 +113,10 @@ extension Array where Element == any PurchaseCheck {
 public struct NonEmptyCheck: PurchaseCheck {
     public init() {}
     public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
-        // An app transaction is the app's own purchase: what it grants is the grandfathering rule's.
-        guard !outcome.transactions.isEmpty || context.evidenceKind.isAppTransaction else {
+        // An app transaction is the app's own purchase: what it grants is the grandfathering rule's;
+        // a receipt without in-app purchases still proves a grandfathered download.
+        guard !outcome.transactions.isEmpty || context.evidenceKind.isAppTransaction
+                || !GrandfatheringGrant.entitlements(outcome, context).isEmpty else {
             throw VerificationError(.noTransactions, "the evidence carries no in-app purchase")
         }
     }

@@ -21,6 +21,10 @@ public struct CanonicalAppTransaction: Codable, Hashable, Sendable {
     public var deviceVerification: String?
     public var deviceVerificationNonce: String?
     public var appTransactionId: String?
+    /// verifyReceipt's `download_id` (legacy only; Apple: "a unique identifier for the app download
+    /// transaction"): what binds a receipt's grandfathering to one account. The receipt's signed
+    /// PKCS#7 payload has no such field, so only Apple's live answer states it.
+    public var downloadId: Int64?
     public var originalPlatform: String?
     public var environment: AppStoreEnvironment?
     /// Which adapter produced this record ("verifyReceipt", "serverAPI").

@@ -99,6 +99,7 @@ extension CanonicalAppTransaction {
         o.put("deviceVerification", deviceVerification)
         o.put("deviceVerificationNonce", deviceVerificationNonce)
         o.put("appTransactionId", appTransactionId)
+        o.put("downloadId", downloadId)
         o.put("originalPlatform", originalPlatform)
         o.put("environment", environment?.rawValue)
         return .object(o)

@@ -1,0 +1,31 @@
+import Adapters
+import IAPCore
+
+/// What the app's own purchase grants under the policy's `grandfathering` rule, and the one key
+/// that binds it to one account. Only Apple's word names the app purchase: an app transaction's
+/// `appTransactionId` (signed, or read from Get App Transaction Info), or a receipt's `download_id`
+/// as verifyReceipt answered it (the receipt's signed payload states none, and the Server API path
+/// reads no download). A fact that is absent, 0 (the sandbox) or not grandfathering grants nothing.
+enum GrandfatheringGrant {
+    /// `appTransaction:<appTransactionId>` or `receiptDownload:<download_id>`; nil: nothing to bind.
+    static func appPurchaseKey(_ outcome: AdapterOutcome, evidenceKind: AppPolicy.EvidenceKind) -> String? {
+        guard let app = outcome.appTransaction else { return nil }
+        if evidenceKind.isAppTransaction {
+            guard let id = app.appTransactionId, !id.isEmpty else { return nil }
+            return "appTransaction:\(id)"
+        }
+        guard evidenceKind == .receipt, outcome.adapter == .verifyReceipt,
+              let download = app.downloadId, download > 0 else { return nil }
+        return "receiptDownload:\(download)"
+    }
+
+    /// Each listed product, active without end, bound under `<appPurchaseKey>:<productId>`.
+    static func entitlements(_ outcome: AdapterOutcome, _ context: ClaimContext) -> [Entitlement] {
+        guard let rule = context.app.grandfathering, let app = outcome.appTransaction, rule.grandfathers(app),
+              let key = appPurchaseKey(outcome, evidenceKind: context.evidenceKind) else { return [] }
+        return rule.productIds.map {
+            Entitlement(account: context.account, productId: $0, state: .active, expiresDate: nil,
+                        originalTransactionId: "\(key):\($0)", source: "grandfathering")
+        }
+    }
+}
