@@ -19,7 +19,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifyReceipt(foreign.receiptBase64, account: "eve")
 
-        XCTAssertRefused(answer, 422, "BUNDLE_ID_MISMATCH")
+        assertRefused(answer, 422, "BUNDLE_ID_MISMATCH")
     }
 
     func testAnotherAppsReceiptSentToVerifyReceiptIsRefusedBeforeAnyGrant() async throws {
@@ -30,7 +30,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifyReceipt(foreign.receiptBase64, account: "eve")
 
-        XCTAssertRefused(answer, 422, "BUNDLE_ID_MISMATCH")
+        assertRefused(answer, 422, "BUNDLE_ID_MISMATCH")
         let entitlements = try await gw.entitlements("eve")
         XCTAssertTrue(entitlements.isEmpty)
     }
@@ -41,7 +41,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifySigned(foreign.signedTransaction, account: "eve")
 
-        XCTAssertRefused(answer, 422, "BUNDLE_ID_MISMATCH")
+        assertRefused(answer, 422, "BUNDLE_ID_MISMATCH")
     }
 
     func testSandboxReceiptForAProductionOnlyAppIsRefusedAsEnvironmentNotAllowed() async throws {
@@ -50,7 +50,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "tester")
 
-        XCTAssertRefused(answer, 422, "ENVIRONMENT_NOT_ALLOWED")
+        assertRefused(answer, 422, "ENVIRONMENT_NOT_ALLOWED")
     }
 
     func testSandboxReceiptOfAListedSandboxAccountIsGrantedInAProductionOnlyApp() async throws {
@@ -69,7 +69,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifyTransactionId(purchase.transactionId, account: "bob")
 
-        XCTAssertRefused(answer, 422, "UNKNOWN_PRODUCT")
+        assertRefused(answer, 422, "UNKNOWN_PRODUCT")
     }
 
     func testPurchaseAtAnotherPriceThanTheCatalogsIsRefusedAsPriceMismatch() async throws {
@@ -78,7 +78,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifyTransactionId(purchase.transactionId, account: "bob")
 
-        XCTAssertRefused(answer, 422, "PRICE_MISMATCH")
+        assertRefused(answer, 422, "PRICE_MISMATCH")
     }
 
     func testRefundedTransactionIsRefusedAsRevoked() async throws {
@@ -88,7 +88,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifyTransactionId(purchase.transactionId, account: "bob")
 
-        XCTAssertRefused(answer, 422, "TRANSACTION_REVOKED")
+        assertRefused(answer, 422, "TRANSACTION_REVOKED")
     }
 
     func testRevokedFamilySharedAccessIsRefusedAsRevoked() async throws {
@@ -98,7 +98,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.verifySigned(revoked.signedTransaction, account: "bob")
 
-        XCTAssertRefused(answer, 422, "TRANSACTION_REVOKED")
+        assertRefused(answer, 422, "TRANSACTION_REVOKED")
     }
 
     func testReusedNonceIsRefused() async throws {
@@ -111,7 +111,7 @@ final class PolicyRefusalTests: XCTestCase {
 
         let second = try await gw.post("verify", body)
 
-        XCTAssertRefused(second, 422, "NONCE_REUSED")
+        assertRefused(second, 422, "NONCE_REUSED")
     }
 
     func testNonceIssuedForAnotherAccountIsRefusedAsInvalid() async throws {
@@ -122,7 +122,7 @@ final class PolicyRefusalTests: XCTestCase {
         let answer = try await gw.post("verify", ["account": "alice", "receipt": .string(purchase.receiptBase64),
                                                   "nonce": .string(bobsNonce)])
 
-        XCTAssertRefused(answer, 422, "NONCE_INVALID")
+        assertRefused(answer, 422, "NONCE_INVALID")
     }
 
     func testReceiptWithoutNonceIsRefusedWhenTheAppRequiresOne() async throws {
@@ -131,6 +131,6 @@ final class PolicyRefusalTests: XCTestCase {
 
         let answer = try await gw.post("verify", ["account": "alice", "receipt": .string(purchase.receiptBase64)])
 
-        XCTAssertRefused(answer, 422, "NONCE_REQUIRED")
+        assertRefused(answer, 422, "NONCE_REQUIRED")
     }
 }

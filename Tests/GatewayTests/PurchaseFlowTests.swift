@@ -57,7 +57,7 @@ final class PurchaseFlowTests: XCTestCase {
 
         let answer = try await gw.verifySigned(purchase.signedTransaction, account: "bob")
 
-        XCTAssertRefused(answer, 503, "UPSTREAM_UNAVAILABLE")
+        assertRefused(answer, 503, "UPSTREAM_UNAVAILABLE")
     }
 
     func testLocalOnlySignedTransactionIsGrantedWithoutAnyServerAPICall() async throws {
@@ -99,8 +99,8 @@ final class PurchaseFlowTests: XCTestCase {
         let replay = try await gw.verifyTransactionId(purchase.transactionId, account: "mallory")
         let replaySigned = try await gw.verifySigned(purchase.signedTransaction, account: "mallory")
 
-        XCTAssertRefused(replay, 409, "TRANSACTION_BOUND_TO_OTHER_ACCOUNT")
-        XCTAssertRefused(replaySigned, 409, "TRANSACTION_BOUND_TO_OTHER_ACCOUNT")
+        assertRefused(replay, 409, "TRANSACTION_BOUND_TO_OTHER_ACCOUNT")
+        assertRefused(replaySigned, 409, "TRANSACTION_BOUND_TO_OTHER_ACCOUNT")
         let malloryEntitlements = try await gw.entitlements("mallory")
         XCTAssertTrue(malloryEntitlements.isEmpty)
         let again = try await gw.verifyTransactionId(purchase.transactionId, account: "bob")

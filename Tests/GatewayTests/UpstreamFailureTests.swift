@@ -14,7 +14,7 @@ final class UpstreamFailureTests: XCTestCase {
 
         let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
 
-        XCTAssertRefused(answer, 502, "UPSTREAM_CREDENTIALS_REJECTED")
+        assertRefused(answer, 502, "UPSTREAM_CREDENTIALS_REJECTED")
         XCTAssertFalse(answer.text.contains(gw.harness.sharedSecret))
         XCTAssertFalse(answer.text.contains(simulatorSecret))
     }
@@ -27,7 +27,7 @@ final class UpstreamFailureTests: XCTestCase {
 
         let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
 
-        XCTAssertRefused(answer, 502, "UPSTREAM_CREDENTIALS_REJECTED")
+        assertRefused(answer, 502, "UPSTREAM_CREDENTIALS_REJECTED")
         XCTAssertFalse(answer.text.contains(wrong))
         XCTAssertFalse(answer.text.contains(gw.harness.sharedSecret))
     }
@@ -60,7 +60,7 @@ final class UpstreamFailureTests: XCTestCase {
 
         let answer = try await verify()
 
-        XCTAssertRefused(answer, 503, "UPSTREAM_UNAVAILABLE", file: file, line: line)
+        assertRefused(answer, 503, "UPSTREAM_UNAVAILABLE", file: file, line: line)
         XCTAssertNotNil(answer.headers["retry-after"].flatMap { Int($0) }, file: file, line: line)
         let attempts = 10 - gw.simulator.faults.settings().failNext
         XCTAssertEqual(attempts, 3, "the default retry policy makes 3 attempts", file: file, line: line)
@@ -73,7 +73,7 @@ final class UpstreamFailureTests: XCTestCase {
 
         let answer = try await gw.verifyTransactionId(purchase.transactionId, account: "bob")
 
-        XCTAssertRefused(answer, 503, "RATE_LIMITED")
+        assertRefused(answer, 503, "RATE_LIMITED")
         XCTAssertEqual(answer.headers["retry-after"], "1")
         let attempts = 10 - gw.simulator.faults.settings().rateLimitNext
         XCTAssertEqual(attempts, 3)
@@ -86,7 +86,7 @@ final class UpstreamFailureTests: XCTestCase {
 
         let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
 
-        XCTAssertRefused(answer, 503, "RATE_LIMITED")
+        assertRefused(answer, 503, "RATE_LIMITED")
         XCTAssertEqual(answer.headers["retry-after"], "120", "Apple's own wait, passed on")
         XCTAssertEqual(10 - gw.simulator.faults.settings().rateLimitNext, 1, "no retry Apple asked us not to make")
     }
