@@ -40,6 +40,18 @@ final class AppStore2026Tests: XCTestCase {
         XCTAssertEqual(entitlement["commitmentExpiresDate"], .int(commitmentEnd))
         XCTAssertGreaterThan(commitmentEnd, monthlyEnd)
         XCTAssertEqual(entitlement["grantsAccess"], .bool(true))
+
+        // The stored entitlement keeps it: GET shows the same commitment end beside the monthly expiry.
+        let stored = try await e2e.entitlement("cora", chain: purchase.originalTransactionId)
+        XCTAssertEqual(stored?["expiresDate"], .int(monthlyEnd))
+        XCTAssertEqual(stored?["commitmentExpiresDate"], .int(commitmentEnd))
+
+        // A renewal's notification moves the month on and keeps the commitment it belongs to.
+        let renewed = try e2e.simulator.renew(originalTransactionId: purchase.originalTransactionId)
+        try await e2e.deliver("DID_RENEW", about: renewed)
+        let afterRenewal = try await e2e.entitlement("cora", chain: purchase.originalTransactionId)
+        XCTAssertEqual(afterRenewal?["expiresDate"], .int(try XCTUnwrap(try expiresDate(of: renewed))))
+        XCTAssertEqual(afterRenewal?["commitmentExpiresDate"], .int(commitmentEnd))
     }
 
     /// Decided (README, "Refunds"): a prorated refund ends access at `revocationDate` exactly like a

@@ -16,11 +16,23 @@ final class InboxTests: InboxTestCase {
 
     func testLedgerFromBeforeNotificationsUpgradesAndKeepsItsData() throws {
         do {
+            // Rows as version 1's code wrote them (today's claim writes columns version 1 lacks).
             let old = try openLedger(migrations: Array(releasedMigrations.prefix(1)))
-            _ = try old.claim(claim("alice", [transaction("1000", original: "1000")], now: t0))
+            try old.database.transaction { (connection) throws(VerificationError) in
+                try connection.run("INSERT INTO ownership (bundle_id, ownership_key, account, bound_at) VALUES (?, ?, ?, ?)",
+                                   .text(app), .text("1000"), .text("alice"), .integer(t0))
+                try connection.run("""
+                    INSERT INTO entitlements (bundle_id, account, original_transaction_id, product_id, state,
+                                              expires_date, source, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """, .text(app), .text("alice"), .text("1000"), .text("com.example.pro"), .text("active"),
+                    .integer(t0 + 1_000), .text("serverAPI"), .integer(t0))
+            }
         }
         let upgraded = try openLedger()
         XCTAssertEqual(try upgraded.owner(bundleId: app, originalTransactionId: "1000"), "alice")
+        XCTAssertEqual(try upgraded.entitlements(bundleId: app, account: "alice"),
+                       [Entitlement(account: "alice", productId: "com.example.pro", state: .active, expiresDate: t0 + 1_000,
+                                    originalTransactionId: "1000", source: "serverAPI")])
         XCTAssertTrue(try upgraded.enqueue(entry("n-1", signedDate: t0)))
     }
 

@@ -113,17 +113,8 @@ struct VerifyEndpoint: Sendable {
         let revoked = Set(outcome.transactions.filter { $0.revocationDate != nil }.map(\.transactionId))
         let chains = Set(entitlements.map(\.originalTransactionId))
         // As they stand now: the claim stored facts, the clock may have ended some since they were signed.
-        // A commitment plan's end is a fact of this evidence, not of the stored state: shown beside
-        // the monthly expiry when the stored entitlement is still the evidence's product.
-        let evidenced = Dictionary(entitlements.map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
         let stored = claim.entitlements.filter { chains.contains($0.originalTransactionId) }
-            .map { (e) -> Entitlement in
-                var e = EntitlementAccess.current(e, now: context.now)
-                if let fact = evidenced[e.originalTransactionId], fact.productId == e.productId {
-                    e.commitmentExpiresDate = fact.commitmentExpiresDate
-                }
-                return e
-            }
+            .map { EntitlementAccess.current($0, now: context.now) }
         var answer: [String: JSONValue] = [
             "account": .string(account),
             "verdict": .string(VerifyVerdict.of(stored, policy: app.gracePeriodPolicy).rawValue),

@@ -106,6 +106,7 @@ public enum SubscriptionLifecycle {
         state.productId = transaction.productId
         state.state = entitlement
         state.expiresDate = transaction.expiresDate
+        state.commitmentExpiresDate = transaction.commitmentExpiresDate
         state.gracePeriodExpiresDate = graceEnd
         switch entitlement {
         case .refunded, .revoked:

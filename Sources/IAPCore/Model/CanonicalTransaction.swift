@@ -115,7 +115,7 @@ public struct Entitlement: Codable, Hashable, Sendable {
     public var originalTransactionId: String
     public var source: String
     /// A monthly plan with a commitment: when the commitment ends, shown beside the monthly
-    /// `expiresDate` (which alone decides access). Known from the evidence, not stored.
+    /// `expiresDate` (which alone decides access). Stored with the entitlement.
     public var commitmentExpiresDate: Int64?
 
     public init(account: String, productId: String, state: State, expiresDate: Int64?,

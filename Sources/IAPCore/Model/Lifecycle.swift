@@ -42,6 +42,9 @@ public struct SubscriptionState: Codable, Hashable, Sendable {
     public var state: Entitlement.State
     public var expiresDate: Int64?
     public var gracePeriodExpiresDate: Int64?
+    /// A monthly plan with a commitment: when the commitment ends (never extends access).
+    /// Optional so states stored before it existed still decode.
+    public var commitmentExpiresDate: Int64?
     public var autoRenewProductId: String?
     public var autoRenewStatus: AutoRenewStatus?
     public var revocationDate: Int64?

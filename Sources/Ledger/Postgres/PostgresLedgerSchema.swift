@@ -6,7 +6,7 @@
 /// AUTOINCREMENT is an identity column, WITHOUT ROWID has no equivalent (a table is a heap with its
 /// primary-key index either way), and partial indexes keep their WHERE clauses.
 enum PostgresLedgerSchema {
-    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7, v8, v9]
+    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
 
     static let v1 = """
         CREATE TABLE nonces (
@@ -243,5 +243,11 @@ enum PostgresLedgerSchema {
         ALTER TABLE audit_log ADD COLUMN apple_status TEXT;
         CREATE INDEX audit_log_by_account ON audit_log (bundle_id, account, time);
         CREATE INDEX audit_log_by_time ON audit_log (time);
+        """
+
+    /// A monthly plan with a commitment: when the commitment ends, kept beside the monthly
+    /// `expires_date` (which alone decides access) so every answer can show it. NULL otherwise.
+    static let v10 = """
+        ALTER TABLE entitlements ADD COLUMN commitment_expires_date BIGINT;
         """
 }

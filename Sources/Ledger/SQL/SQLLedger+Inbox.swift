@@ -171,7 +171,7 @@ extension SQLLedger {
         // In grace the product stays usable until the grace period ends, not until the lapsed expiry.
         try upsertEntitlement(bundleId: state.bundleId, account: account, originalTransactionId: state.originalTransactionId,
                               productId: state.productId, state: state.state.rawValue, expiresDate: state.periodEnd,
-                              source: state.source, factTime: state.lastSignedDate, connection)
+                              commitmentExpiresDate: state.commitmentExpiresDate, source: state.source, factTime: state.lastSignedDate, connection)
     }
 
     /// Counts a failed attempt and schedules the next; true if the entry is now parked.

@@ -251,7 +251,8 @@ public final class SQLLedger: Sendable {
         try Self.upsertEntitlement(bundleId: claim.bundleId, account: claim.account,
                                    originalTransactionId: entitlement.originalTransactionId,
                                    productId: entitlement.productId, state: entitlement.state.rawValue,
-                                   expiresDate: entitlement.expiresDate, source: entitlement.source,
+                                   expiresDate: entitlement.expiresDate,
+                                   commitmentExpiresDate: entitlement.commitmentExpiresDate, source: entitlement.source,
                                    factTime: factTime, connection)
     }
 
@@ -259,23 +260,25 @@ public final class SQLLedger: Sendable {
     /// time of the fact the row holds: an older fact never overwrites a newer one, and a row that
     /// would not change is not rewritten.
     static func upsertEntitlement(bundleId: String, account: String, originalTransactionId: String, productId: String,
-                                  state: String, expiresDate: Int64?, source: String, factTime: Int64,
-                                  _ connection: any SQLConnection) throws(VerificationError) {
+                                  state: String, expiresDate: Int64?, commitmentExpiresDate: Int64?, source: String,
+                                  factTime: Int64, _ connection: any SQLConnection) throws(VerificationError) {
         try connection.run("""
             INSERT INTO entitlements (bundle_id, account, original_transaction_id, product_id, state,
-                                      expires_date, source, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                                      expires_date, commitment_expires_date, source, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (bundle_id, account, original_transaction_id) DO UPDATE SET
                 product_id = excluded.product_id, state = excluded.state, expires_date = excluded.expires_date,
+                commitment_expires_date = excluded.commitment_expires_date,
                 source = excluded.source, updated_at = excluded.updated_at
             WHERE entitlements.updated_at < excluded.updated_at
                OR (entitlements.updated_at = excluded.updated_at
                    AND (entitlements.product_id IS DISTINCT FROM excluded.product_id
                         OR entitlements.state IS DISTINCT FROM excluded.state
                         OR entitlements.expires_date IS DISTINCT FROM excluded.expires_date
+                        OR entitlements.commitment_expires_date IS DISTINCT FROM excluded.commitment_expires_date
                         OR entitlements.source IS DISTINCT FROM excluded.source))
             """, .text(bundleId), .text(account), .text(originalTransactionId), .text(productId), .text(state),
-            .integer(expiresDate), .text(source), .integer(factTime))
+            .integer(expiresDate), .integer(commitmentExpiresDate), .text(source), .integer(factTime))
     }
 
     static func ownerOf(_ key: String, bundleId: String, _ connection: any SQLConnection)
@@ -310,13 +313,13 @@ public final class SQLLedger: Sendable {
     static func entitlements(bundleId: String, account: String, _ connection: any SQLConnection)
         throws(VerificationError) -> [Entitlement] {
         try connection.query("""
-            SELECT original_transaction_id, product_id, state, expires_date, source FROM entitlements
-            WHERE bundle_id = ? AND account = ? ORDER BY original_transaction_id
+            SELECT original_transaction_id, product_id, state, expires_date, source, commitment_expires_date
+            FROM entitlements WHERE bundle_id = ? AND account = ? ORDER BY original_transaction_id
             """, .text(bundleId), .text(account)) { (row) throws(VerificationError) in
             guard let state = Entitlement.State(rawValue: try row.requiredText(2)) else { throw SQLRow.corrupt }
             return Entitlement(account: account, productId: try row.requiredText(1), state: state,
                                expiresDate: row.integer(3), originalTransactionId: try row.requiredText(0),
-                               source: try row.requiredText(4))
+                               source: try row.requiredText(4), commitmentExpiresDate: row.integer(5))
         }
     }
 

@@ -1,6 +1,6 @@
 /// The SQLite ledger's migrations, in order. Append new versions; never edit a released one.
 enum LedgerSchema {
-    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7, v8, v9]
+    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
 
     /// Times are integer milliseconds since 1970. Nonces are stored as the SHA-256 of their value,
     /// so a copy of the file cannot be used to answer an outstanding challenge.
@@ -136,5 +136,11 @@ enum LedgerSchema {
         ALTER TABLE audit_log ADD COLUMN apple_status TEXT;
         CREATE INDEX audit_log_by_account ON audit_log (bundle_id, account, time);
         CREATE INDEX audit_log_by_time ON audit_log (time);
+        """
+
+    /// A monthly plan with a commitment: when the commitment ends, kept beside the monthly
+    /// `expires_date` (which alone decides access) so every answer can show it. NULL otherwise.
+    static let v10 = """
+        ALTER TABLE entitlements ADD COLUMN commitment_expires_date INTEGER;
         """
 }
