@@ -41,7 +41,7 @@ struct BenchCommand: Subcommand {
         let message = [UInt8](repeating: 0x5A, count: 1024)
         let signature = try key.signES256(message)
         let publicKey = key.publicKey
-        results.swiftES256VerifyPerSecond = measure(seconds) { _ = publicKey.verifyES256(signature: signature, message: message) }
+        results.swiftES256VerifyPerSecond = measure(seconds) { publicKey.verifyES256(signature: signature, message: message) }
         report("ES256 verify from Swift", results.swiftES256VerifyPerSecond, baseline: results.opensslVerifyPerSecond)
 
         // 3. Apple's real StoreKit 2 transaction, verified end to end at its signedDate.
@@ -53,11 +53,12 @@ struct BenchCommand: Subcommand {
                                    environments: [.sandbox], cacheCapacity: cache)
         }
         let warm = try verifier(cache: 64)
-        _ = try warm.verifyAndDecodeTransaction(jws)  // prime the chain cache (and fail loudly if it can't verify)
-        results.jwsWarmPerSecond = measure(seconds) { _ = try? warm.verifyAndDecodeTransaction(jws) }
+        // Primes the chain cache (and fails loudly if it can't verify); every timed call must give this id.
+        let transactionId = try warm.verifyAndDecodeTransaction(jws).transactionId
+        results.jwsWarmPerSecond = measure(seconds) { (try? warm.verifyAndDecodeTransaction(jws))?.transactionId == transactionId }
         report("JWS verify, warm chain cache", results.jwsWarmPerSecond, baseline: results.opensslVerifyPerSecond)
         let cold = try verifier(cache: 0)
-        results.jwsColdPerSecond = measure(seconds) { _ = try? cold.verifyAndDecodeTransaction(jws) }
+        results.jwsColdPerSecond = measure(seconds) { (try? cold.verifyAndDecodeTransaction(jws))?.transactionId == transactionId }
         report("JWS verify, no chain cache", results.jwsColdPerSecond, baseline: results.opensslVerifyPerSecond)
 
         // 4. Apple's real 187-record sandbox receipt: parsed, and parsed + PKCS#7-verified at creation date.
@@ -66,10 +67,10 @@ struct BenchCommand: Subcommand {
         let records = try reader.read(base64: receipt).receipt.inAppPurchases.count
         results.receiptRecords = records
         results.receiptParsePerSecond = measure(seconds) {
-            _ = try? AppReceipt.parseUnverified(pkcs7: StrictBase64.decode(receipt))
+            (try? AppReceipt.parseUnverified(pkcs7: StrictBase64.decode(receipt)))?.inAppPurchases.count == records
         }
         report("receipt parse (\(records) records)", results.receiptParsePerSecond, baseline: results.opensslVerifyPerSecond)
-        results.receiptVerifyPerSecond = measure(seconds) { _ = try? reader.read(base64: receipt) }
+        results.receiptVerifyPerSecond = measure(seconds) { (try? reader.read(base64: receipt))?.receipt.inAppPurchases.count == records }
         report("receipt parse + verify (\(records) records)", results.receiptVerifyPerSecond,
                baseline: results.opensslVerifyPerSecond)
 
@@ -124,23 +125,30 @@ struct BenchCommand: Subcommand {
         }
     }
 
-    /// Calls `body` in a loop for `seconds` and returns calls per second (checked in batches so the
-    /// clock is read rarely).
-    func measure(_ seconds: Double, _ body: () -> Void) -> Double {
-        for _ in 0..<50 { body() }  // warm-up
+    /// Calls `body` in a loop for `seconds` and returns calls per second (the clock read every 50
+    /// calls). `body` answers whether its call gave the expected result: a loop with any wrong or
+    /// failed call reports no rate (0, printed as "FAILED"), never the speed of failing.
+    func measure(_ seconds: Double, _ body: () -> Bool) -> Double {
+        var failures = 0
+        for _ in 0..<50 where !body() { failures += 1 }  // warm-up
         let start = DispatchTime.now().uptimeNanoseconds
         let deadline = start + UInt64(seconds * 1e9)
         var count = 0
         var now = start
         repeat {
-            for _ in 0..<50 { body() }
+            for _ in 0..<50 where !body() { failures += 1 }
             count += 50
             now = DispatchTime.now().uptimeNanoseconds
         } while now < deadline
+        guard failures == 0 else {
+            print("  \(failures) of \(count + 50) calls failed or gave a wrong result: no rate")
+            return 0
+        }
         return Double(count) / (Double(now - start) / 1e9)
     }
 
     func report(_ label: String, _ perSecond: Double, baseline: Double?) {
+        guard perSecond > 0 else { print("\(label.padding(toLength: 44, withPad: " ", startingAt: 0))     FAILED"); return }
         let ratio = baseline.map { String(format: "  (%.0f%% of openssl verify)", 100 * perSecond / $0) } ?? ""
         print("\(label.padding(toLength: 44, withPad: " ", startingAt: 0)) \(Self.format(perSecond).leftPadded(10))/s\(ratio)")
     }
