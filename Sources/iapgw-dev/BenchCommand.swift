@@ -35,6 +35,9 @@ struct BenchCommand: Subcommand {
         // 1. The physical baseline: OpenSSL's own ECDSA P-256 verify loop on one core.
         results.opensslVerifyPerSecond = try Self.opensslSpeedVerify(seconds: seconds)
         report("openssl speed ecdsap256 verify", results.opensslVerifyPerSecond, baseline: nil)
+        // The cold JWS path's floor: two P-384 verifies (the chain) and one P-256 (the signature).
+        results.opensslP384VerifyPerSecond = try Self.opensslSpeedVerify(seconds: seconds, curve: 384)
+        report("openssl speed ecdsap384 verify", results.opensslP384VerifyPerSecond, baseline: nil)
 
         // 2. The same operation from Swift (one ES256 verify of a 1 KiB message).
         let key = try ECPrivateKey.generate(.p256)
@@ -98,6 +101,7 @@ struct BenchCommand: Subcommand {
     struct Results {
         var seconds: Double
         var opensslVerifyPerSecond = 0.0
+        var opensslP384VerifyPerSecond = 0.0
         var swiftES256VerifyPerSecond = 0.0
         var jwsWarmPerSecond = 0.0
         var jwsColdPerSecond = 0.0
@@ -110,6 +114,7 @@ struct BenchCommand: Subcommand {
             var o: [String: JSONValue] = [
                 "seconds_per_measurement": .double(seconds),
                 "openssl_speed_ecdsap256_verify_per_s": .double(opensslVerifyPerSecond),
+                "openssl_speed_ecdsap384_verify_per_s": .double(opensslP384VerifyPerSecond),
                 "swift_es256_verify_per_s": .double(swiftES256VerifyPerSecond),
                 "jws_warm_per_s": .double(jwsWarmPerSecond),
                 "jws_cold_per_s": .double(jwsColdPerSecond),
@@ -156,12 +161,13 @@ struct BenchCommand: Subcommand {
     static func format(_ v: Double) -> String { v >= 100 ? String(format: "%.0f", v) : String(format: "%.1f", v) }
 
     /// Runs `openssl speed -seconds N ecdsap256` and reads the verify/s column.
-    static func opensslSpeedVerify(seconds: Double) throws -> Double {
-        let output = try runProcess("/usr/bin/env", ["openssl", "speed", "-seconds", String(max(1, Int(seconds.rounded()))), "ecdsap256"])
-        for line in output.split(separator: "\n") where line.contains("ecdsa (nistp256)") {
+    static func opensslSpeedVerify(seconds: Double, curve: Int = 256) throws -> Double {
+        let output = try runProcess("/usr/bin/env", ["openssl", "speed", "-seconds", String(max(1, Int(seconds.rounded()))),
+                                                     "ecdsap\(curve)"])
+        for line in output.split(separator: "\n") where line.contains("ecdsa (nistp\(curve))") {
             if let last = line.split(separator: " ").last, let v = Double(last) { return v }
         }
-        throw UsageError(message: "could not read the verify rate from `openssl speed ecdsap256`")
+        throw UsageError(message: "could not read the verify rate from `openssl speed ecdsap\(curve)`")
     }
 
     static func pythonPeer(python: String, vectors: URL, seconds: Double) throws -> [String: JSONValue] {
