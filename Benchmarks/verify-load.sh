@@ -25,16 +25,28 @@ command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"
 command -v hey >/dev/null || { echo "hey is not installed (apt-get install hey)"; exit 1; }
 [[ "${IAPGW_SKIP_BUILD:-0}" == 1 ]] || swift build -c release --product iapgw-dev >/dev/null
 pool_size="${IAPGW_BENCH_POOL:-$((4000 * seconds))}"
-dir="$(mktemp -d)"; pid=""; trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
+dir="$(mktemp -d)"; pid=""
+stop_demo() { if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=""; fi; }
+trap 'stop_demo; rm -rf "$dir"' EXIT
 port=$(free_port); sim=$(free_port)
-.build/release/iapgw-dev demo --port $port --sim-port $sim --dir "$dir" --local-only-jws --pool "$pool_size" \
-    >"$dir/demo.out" 2>"$dir/demo.log" &
-pid=$!
-for _ in $(seq 1 1200); do grep -q "Ctrl-C" "$dir/demo.out" 2>/dev/null && break; sleep 0.1; done
-key=$(grep -o "Bearer [A-Za-z0-9-]*" "$dir/demo.out" | head -1 | cut -d' ' -f2)
-jws=$(cat "$dir/bob-signed-transaction.jws")
 url="http://127.0.0.1:$port/v1/apps/com.example.demo/verify"
-echo "{\"account\":\"bob\",\"signedTransaction\":\"$jws\"}" >"$dir/reclaim.json"
+# A fresh demo (gateway + simulator in one process, a fresh database) with POOL extra signed purchases.
+start_demo() {  # POOL
+  rm -rf "$dir/demo"; mkdir -p "$dir/demo"
+  .build/release/iapgw-dev demo --port $port --sim-port $sim --dir "$dir/demo" --local-only-jws --pool "$1" \
+      >"$dir/demo.out" 2>"$dir/demo.log" &
+  pid=$!
+  for _ in $(seq 1 1200); do grep -q "Ctrl-C" "$dir/demo.out" 2>/dev/null && break; sleep 0.1; done
+  key=$(grep -o "Bearer [A-Za-z0-9-]*" "$dir/demo.out" | head -1 | cut -d' ' -f2)
+  jws=$(cat "$dir/demo/bob-signed-transaction.jws")
+  echo "{\"account\":\"bob\",\"signedTransaction\":\"$jws\"}" >"$dir/reclaim.json"
+  # One warm-up request binds the re-claimed purchase to bob.
+  curl -s -o /dev/null -w "warm-up: HTTP %{http_code}\n" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+      --data-binary @"$dir/reclaim.json" "$url"
+}
+# Re-claims and the fixed-rate runs first, on a demo without a pool (the simulator keeps every
+# purchase it made in memory, which the peak RSS would otherwise count).
+start_demo 1
 cat >"$dir/reclaim.lua" <<LUA
 wrk.method = "POST"
 wrk.body = '{"account":"bob","signedTransaction":"$jws"}'
@@ -44,54 +56,18 @@ done = function(summary, latency, requests)
   io.write(string.format("non2xx=%d\n", summary.errors.status))
 end
 LUA
-# Each wrk thread takes every other pool line (thread 0 the odd ones, thread 1 the even ones).
-cat >"$dir/grants.lua" <<LUA
-local threads = 0
-function setup(thread) thread:set("first", threads); threads = threads + 1 end
-local pool, sent = {}, 0
-function init(args)
-  for line in io.lines("$dir/pool-signed-transactions.txt") do
-    if #line > 0 then pool[#pool + 1] = line end
-  end
-end
-function request()
-  local i = ((first + sent * 2) % #pool) + 1
-  sent = sent + 1
-  return wrk.format("POST", nil, {["Content-Type"] = "application/json", ["Authorization"] = "Bearer $key"},
-                    '{"account":"acct-' .. i .. '","signedTransaction":"' .. pool[i] .. '"}')
-end
-done = function(summary, latency, requests)
-  io.write(string.format("non2xx=%d\n", summary.errors.status))
-end
-LUA
-# One warm-up request binds the re-claimed purchase to bob.
-curl -s -o /dev/null -w "warm-up: HTTP %{http_code}\n" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
-    --data-binary @"$dir/reclaim.json" "$url"
 baseline=$(openssl_verify_rate 5)
 
 wrk_run() {  # LUA → the wrk output
   wrk -t2 -c64 -d"${seconds}s" --latency -s "$1" "$url"
 }
-field() { awk "$1" <<<"$2"; }
 
 reclaim=$(wrk_run "$dir/reclaim.lua")
-rps=$(field '/Requests\/sec/ {print $2}' "$reclaim")
-p50=$(field '$1=="50%" {print $2}' "$reclaim"); p99=$(field '$1=="99%" {print $2}' "$reclaim")
+rps=$(awk '/Requests\/sec/ {print $2}' <<<"$reclaim")
+p50=$(awk '$1=="50%" {print $2}' <<<"$reclaim"); p99=$(awk '$1=="99%" {print $2}' <<<"$reclaim")
 non2xx=$(awk -F= '/non2xx/ {print $2}' <<<"$reclaim")
 echo "$reclaim" | sed -n '1,12p'
 echo "re-claims: ${rps} req/s, p50 ${p50}, p99 ${p99}, non-2xx ${non2xx}"
-
-grants=$(wrk_run "$dir/grants.lua")
-g_rps=$(awk '/Requests\/sec/ {print $2}' <<<"$grants")
-g_p50=$(awk '$1=="50%" {print $2}' <<<"$grants"); g_p99=$(awk '$1=="99%" {print $2}' <<<"$grants")
-g_non2xx=$(awk -F= '/non2xx/ {print $2}' <<<"$grants")
-g_requests=$(awk '/requests in/ {print $1}' <<<"$grants")
-g_granted=$(sqlite3 "$dir/iapgw.sqlite" "SELECT COUNT(*) FROM ownership WHERE account LIKE 'acct-%'" 2>/dev/null || echo "?")
-echo "$grants" | sed -n '1,12p'
-g_valid=1
-if (( g_requests > pool_size )); then g_valid=0; fi
-echo "new grants: ${g_rps} req/s, p50 ${g_p50}, p99 ${g_p99}, non-2xx ${g_non2xx}, ${g_requests} requests from a pool of ${pool_size} (${g_granted} accounts bound)"
-[[ $g_valid == 1 ]] || echo "new grants: the pool ran out (some requests were re-claims): no new-grant rate"
 
 # Fixed offered rate: hey's -q is per worker; every request's time from its CSV.
 fixed_rate() {  # PERCENT → "p50 p99 p999 errors offered achieved" (ms)
@@ -115,6 +91,41 @@ read -r h80_p50 h80_p99 h80_p999 h80_err h80_offered h80_done <<<"$(fixed_rate 8
 echo "re-claims offered at 80% of peak (${h80_offered}/s, achieved ${h80_done}/s): p50 ${h80_p50} ms, p99 ${h80_p99} ms, p99.9 ${h80_p999} ms, errors ${h80_err}"
 
 rss_mb=$(awk '/VmHWM/ {printf "%.1f", $2/1024}' /proc/$pid/status)
+stop_demo
+echo "signing a pool of $pool_size purchases"
+start_demo "$pool_size"
+# Each wrk thread takes every other pool line (thread 0 the odd ones, thread 1 the even ones).
+cat >"$dir/grants.lua" <<LUA
+local threads = 0
+function setup(thread) thread:set("first", threads); threads = threads + 1 end
+local pool, sent = {}, 0
+function init(args)
+  for line in io.lines("$dir/demo/pool-signed-transactions.txt") do
+    if #line > 0 then pool[#pool + 1] = line end
+  end
+end
+function request()
+  local i = ((first + sent * 2) % #pool) + 1
+  sent = sent + 1
+  return wrk.format("POST", nil, {["Content-Type"] = "application/json", ["Authorization"] = "Bearer $key"},
+                    '{"account":"acct-' .. i .. '","signedTransaction":"' .. pool[i] .. '"}')
+end
+done = function(summary, latency, requests)
+  io.write(string.format("non2xx=%d\n", summary.errors.status))
+end
+LUA
+grants=$(wrk_run "$dir/grants.lua")
+g_rps=$(awk '/Requests\/sec/ {print $2}' <<<"$grants")
+g_p50=$(awk '$1=="50%" {print $2}' <<<"$grants"); g_p99=$(awk '$1=="99%" {print $2}' <<<"$grants")
+g_non2xx=$(awk -F= '/non2xx/ {print $2}' <<<"$grants")
+g_requests=$(awk '/requests in/ {print $1}' <<<"$grants")
+g_granted=$(sqlite3 "$dir/demo/iapgw.sqlite" "SELECT COUNT(*) FROM ownership WHERE account LIKE 'acct-%'" 2>/dev/null || echo "?")
+echo "$grants" | sed -n '1,12p'
+g_valid=1
+if (( g_requests > pool_size )); then g_valid=0; fi
+echo "new grants: ${g_rps} req/s, p50 ${g_p50}, p99 ${g_p99}, non-2xx ${g_non2xx}, ${g_requests} requests from a pool of ${pool_size} (${g_granted} accounts bound)"
+[[ $g_valid == 1 ]] || echo "new grants: the pool ran out (some requests were re-claims): no new-grant rate"
+
 echo
 echo "peak RSS ${rss_mb} MB (gateway + simulator process)"
 echo "openssl speed ecdsap256 verify (one core, same run): ${baseline}/s"
