@@ -14,8 +14,12 @@ var targets: [Target] = [
     .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                    providers: [.apt(["libcurl4-openssl-dev"])]),
 
-    // Canonical model, error codes, strict JSON, mapping engine, per-app policy. Foundation only.
+    // Canonical model, error codes, strict JSON, per-app policy, lifecycle, logging. Foundation only.
     .target(name: "IAPCore", dependencies: []),
+
+    // Mapping files: how Apple's fields become canonical records, and which differences between the
+    // two generations are known (the purchase comparator reads them).
+    .target(name: "IAPMapping", dependencies: ["IAPCore"]),
 
     // Apple's chain of trust: ES256, X.509 against pinned roots, JWS, JWT signing.
     .target(name: "AppleTrust", dependencies: ["IAPCore", "COpenSSL"]),
@@ -25,7 +29,7 @@ var targets: [Target] = [
 
     // A private PKI that mimics Apple's (root, WWDR-like intermediate, leaf, broken variants).
     // Used by tests, the simulator and benchmarks; never trusted by a production policy.
-    .target(name: "TestPKI", dependencies: ["AppleTrust", "COpenSSL"]),
+    .target(name: "TestPKI", dependencies: ["IAPCore", "AppleTrust", "COpenSSL"]),
 
     // Durable state after verification: nonces, ownership, grants, entitlements, audit (SQLite or PostgreSQL).
     .target(name: "Ledger", dependencies: ["IAPCore", "AppleTrust", "CSQLite", "CLibPQ"]),
@@ -37,10 +41,10 @@ var targets: [Target] = [
     .target(name: "UpstreamHTTP", dependencies: ["IAPCore", "CCurl"]),
 
     // The plugin protocol (VerificationAdapter) and the adapters: verifyReceipt, App Store Server API.
-    .target(name: "Adapters", dependencies: ["IAPCore", "AppleTrust", "AppReceipts", "UpstreamHTTP"]),
+    .target(name: "Adapters", dependencies: ["IAPCore", "IAPMapping", "AppleTrust", "AppReceipts", "UpstreamHTTP"]),
 
     // The gateway: policy checks, entitlements, routes, auth, nonces (transport-free handlers).
-    .target(name: "Gateway", dependencies: ["IAPCore", "AppleTrust", "Adapters", "Ledger", "HTTPServer"]),
+    .target(name: "Gateway", dependencies: ["IAPCore", "IAPMapping", "AppleTrust", "Adapters", "Ledger", "HTTPServer", "UpstreamHTTP"]),
 
     // A local App Store on loopback: its own test PKI, receipts, verifyReceipt, the Server API,
     // notifications and fault injection. For tests, the demo and benchmarks; never for production.
@@ -57,7 +61,7 @@ var targets: [Target] = [
     .target(name: "CommandLineSupport", dependencies: []),
 
     // Production: links no test machinery (CommandLineTests checks its symbols for TestPKI and the simulator).
-    .executableTarget(name: "iapgw", dependencies: ["CommandLineSupport", "IAPCore", "AppleTrust", "AppReceipts", "Gateway"]),
+    .executableTarget(name: "iapgw", dependencies: ["CommandLineSupport", "IAPCore", "IAPMapping", "AppleTrust", "AppReceipts", "Gateway"]),
 
     // Development: the demo, the simulator alone and the benchmarks, on the test PKI.
     .executableTarget(name: "iapgw-dev", dependencies: ["CommandLineSupport", "IAPCore", "AppleTrust", "AppReceipts",
@@ -65,23 +69,23 @@ var targets: [Target] = [
                                                         "UpstreamHTTP"]),
 
     // What tests share (the seeded generator, the end-to-end harness); linked by tests only.
-    .target(name: "TestSupport", dependencies: ["Demo", "Gateway", "AppStoreSimulator", "AppleTrust", "IAPCore",
-                                                "HTTPServer", "UpstreamHTTP"], path: "Tests/TestSupport"),
+    .target(name: "TestSupport", dependencies: ["Demo", "AppStoreSimulator", "AppleTrust", "IAPCore", "HTTPServer",
+                                                "UpstreamHTTP"], path: "Tests/TestSupport"),
 
-    .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore", "TestSupport"], exclude: ["Fixtures"]),
+    .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore", "IAPMapping", "TestSupport"], exclude: ["Fixtures"]),
     .testTarget(name: "AppleTrustTests", dependencies: ["AppleTrust", "TestPKI", "IAPCore"]),
     .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore", "AppleTrust"]),
     .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-    .testTarget(name: "UpstreamHTTPTests", dependencies: ["UpstreamHTTP", "HTTPServer"]),
-    .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "Gateway", "AppStoreSimulator", "TestPKI", "IAPCore",
-                                                      "AppleTrust", "UpstreamHTTP", "HTTPServer"]),
-    .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "TestPKI", "AppleTrust",
-                                                               "AppReceipts", "IAPCore", "UpstreamHTTP"]),
-    .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "Gateway", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
+    .testTarget(name: "UpstreamHTTPTests", dependencies: ["UpstreamHTTP"]),
+    .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "IAPMapping", "Gateway", "TestPKI", "IAPCore", "AppleTrust",
+                                                      "UpstreamHTTP", "HTTPServer", "AppReceipts"]),
+    .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "IAPMapping", "AppleTrust", "AppReceipts",
+                                                               "IAPCore", "UpstreamHTTP"]),
+    .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "Gateway", "IAPMapping", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
                                                      "UpstreamHTTP", "TestPKI", "IAPCore", "AppleTrust"]),
     .testTarget(name: "IAPGatewayClientTests", dependencies: ["IAPGatewayClient", "Demo", "Gateway", "AppStoreSimulator",
                                                              "HTTPServer", "UpstreamHTTP", "IAPCore", "AppleTrust", "TestPKI"]),
-    .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "AppleTrust", "TestPKI", "IAPCore"]),
+    .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "TestPKI", "IAPCore", "COpenSSL"]),
 ]
 
 var products: [Product] = [.executable(name: "iapgw", targets: ["iapgw"]),
@@ -96,9 +100,9 @@ if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
                          ("FuzzPKCS7", ["AppReceipts", "AppStoreSimulator", "IAPCore", "TestPKI"]),
                          ("FuzzOCSP", ["AppleTrust", "IAPCore", "TestPKI"]),
                          ("FuzzConfig", ["IAPCore"]),
-                         ("FuzzJSON", ["IAPCore"]),
-                         ("FuzzMappings", ["IAPCore"]),
-                         ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore"]),
+                         ("FuzzJSON", ["IAPCore", "IAPMapping"]),
+                         ("FuzzMappings", ["IAPCore", "IAPMapping"]),
+                         ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore", "IAPMapping"]),
                          ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "UpstreamHTTP"]),
                          ("FuzzRequest", ["Adapters", "Gateway", "HTTPServer", "IAPCore"]),
                          ("FuzzCompareInput", ["Gateway", "IAPCore"])] {

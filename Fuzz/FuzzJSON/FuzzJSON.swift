@@ -5,6 +5,7 @@
 // Run: Scripts/fuzz.sh 60 FuzzJSON
 import Foundation
 import IAPCore
+import IAPMapping
 
 /// The mapping files, loaded once (from the repository's Mappings/ beside Fuzz/).
 let normalizers: (LegacyReceiptNormalizer, ServerAPINormalizer)? = {

@@ -5,6 +5,7 @@
 // Seeds: the repository's own mapping files (Scripts/fuzz.sh). Run: Scripts/fuzz.sh 60 FuzzMappings
 import Foundation
 import IAPCore
+import IAPMapping
 
 /// The golden answers each compiled mapping is run on.
 let golden: (verifyReceipt: JSONValue, serverAPI: [String: JSONValue]) = {

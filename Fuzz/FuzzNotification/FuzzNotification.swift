@@ -8,6 +8,7 @@ import Foundation
 import Gateway
 import HTTPServer
 import IAPCore
+import IAPMapping
 
 /// The shared secret V1 bodies must carry; the seed V1 body has it, so the fuzzer starts past that check.
 let sharedSecret = "fuzz-shared-secret-0123456789abcdef"

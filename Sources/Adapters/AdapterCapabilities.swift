@@ -17,7 +17,7 @@ public protocol ReceiptReverifying: VerificationAdapter {
 public protocol ReconciliationSource: Sendable {
     func client(for app: AppPolicy) throws(VerificationError) -> AppStoreServerAPIClient
     func verifiedStatus(_ item: LastTransactionsItem, app: AppPolicy)
-        throws(VerificationError) -> (transaction: CanonicalTransaction, renewal: CanonicalRenewal?)
+        async throws(VerificationError) -> (transaction: CanonicalTransaction, renewal: CanonicalRenewal?)
 }
 
 extension AdapterRegistry {

@@ -56,6 +56,10 @@ public struct EvidenceForm: Sendable {
                                            summary: "a transaction ID, looked up with the App Store Server API")
     public static let signedTransaction = Self(kind: .signedTransaction, member: "signedTransaction",
                                                summary: "a StoreKit 2 signed transaction (JWS)")
+    public static let signedAppTransaction = Self(kind: .signedAppTransaction, member: "signedAppTransaction",
+                                                  summary: "StoreKit 2's AppTransaction.shared (JWS): the app's own purchase, for grandfathering")
+    public static let appTransactionId = Self(kind: .appTransactionId, member: "appTransactionId",
+                                              summary: "an appTransactionId, read with Get App Transaction Info (grandfathering)")
 }
 
 /// What an adapter found: canonical facts only. Binding accounts and granting happen after it,

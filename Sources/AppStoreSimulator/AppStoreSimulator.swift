@@ -125,6 +125,36 @@ public final class AppStoreSimulator: Sendable {
         return try pki.signJWS(SignedPayloads.transaction(t, signedDate: store.nowMs))
     }
 
+    /// Records that `owner` bought (downloaded) the app itself at `originalApplicationVersion` and
+    /// `originalPurchaseDate`: what its AppTransaction and receipts state. Returns its appTransactionId.
+    @discardableResult
+    public func setAppPurchase(owner: String, bundleId: String, environment: AppStoreEnvironment = .production,
+                               originalApplicationVersion: String, originalPurchaseDate: Int64) -> String {
+        store.setAppPurchase(AppPurchase(originalApplicationVersion: originalApplicationVersion,
+                                         originalPurchaseDate: originalPurchaseDate),
+                             owner: owner, bundleId: bundleId, environment: environment)
+    }
+
+    /// The owner's AppTransaction as StoreKit 2's `AppTransaction.shared` hands it to the app (JWS).
+    public func signedAppTransaction(owner: String, bundleId: String, environment: AppStoreEnvironment = .production) throws -> String {
+        guard let app = store.app(bundleId) else { throw SimulatorError("unknown app \(bundleId)") }
+        let id = store.setAppPurchase(appPurchase(owner: owner, bundleId: bundleId, environment: environment),
+                                      owner: owner, bundleId: bundleId, environment: environment)
+        return try pki.signJWS(SignedPayloads.appTransaction(app: app, environment: environment, appTransactionId: id,
+                                                             purchase: appPurchase(owner: owner, bundleId: bundleId,
+                                                                                   environment: environment),
+                                                             signedDate: store.nowMs))
+    }
+
+    /// The owner's download of the app: as set, else version "1.0" bought now.
+    func appPurchase(owner: String, bundleId: String, environment: AppStoreEnvironment) -> AppPurchase {
+        store.appPurchase(owner: owner, bundleId: bundleId, environment: environment)
+            ?? AppPurchase(originalApplicationVersion: "1.0", originalPurchaseDate: store.nowMs)
+    }
+
+    /// The Finish Transaction calls the simulator answered, oldest first.
+    public var finishTransactionCalls: [FinishTransactionCall] { store.finishCalls }
+
     public func signedRenewalInfo(originalTransactionId: String) throws -> String {
         guard let c = store.chain(originalTransactionId), let latest = store.transaction(c.latestTransactionId) else {
             throw SimulatorError("no auto-renewable subscription \(originalTransactionId)")
@@ -143,12 +173,13 @@ public final class AppStoreSimulator: Sendable {
     func receiptDER(owner: String, bundleId: String, environment: AppStoreEnvironment) throws -> [UInt8] {
         guard let app = store.app(bundleId) else { throw SimulatorError("unknown app \(bundleId)") }
         let transactions = store.transactions(owner: owner, bundleId: bundleId, environment: environment)
+        let download = store.appPurchase(owner: owner, bundleId: bundleId, environment: environment)
         let now = store.nowMs
         let builder = ReceiptBuilder(
             receiptType: environment == .sandbox ? "ProductionSandbox" : "Production",
             appItemId: environment == .sandbox ? 0 : app.appAppleId, bundleId: bundleId, appVersion: app.bundleVersion,
-            originalAppVersion: "1.0", creationDate: now,
-            originalPurchaseDate: transactions.first?.originalPurchaseDate ?? now,
+            originalAppVersion: download?.originalApplicationVersion ?? "1.0", creationDate: now,
+            originalPurchaseDate: download?.originalPurchaseDate ?? transactions.first?.originalPurchaseDate ?? now,
             inApps: transactions.map(ReceiptBuilder.InApp.init))
         return try builder.signed(with: pki)
     }
@@ -161,4 +192,13 @@ public struct SimulatedAppCredentials: Sendable {
     public let keyId: String
     /// The `.p8` private key (PKCS#8 PEM) a client signs its JWTs with.
     public let privateKeyPEM: String
+}
+
+/// One Finish Transaction call the simulator answered.
+public struct FinishTransactionCall: Hashable, Sendable {
+    public let transactionId: String
+    public let bundleId: String
+    public let environment: AppStoreEnvironment
+    /// The simulator's clock when it answered (ms since 1970).
+    public let at: Int64
 }

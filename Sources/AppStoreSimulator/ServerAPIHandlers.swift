@@ -48,6 +48,21 @@ extension AppStoreSimulator {
                 _ = try findTransaction(path[4], app: app, environment: environment)
                 guard (try? StrictJSON().parse(request.body).objectValue) != nil else { throw ServerAPIError.generalBadRequest }
                 return HTTPResponse(status: 202)
+            case ("GET", "v1", "transactions", 5) where path[3] == "appTransactions":
+                // Get App Transaction Info: any transaction id of the customer, or its appTransactionId.
+                guard !path[4].isEmpty, path[4].utf8.count <= 32, path[4].utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                    throw ServerAPIError.invalidTransactionId
+                }
+                guard let owner = store.appOwner(anyTransactionId: path[4], bundleId: app.bundleId, environment: environment)
+                else { throw ServerAPIError.transactionIdNotFound }
+                return .json(200, JSONValue.object(["signedAppTransactionInfo": .string(
+                    try signedAppTransaction(owner: owner, bundleId: app.bundleId, environment: environment))]).jsonText)
+            case ("POST", "v1", "transactions", 5) where path[4] == "finish":
+                // Finish Transaction (API 1.20): no body either way; recorded so tests can count calls.
+                let t = try findTransaction(path[3], app: app, environment: environment)
+                store.recordFinish(FinishTransactionCall(transactionId: t.transactionId, bundleId: app.bundleId,
+                                                         environment: environment, at: store.nowMs))
+                return HTTPResponse(status: 200)
             case ("PUT", "v1", "transactions", 5) where path[4] == "appAccountToken":
                 let t = try findTransaction(path[3], app: app, environment: environment, notFound: .originalTransactionIdNotFound)
                 guard let body = try? StrictJSON().parse(request.body).objectValue,

@@ -4,6 +4,21 @@ import IAPCore
 /// Apple's JWS payloads (JWSTransactionDecodedPayload, JWSRenewalInfoDecodedPayload), camelCase
 /// with integer millisecond dates, omitting absent fields as Apple does.
 enum SignedPayloads {
+    /// Apple's AppTransaction (StoreKit 2 `AppTransaction.shared`, Get App Transaction Info).
+    static func appTransaction(app: SimulatedApp, environment: AppStoreEnvironment, appTransactionId: String,
+                               purchase: AppPurchase, signedDate: Int64) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "receiptType": .string(environment.rawValue), "bundleId": .string(app.bundleId),
+            "applicationVersion": .string(app.bundleVersion), "versionExternalIdentifier": .int(0),
+            "receiptCreationDate": .int(signedDate), "signedDate": .int(signedDate),
+            "originalPurchaseDate": .int(purchase.originalPurchaseDate),
+            "originalApplicationVersion": .string(purchase.originalApplicationVersion),
+            "appTransactionId": .string(appTransactionId), "originalPlatform": .string("iOS"),
+        ]
+        if environment == .production { o["appAppleId"] = .int(app.appAppleId) }
+        return .object(o)
+    }
+
     static func transaction(_ t: TransactionRecord, signedDate: Int64) -> JSONValue {
         var o: [String: JSONValue] = [
             "transactionId": .string(t.transactionId),

@@ -185,3 +185,14 @@ struct NotificationRecord: Sendable {
     var signedDate: Int64
     var sendAttemptResult: String
 }
+
+/// An owner's download of the app itself: the version first installed and when it was bought.
+public struct AppPurchase: Sendable, Equatable {
+    public var originalApplicationVersion: String
+    public var originalPurchaseDate: Int64
+
+    public init(originalApplicationVersion: String, originalPurchaseDate: Int64) {
+        self.originalApplicationVersion = originalApplicationVersion
+        self.originalPurchaseDate = originalPurchaseDate
+    }
+}

@@ -11,12 +11,17 @@ final class SimulatorStore: Sendable {
         var chains: [String: SubscriptionChain] = [:]
         var notifications: [NotificationRecord] = []
         var consumptionRequests: [String: String] = [:]
+        /// Every Finish Transaction call answered, in order (a transaction finished twice appears twice).
+        var finishCalls: [FinishTransactionCall] = []
         var nextProductionId: Int64 = 1_000_000_100_000_001
         var nextSandboxId: Int64 = 2_000_000_100_000_001
         var nextWebOrderLineItemId: Int64 = 1_000_000_080_000_001
         var nextOrderNumber: Int64 = 1
         var sequence: Int64 = 0
         var appTransactionIds: [String: String] = [:]
+        /// The paid download of the app itself, by the same key as `appTransactionIds` (what an
+        /// AppTransaction and a receipt's original_application_version state); absent: "1.0", now.
+        var appPurchases: [String: AppPurchase] = [:]
         /// Planted discrepancies by transactionId (see PlantedDiscrepancies.swift).
         var plants: [String: PlantRecord] = [:]
         var plantOrder: Int64 = 0
@@ -237,6 +242,35 @@ final class SimulatorStore: Sendable {
             s.chains[originalTransactionId]?.latestTransactionId ?? s.transactions[originalTransactionId]?.transactionId
         }
     }
+
+    /// Records the owner's download of the app (version and date) and answers its appTransactionId.
+    func setAppPurchase(_ purchase: AppPurchase, owner: String, bundleId: String, environment: AppStoreEnvironment) -> String {
+        state.withLock { s in
+            let id = s.appTransactionId(owner: owner, bundleId: bundleId, environment: environment)
+            s.appPurchases["\(environment.rawValue)|\(bundleId)|\(owner)"] = purchase
+            return id
+        }
+    }
+
+    func appPurchase(owner: String, bundleId: String, environment: AppStoreEnvironment) -> AppPurchase? {
+        state.withLock { $0.appPurchases["\(environment.rawValue)|\(bundleId)|\(owner)"] }
+    }
+
+    /// The owner whose app download (or any purchase) has this id: an appTransactionId, a
+    /// transactionId or an originalTransactionId, as Get App Transaction Info accepts.
+    func appOwner(anyTransactionId id: String, bundleId: String, environment: AppStoreEnvironment) -> String? {
+        state.withLock { s in
+            let prefix = "\(environment.rawValue)|\(bundleId)|"
+            if let key = s.appTransactionIds.first(where: { $0.value == id && $0.key.hasPrefix(prefix) })?.key {
+                return String(key.dropFirst(prefix.count))
+            }
+            guard let t = s.transactions[id], t.bundleId == bundleId, t.environment == environment else { return nil }
+            return t.owner
+        }
+    }
+
+    func recordFinish(_ call: FinishTransactionCall) { state.withLock { $0.finishCalls.append(call) } }
+    var finishCalls: [FinishTransactionCall] { state.withLock { $0.finishCalls } }
 
     func setAppAccountToken(_ token: String, originalTransactionId: String) -> Bool {
         state.withLock { s in

@@ -52,7 +52,8 @@ struct VerifyReceiptHandler {
         response["receipt"] = VerifyReceiptJSON.receipt(
             bundleId: bundleId, appItemId: receipt.appItemId ?? 0, receiptType: receipt.receiptType ?? "Production",
             appVersion: receipt.appVersion ?? app.bundleVersion, creationDate: receipt.creationDate ?? now, requestDate: now,
-            originalPurchaseDate: receipt.originalPurchaseDate ?? now, inApp: servedReceiptTransactions)
+            originalPurchaseDate: receipt.originalPurchaseDate ?? now,
+            originalApplicationVersion: receipt.originalAppVersion ?? "1.0", inApp: servedReceiptTransactions)
         if hasSubscriptions, let owner {
             let excludeOld = body["exclude-old-transactions"] == .bool(true)
             let chains = store.chains(owner: owner, bundleId: bundleId, environment: environment)

@@ -65,7 +65,7 @@ enum VerifyReceiptJSON {
 
     static func receipt(bundleId: String, appItemId: Int64, receiptType: String, appVersion: String,
                         creationDate: Int64, requestDate: Int64, originalPurchaseDate: Int64,
-                        inApp: [TransactionRecord]) -> JSONValue {
+                        originalApplicationVersion: String, inApp: [TransactionRecord]) -> JSONValue {
         var o: [String: JSONValue] = [
             "receipt_type": .string(receiptType),
             "adam_id": .int(appItemId),
@@ -74,7 +74,7 @@ enum VerifyReceiptJSON {
             "application_version": .string(appVersion),
             "download_id": .int(0),
             "version_external_identifier": .int(0),
-            "original_application_version": .string("1.0"),
+            "original_application_version": .string(originalApplicationVersion),
             "in_app": .array(inApp.map { transaction($0, latestInfo: false) }),
         ]
         dateFields("receipt_creation_date", creationDate, into: &o)

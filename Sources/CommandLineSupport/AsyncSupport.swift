@@ -1,18 +1,6 @@
 import Dispatch
 import Foundation
 
-/// Runs an async body from the synchronous CLI entry point and returns its result.
-public func runAsync<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let semaphore = DispatchSemaphore(value: 0)
-    nonisolated(unsafe) var result: Result<T, any Error>!
-    Task {
-        do { result = .success(try await body()) } catch { result = .failure(error) }
-        semaphore.signal()
-    }
-    semaphore.wait()
-    return try result.get()
-}
-
 /// Waits until SIGTERM or SIGINT arrives (the signals are handled, not fatal, while waiting).
 public func waitForTerminationSignal() async -> Int32 {
     await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in

@@ -3,8 +3,9 @@ public protocol Subcommand {
     var name: String { get }
     var summary: String { get }
     var usage: String { get }
-    /// Returns the process exit code: 0 ok, 1 refused or invalid input.
-    func run(_ args: inout CommandLineArguments) throws -> Int32
+    /// Returns the process exit code: 0 ok, 1 refused or invalid input. Async: the executables'
+    /// `main` awaits it, so no command bridges async work with a blocked thread.
+    func run(_ args: inout CommandLineArguments) async throws -> Int32
 }
 
 public struct UsageError: Error {

@@ -3,7 +3,7 @@ import Foundation
 /// The entry point both executables share: picks the subcommand named by the first argument, answers
 /// `--help`, and maps the outcome to the exit code (0 ok, 1 refused or invalid input, 2 usage error).
 /// `tool` is the executable's name as messages and usage texts give it.
-public func runCommandLine(tool: String, subcommands: [any Subcommand]) -> Never {
+public func runCommandLine(tool: String, subcommands: [any Subcommand]) async -> Never {
     let argv = Array(CommandLine.arguments.dropFirst())
     guard let name = argv.first, let command = subcommands.first(where: { $0.name == name }) else {
         var text = "usage: \(tool) <command> [options]\n\ncommands:\n"
@@ -18,7 +18,7 @@ public func runCommandLine(tool: String, subcommands: [any Subcommand]) -> Never
     }
     do {
         var args = CommandLineArguments(Array(argv.dropFirst()))
-        exit(try command.run(&args))
+        exit(try await command.run(&args))
     } catch let error as UsageError {
         FileHandle.standardError.write(Data("\(tool) \(name): \(error.message)\n\(command.usage)\n".utf8))
         exit(2)

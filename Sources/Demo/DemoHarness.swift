@@ -19,6 +19,10 @@ public final class DemoHarness: Sendable {
         public var nonceRequired = true
         public var familySharing = "allow"
         public var localOnlyJWS = false
+        /// The policy's `finishTransactions`.
+        public var finishTransactions = false
+        /// The policy's `grandfathering` rule; nil: none.
+        public var grandfathering: AppPolicy.Grandfathering?
         /// `limits.maxJWSBytes` of the gateway file.
         public var maxJWSBytes = 65_536
         /// Where entitlement changes are posted (a loopback receiver in tests); nil: no webhook.
@@ -115,6 +119,7 @@ public final class DemoHarness: Sendable {
 
     public func stop() async {
         await server.shutdown(gracePeriod: .seconds(2))
+        await service.finishShadowWork()
         background.cancel()
         _ = await background.value
         await simulator.stop()
@@ -179,12 +184,22 @@ public final class DemoHarness: Sendable {
                 </gracePeriodPolicy>
                 <onlineChecks type="bool">false</onlineChecks>
                 <localOnlyJWS type="bool">\(o.localOnlyJWS)</localOnlyJWS>
+                <finishTransactions type="bool">\(o.finishTransactions)</finishTransactions>
+                \(o.grandfathering.map(grandfatheringXML) ?? "")
                 <apiKey><sha256>\(apiKeySHA256)</sha256></apiKey>
                 \(o.webhookURL.map { "<webhook><url>\(escape($0))</url><secret><file>../secrets/webhook-secret</file></secret></webhook>" } ?? "")
                 \(o.readiness.map(readinessXML) ?? "")
             </app>
 
             """
+    }
+
+    static func grandfatheringXML(_ g: AppPolicy.Grandfathering) -> String {
+        "<grandfathering><productIds type=\"array\">"
+            + g.productIds.map { "<item>\(escape($0))</item>" }.joined() + "</productIds>"
+            + (g.beforeOriginalApplicationVersion.map { "<beforeOriginalApplicationVersion>\(escape($0))</beforeOriginalApplicationVersion>" } ?? "")
+            + (g.beforeOriginalPurchaseDate.map { "<beforeOriginalPurchaseDate type=\"integer\">\($0)</beforeOriginalPurchaseDate>" } ?? "")
+            + "</grandfathering>"
     }
 
     static func readinessXML(_ r: AppPolicy.Readiness) -> String {

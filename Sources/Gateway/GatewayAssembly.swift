@@ -3,6 +3,7 @@ import AppleTrust
 import Foundation
 import HTTPServer
 import IAPCore
+import IAPMapping
 import Ledger
 import UpstreamHTTP
 
@@ -66,7 +67,8 @@ public struct GatewayAssembly {
                                         logger: logger)
         let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
                                         store: ledger, legacyMappingVersion: legacyMapping.id,
-                                        serverAPIMappingVersion: serverMapping.id, logger: logger)
+                                        serverAPIMappingVersion: serverMapping.id, logger: logger,
+                                        onShadowDropped: { metrics.recordLostWrite("shadow_comparison") })
         return GatewayService(apps: configuration.apps, adapters: registry, ledger: ledger,
                               notifications: try NotificationDecoder(mappings: mappings, environment: environment,
                                                                      verifiers: jwsVerifiers),
@@ -78,7 +80,8 @@ public struct GatewayAssembly {
     }
 
     /// The background work of a running gateway: the inbox drained through the state machine, the
-    /// webhook outbox delivered, reconciliation, and the sweep of entitlements the clock ends.
+    /// webhook outbox delivered, reconciliation, the sweep of entitlements the clock ends, and the
+    /// finish outbox (Finish Transaction) drained.
     /// Cancel the returned task to stop them all.
     public func startBackgroundWork(service: GatewayService) throws(VerificationError) -> Task<Void, Never> {
         let gateway = configuration.gateway
@@ -96,14 +99,21 @@ public struct GatewayAssembly {
                                            environment: environment, logger: logger, identity: identity,
                                            leaseMillis: gateway.webhooks.leaseSeconds * 1000, now: service.now)
         let settings = try configuration.gateway.background.overridden(by: environment)
-        let maintenance = try ReconciliationSchedule(service: service, settings: settings, logger: logger)
-        let sweep = EntitlementSweep(service: service, settings: settings, logger: logger)
+        // Each component is handed what it uses, here, from the parts the service was built from.
+        let maintenance = ReconciliationSchedule(reconciler: try Reconciler(service: service, logger: logger),
+                                                 ledger: service.ledger, settings: settings, logger: logger, now: service.now)
+        let sweep = EntitlementSweep(ledger: service.ledger, settings: settings, logger: logger, now: service.now)
+        let finisher = (service.ledger as? any FinishLedger).map {
+            TransactionFinisher(apps: service.apps, ledger: $0, serverAPI: service.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
+                                upstreamBudget: service.upstreamBudget, logger: logger, now: service.now)
+        }
         return Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await processor.run() }
                 group.addTask { await dispatcher.run() }
                 group.addTask { await maintenance.run() }
                 group.addTask { await sweep.run() }
+                if let finisher { group.addTask { await finisher.run() } }
             }
             // Held until the dispatcher has stopped: then another instance may be "the" one.
             withExtendedLifetime(instanceLock) {}

@@ -30,14 +30,7 @@ public final class GatewayService: Sendable {
     let upstreamBudget: Duration
 
     let authenticator: APIKeyAuthenticator
-    let readiness: ReadinessEndpoint
-    let prometheus: MetricsEndpoint
-    /// The OpenAPI document, its verify request built from the registered adapters' evidence forms.
-    let openAPI: String
-    let nonces: NoncesEndpoint
-    let verification: VerifyEndpoint
-    let entitlements: EntitlementsEndpoint
-    let notificationInbox: NotificationsEndpoint
+    let endpoints: GatewayEndpoints
 
     public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger & ReconciliationLedger,
                 notifications: NotificationDecoder? = nil,
@@ -59,18 +52,27 @@ public final class GatewayService: Sendable {
         self.logger = logger
         self.now = now
         authenticator = APIKeyAuthenticator(environment: environment)
-        readiness = ReadinessEndpoint(apps: apps, ledger: ledger, environment: environment, logger: logger)
         // One verifier and chain cache per app, shared by the Server API adapter and notifications.
         let chainCaches: [MetricsEndpoint.ChainCacheCounts] = jwsVerifiers.map { verifiers in [{ verifiers.chainCacheCounts }] } ?? []
-        prometheus = MetricsEndpoint(metrics: metrics, ledger: ledger, comparisons: comparisons,
-                                     bundleIds: apps.keys.sorted(), chainCaches: chainCaches)
-        nonces = NoncesEndpoint(ledger: ledger, now: now)
-        openAPI = OpenAPIDocument.json(evidence: adapters.evidenceForms)
-        verification = VerifyEndpoint(adapters: adapters, ledger: ledger, checks: checks, migration: migration,
-                                      sealer: receiptSealer, metrics: metrics, logger: logger, now: now)
-        entitlements = EntitlementsEndpoint(ledger: ledger, now: now)
-        notificationInbox = NotificationsEndpoint(apps: apps, decoder: notifications, legacy: adapters.capability((any ReceiptReverifying).self),
-                                                  ledger: ledger, metrics: metrics, logger: logger, now: now)
+        endpoints = GatewayEndpoints(
+            readiness: ReadinessEndpoint(apps: apps, ledger: ledger, environment: environment, logger: logger),
+            metrics: MetricsEndpoint(metrics: metrics, ledger: ledger, comparisons: comparisons,
+                                     bundleIds: apps.keys.sorted(), chainCaches: chainCaches),
+            openAPI: OpenAPIDocument.json(evidence: adapters.evidenceForms),
+            nonces: NoncesEndpoint(ledger: ledger, now: now),
+            verify: VerifyEndpoint(adapters: adapters, ledger: ledger, checks: checks, migration: migration,
+                                   sealer: receiptSealer, metrics: metrics, logger: logger, now: now),
+            entitlements: EntitlementsEndpoint(ledger: ledger, now: now),
+            notifications: NotificationsEndpoint(apps: apps, decoder: notifications,
+                                                 legacy: adapters.capability((any ReceiptReverifying).self),
+                                                 ledger: ledger, metrics: metrics, logger: logger, now: now),
+            comparisons: comparisons)
+    }
+
+    /// For shutdown, once the server takes no more requests: waits for the shadow comparisons
+    /// already taken (new ones are dropped), so none is lost half-done.
+    public func finishShadowWork() async {
+        await migration?.shadowWork.drain()
     }
 
     /// The one entry point: route, authenticate, run, and turn every refusal into its JSON error.
@@ -104,34 +106,15 @@ public final class GatewayService: Sendable {
         return response
     }
 
-    private func dispatch(_ route: Route, _ request: HTTPRequest) async throws(VerificationError) -> HTTPResponse {
-        switch route {
-        case .health:
-            return .json(200, #"{"status":"ok"}"#)
-        case .ready:
-            return try await readiness.answer()
-        case .openAPI:
-            return .json(200, openAPI)
-        case .metrics:
-            return await prometheus.answer()
-        case .dashboard:
-            // The app comes from the query (the page has one URL for every app); its own key opens it.
-            let app = try authorizedApp(try DashboardEndpoint.bundleId(request), request)
-            return try await DashboardEndpoint.answer(request, app: app, ledger: try comparisonLedger())
-        case .issueNonce(let bundleId):
-            return try await nonces.answer(request, app: try authorizedApp(bundleId, request))
-        case .verify(let bundleId):
-            return try await verification.answer(request, app: try authorizedApp(bundleId, request))
-        case .entitlements(let bundleId, let account):
-            return try await entitlements.answer(app: try authorizedApp(bundleId, request), account: account)
-        case .comparisons(let bundleId):
-            let app = try authorizedApp(bundleId, request)
-            return try await ComparisonsEndpoint.answer(request, app: app, ledger: try comparisonLedger())
-        case .cutoverImpact(let bundleId):
-            let app = try authorizedApp(bundleId, request)
-            return try await CutoverImpactEndpoint.answer(request, app: app, ledger: try comparisonLedger())
-        case .notification(let bundleId):
-            return try await notificationInbox.answer(request, bundleId: bundleId)
+    private func dispatch(_ match: Route.Match, _ request: HTTPRequest) async throws(VerificationError) -> HTTPResponse {
+        switch match {
+        case .route(let route, let parameters):
+            switch route.handler {
+            case .open(let handle):
+                return try await handle(endpoints, request, parameters)
+            case .app(let app, let handle):
+                return try await handle(endpoints, request, try authorizedApp(try app(request, parameters), request), parameters)
+            }
         case .methodNotAllowed(let allowed):
             var response = ErrorResponses.response(VerificationError(.methodNotAllowed, "this path takes \(allowed) only"),
                                                    requestId: request.requestId)
@@ -146,10 +129,5 @@ public final class GatewayService: Sendable {
         guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
         try authenticator.authenticate(request, app: app)
         return app
-    }
-
-    private func comparisonLedger() throws(VerificationError) -> any ComparisonLedger {
-        guard let comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
-        return comparisons
     }
 }

@@ -10,7 +10,8 @@ import Synchronization
 /// Also the one owner of what a storage failure tells a client: a plain "storage unavailable"
 /// (engine codes such as `SQLite 13: database or disk is full` go to the log, with the request id),
 /// and of readiness, which reflects whether writes succeed.
-public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger, ReconciliationLedger, Sendable {
+public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger, ReconciliationLedger, FinishLedger,
+    Sendable {
     /// The synchronous ledger the calls run on (tests and command-line tools read it directly).
     public let ledger: SQLLedger
     public let executor: StorageExecutor
@@ -258,5 +259,28 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
 
     public func releaseLease(_ name: String, holder: String) async throws(VerificationError) {
         try await write { (l) throws(VerificationError) in try l.releaseLease(name, holder: holder) }
+    }
+
+    // MARK: FinishLedger
+
+    public func leaseDueFinishes(now: Int64, limit: Int, leaseMillis: Int64) async throws(VerificationError) -> [PendingFinish] {
+        try await write { (l) throws(VerificationError) in try l.leaseDueFinishes(now: now, limit: limit, leaseMillis: leaseMillis) }
+    }
+
+    @discardableResult
+    public func markFinished(bundleId: String, transactionId: String, at now: Int64) async throws(VerificationError) -> Bool {
+        try await write { (l) throws(VerificationError) in try l.markFinished(bundleId: bundleId, transactionId: transactionId, at: now) }
+    }
+
+    public func markFinishFailed(bundleId: String, transactionId: String, code: String, nextAttemptAt: Int64, final: Bool,
+                                 at now: Int64) async throws(VerificationError) {
+        try await write { (l) throws(VerificationError) in
+            try l.markFinishFailed(bundleId: bundleId, transactionId: transactionId, code: code, nextAttemptAt: nextAttemptAt,
+                                   final: final, at: now)
+        }
+    }
+
+    public func finishEntries(bundleId: String) async throws(VerificationError) -> [FinishEntry] {
+        try await read { (l) throws(VerificationError) in try l.finishEntries(bundleId: bundleId) }
     }
 }

@@ -92,6 +92,12 @@ public struct PurchaseClaim: Sendable {
     public var presentedTransactionId: String?
     /// Appended to the audit trail inside the claim: a grant is never stored without its record.
     public var audit: AuditRecord?
+    /// Queue each newly granted, unrevoked transaction for Finish Transaction in the claim's own
+    /// transaction (the app's `finishTransactions`; see `FinishLedger`).
+    public var finishNewlyGranted = false
+    /// Ownership keys bound to the account without a transaction of their own: what the app's own
+    /// purchase grants (grandfathering), one key per product, so one app purchase serves one account.
+    public var appPurchaseKeys: [String] = []
 
     public init(bundleId: String, account: String, transactions: [CanonicalTransaction],
                 entitlements: [Entitlement], now: Int64, factTimes: [String: Int64] = [:],

@@ -1,4 +1,5 @@
 @_spi(TestPKI) import AppleTrust
+import AppleTrust
 import COpenSSL
 import Foundation
 import IAPCore

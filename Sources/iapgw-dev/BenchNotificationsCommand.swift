@@ -25,7 +25,7 @@ struct BenchNotificationsCommand: Subcommand {
           --json         also write the figures as a JSON object to FILE
         """
 
-    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+    func run(_ args: inout CommandLineArguments) async throws -> Int32 {
         func positive(_ name: String, _ fallback: Int) throws -> Int {
             guard let text = try args.value(name) else { return fallback }
             guard let v = Int(text), v > 0, v <= 1_000_000 else { throw UsageError(message: "\(name) must be a positive integer") }
@@ -38,12 +38,10 @@ struct BenchNotificationsCommand: Subcommand {
         let jsonPath = try args.value("--json")
         try args.finish()
         let mappings = URL(fileURLWithPath: "Mappings", isDirectory: true)
-        // Measured first, outside the async runner: the subprocess is waited for on this thread.
+        // Measured first, before the gateway under test starts: waiting for the subprocess holds a thread.
         let openssl = try BenchCommand.opensslSpeedVerify(seconds: Double(seconds))
-        return try runAsync {
-            try await Self.bench(count: count, connections: connections, openssl: openssl, mappings: mappings,
-                                 storage: storage, jsonPath: jsonPath)
-        }
+        return try await Self.bench(count: count, connections: connections, openssl: openssl, mappings: mappings,
+                                    storage: storage, jsonPath: jsonPath)
     }
 
     static func bench(count: Int, connections: Int, openssl: Double, mappings: URL, storage: String?,

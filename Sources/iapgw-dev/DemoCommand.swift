@@ -24,7 +24,7 @@ struct DemoCommand: Subcommand {
                       (new-grant load tests: each one verifies, binds and grants once)
         """
 
-    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+    func run(_ args: inout CommandLineArguments) async throws -> Int32 {
         var options = DemoHarness.Options()
         // Old app versions' receipts: verifyReceipt answers, the Server API path is compared beside it.
         options.receiptRouting = "shadow"
@@ -44,41 +44,39 @@ struct DemoCommand: Subcommand {
         }
         let logger = once ? Logger.disabled : Logger.standardError()
         let chosen = options
-        return try runAsync {
-            let demo = try await DemoHarness.start(directory: directory, options: chosen, logger: logger)
-            let alice = try demo.simulator.purchase(PurchaseRequest(
-                bundleId: demo.bundleId, productId: "com.example.demo.pro.monthly", type: .autoRenewable,
-                owner: "device-alice", subscriptionGroupIdentifier: "demo.pro", price: 4_990, offer: .freeTrial))
-            let bob = try demo.simulator.purchase(PurchaseRequest(
-                bundleId: demo.bundleId, productId: "com.example.demo.removeads", type: .nonConsumable,
-                owner: "device-bob", price: 2_990))
-            let receiptFile = directory.appendingPathComponent("alice-receipt.b64")
-            let signedFile = directory.appendingPathComponent("bob-signed-transaction.jws")
-            try alice.receiptBase64.write(to: receiptFile, atomically: true, encoding: .utf8)
-            try bob.signedTransaction.write(to: signedFile, atomically: true, encoding: .utf8)
-            if pool > 0 {
-                var lines: [String] = []
-                lines.reserveCapacity(pool)
-                for index in 0..<pool {
-                    lines.append(try demo.simulator.purchase(PurchaseRequest(
-                        bundleId: demo.bundleId, productId: "com.example.demo.removeads", type: .nonConsumable,
-                        owner: "device-pool-\(index)", price: 2_990)).signedTransaction)
-                }
-                try (lines.joined(separator: "\n") + "\n").write(to: directory.appendingPathComponent("pool-signed-transactions.txt"),
-                                                              atomically: true, encoding: .utf8)
+        let demo = try await DemoHarness.start(directory: directory, options: chosen, logger: logger)
+        let alice = try demo.simulator.purchase(PurchaseRequest(
+            bundleId: demo.bundleId, productId: "com.example.demo.pro.monthly", type: .autoRenewable,
+            owner: "device-alice", subscriptionGroupIdentifier: "demo.pro", price: 4_990, offer: .freeTrial))
+        let bob = try demo.simulator.purchase(PurchaseRequest(
+            bundleId: demo.bundleId, productId: "com.example.demo.removeads", type: .nonConsumable,
+            owner: "device-bob", price: 2_990))
+        let receiptFile = directory.appendingPathComponent("alice-receipt.b64")
+        let signedFile = directory.appendingPathComponent("bob-signed-transaction.jws")
+        try alice.receiptBase64.write(to: receiptFile, atomically: true, encoding: .utf8)
+        try bob.signedTransaction.write(to: signedFile, atomically: true, encoding: .utf8)
+        if pool > 0 {
+            var lines: [String] = []
+            lines.reserveCapacity(pool)
+            for index in 0..<pool {
+                lines.append(try demo.simulator.purchase(PurchaseRequest(
+                    bundleId: demo.bundleId, productId: "com.example.demo.removeads", type: .nonConsumable,
+                    owner: "device-pool-\(index)", price: 2_990)).signedTransaction)
             }
-            let status: Int32
-            if once {
-                let flows = try await Self.walkFlows(demo, receipt: alice.receiptBase64, bob: bob)
-                let migration = try await Self.walkMigration(demo, directory: directory, check: true)
-                status = flows == 0 && migration ? 0 : 1
-            } else {
-                _ = try await Self.walkMigration(demo, directory: directory, check: false)
-                status = await Self.printInstructions(demo, receiptFile: receiptFile, signedFile: signedFile, bob: bob)
-            }
-            await demo.stop()
-            return status
+            try (lines.joined(separator: "\n") + "\n").write(to: directory.appendingPathComponent("pool-signed-transactions.txt"),
+                                                          atomically: true, encoding: .utf8)
         }
+        let status: Int32
+        if once {
+            let flows = try await Self.walkFlows(demo, receipt: alice.receiptBase64, bob: bob)
+            let migration = try await Self.walkMigration(demo, directory: directory, check: true)
+            status = flows == 0 && migration ? 0 : 1
+        } else {
+            _ = try await Self.walkMigration(demo, directory: directory, check: false)
+            status = await Self.printInstructions(demo, receiptFile: receiptFile, signedFile: signedFile, bob: bob)
+        }
+        await demo.stop()
+        return status
     }
 
     static func port(_ text: String) throws(UsageError) -> Int {

@@ -16,25 +16,23 @@ struct SimCommand: Subcommand {
           PUT|DELETE /admin/faults[/{all|production|sandbox}], GET /admin/trust-root.
         """
 
-    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+    func run(_ args: inout CommandLineArguments) async throws -> Int32 {
         let port = try args.value("--port").map { try DemoCommand.port($0) } ?? 8090
         let trustRoot = try args.value("--trust-root")
         try args.finish()
-        return try runAsync {
-            let simulator = try AppStoreSimulator()
-            try await simulator.start(port: port)
-            if let trustRoot { try simulator.writeTrustRoot(to: URL(fileURLWithPath: trustRoot)) }
-            print("""
-                App Store simulator on \(simulator.baseURL.absoluteString)
-                  verifyReceipt:  \(simulator.productionVerifyReceiptURL)  \(simulator.sandboxVerifyReceiptURL)
-                  Server API:     \(simulator.productionBaseURL)  \(simulator.sandboxBaseURL)
-                  admin API:      \(simulator.baseURL.absoluteString)/admin/...
-                Ctrl-C stops it.
-                """)
-            fflush(nil)
-            _ = await waitForTerminationSignal()
-            await simulator.stop()
-            return 0
-        }
+        let simulator = try AppStoreSimulator()
+        try await simulator.start(port: port)
+        if let trustRoot { try simulator.writeTrustRoot(to: URL(fileURLWithPath: trustRoot)) }
+        print("""
+            App Store simulator on \(simulator.baseURL.absoluteString)
+              verifyReceipt:  \(simulator.productionVerifyReceiptURL)  \(simulator.sandboxVerifyReceiptURL)
+              Server API:     \(simulator.productionBaseURL)  \(simulator.sandboxBaseURL)
+              admin API:      \(simulator.baseURL.absoluteString)/admin/...
+            Ctrl-C stops it.
+            """)
+        fflush(nil)
+        _ = await waitForTerminationSignal()
+        await simulator.stop()
+        return 0
     }
 }

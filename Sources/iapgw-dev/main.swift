@@ -2,6 +2,6 @@
 // production `iapgw`: the demo, the simulator alone, and the benchmarks. Exit codes as `iapgw`'s.
 import CommandLineSupport
 
-runCommandLine(tool: "iapgw-dev", subcommands: [
+await runCommandLine(tool: "iapgw-dev", subcommands: [
     DemoCommand(), SimCommand(), BenchCommand(), BenchNotificationsCommand(),
 ])

@@ -23,7 +23,7 @@ struct CompareCommand: Subcommand {
         exit: 0 every receipt compared, 1 refused input or storage failure, 130 interrupted (run again to resume)
         """
 
-    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+    func run(_ args: inout CommandLineArguments) async throws -> Int32 {
         guard let bundleId = try args.value("--app") else { throw UsageError(message: "--app is required") }
         guard let input = try args.value("--input") else { throw UsageError(message: "--input is required") }
         let config = URL(fileURLWithPath: try args.value("--config") ?? "Config", isDirectory: true)
@@ -47,10 +47,10 @@ struct CompareCommand: Subcommand {
         let service = try assembly.makeService()
         let comparer = try BatchComparer(service: service, bundleId: bundleId, options: options)
         let printer = BatchProgressPrinter.standardOutput()
-        let summary = try Self.runInterruptibly { try await comparer.run(receipts) { printer.update($0, final: $1) } }
+        let summary = try await Self.runInterruptibly { try await comparer.run(receipts) { printer.update($0, final: $1) } }
 
         print(summary.text)
-        let report = try runAsync { try await service.migrationReport(bundleId: bundleId) }
+        let report = try await service.migrationReport(bundleId: bundleId)
         print(report.verdictText)
         if let jsonPath {
             guard FileManager.default.createFile(atPath: jsonPath, contents: Data((summary.json.jsonText + "\n").utf8)) else {
@@ -67,13 +67,8 @@ struct CompareCommand: Subcommand {
     }
 
     /// Runs the batch; the first SIGINT or SIGTERM cancels it (the summary still comes back).
-    private static func runInterruptibly(_ body: @escaping @Sendable () async throws -> BatchSummary) throws -> BatchSummary {
-        let semaphore = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var result: Result<BatchSummary, any Error>!
-        let task = Task {
-            do { result = .success(try await body()) } catch { result = .failure(error) }
-            semaphore.signal()
-        }
+    private static func runInterruptibly(_ body: @escaping @Sendable () async throws -> BatchSummary) async throws -> BatchSummary {
+        let task = Task { try await body() }
         let queue = DispatchQueue(label: "iapgw.compare.signals")
         let sources = [SIGINT, SIGTERM].map { sig in
             signal(sig, SIG_IGN)
@@ -82,8 +77,7 @@ struct CompareCommand: Subcommand {
             source.resume()
             return source
         }
-        semaphore.wait()
-        sources.forEach { $0.cancel() }
-        return try result.get()
+        defer { sources.forEach { $0.cancel() } }
+        return try await task.value
     }
 }

@@ -1,6 +1,7 @@
 import CommandLineSupport
 import Foundation
 import IAPCore
+import IAPMapping
 
 /// `iapgw mappings check [DIR]` validates every mapping file (exit 1 if any is bad);
 /// `iapgw mappings show SOURCE[/VERSION] [--dir DIR]` prints one file's rules.

@@ -14,7 +14,7 @@ struct NotificationsCommand: Subcommand {
           purge   drops raw bodies received more than N days ago (parsed rows stay)
         """
 
-    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+    func run(_ args: inout CommandLineArguments) async throws -> Int32 {
         // Options first: a positional read earlier would take an option's value for the action.
         let config = URL(fileURLWithPath: try args.value("--config") ?? "Config", isDirectory: true)
         let mappings = URL(fileURLWithPath: try args.value("--mappings") ?? "Mappings", isDirectory: true)
@@ -35,7 +35,7 @@ struct NotificationsCommand: Subcommand {
             guard daysText == nil else { throw UsageError(message: "--older-than-days is for purge") }
             let since = try Self.parseTime(sinceText)
             let service = try makeService()
-            let (reset, report) = try runAsync { try await NotificationMaintenance.replay(service: service, since: since, bundleId: bundleId) }
+            let (reset, report) = try await NotificationMaintenance.replay(service: service, since: since, bundleId: bundleId)
             guard case .object(var summary) = NotificationMaintenance.json(report) else { return 1 }
             summary["reset"] = .int(Int64(reset))
             print(JSONValue.object(summary).jsonText)
@@ -46,7 +46,7 @@ struct NotificationsCommand: Subcommand {
             throw UsageError(message: "purge needs --older-than-days 1 to 3650")
         }
         let service = try makeService()
-        let purged = try runAsync { try await NotificationMaintenance.purge(service: service, olderThanDays: days) }
+        let purged = try await NotificationMaintenance.purge(service: service, olderThanDays: days)
         print(JSONValue.object(["purged": .int(Int64(purged)), "olderThanDays": .int(days)]).jsonText)
         return 0
     }

@@ -14,7 +14,7 @@ struct ReconcileCommand: Subcommand {
           --hours   read notification history of the last N hours (default 24)
         """
 
-    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+    func run(_ args: inout CommandLineArguments) async throws -> Int32 {
         let config = URL(fileURLWithPath: try args.value("--config") ?? "Config", isDirectory: true)
         let mappings = URL(fileURLWithPath: try args.value("--mappings") ?? "Mappings", isDirectory: true)
         let sinceText = try args.value("--since")
@@ -35,8 +35,8 @@ struct ReconcileCommand: Subcommand {
         let service = try assembly.makeService()
         let reconciler = try Reconciler(service: service, logger: logger)
         let start = since
-        let report = try runAsync { await reconciler.reconcile(since: start) ?? ReconciliationReport() }
-        let drained = try runAsync { try await NotificationMaintenance.drain(service: service) }
+        let report = await reconciler.reconcile(since: start) ?? ReconciliationReport()
+        let drained = try await NotificationMaintenance.drain(service: service)
         guard case .object(var summary) = report.json else { return 1 }
         summary["inbox"] = NotificationMaintenance.json(drained)
         print(JSONValue.object(summary).jsonText)

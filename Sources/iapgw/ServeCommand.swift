@@ -14,7 +14,7 @@ struct ServeCommand: Subcommand {
           Logs JSON lines to stderr. SIGTERM or SIGINT: stop accepting, finish in-flight requests (10 s), exit.
         """
 
-    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+    func run(_ args: inout CommandLineArguments) async throws -> Int32 {
         let config = URL(fileURLWithPath: try args.value("--config") ?? "Config", isDirectory: true)
         let mappings = URL(fileURLWithPath: try args.value("--mappings") ?? "Mappings", isDirectory: true)
         try args.finish()
@@ -28,14 +28,13 @@ struct ServeCommand: Subcommand {
         logger.info("listening", ["address": configuration.gateway.listenAddress, "port": String(server.port),
                                   "scheme": configuration.gateway.tls == nil ? "http" : "https",
                                   "apps": configuration.apps.keys.sorted().joined(separator: ",")])
-        return try runAsync {
-            let signal = await waitForTerminationSignal()
-            logger.info("shutting_down", ["signal": String(signal), "inFlight": String(server.inFlight)])
-            await server.shutdown(gracePeriod: .seconds(10))
-            background.cancel()
-            _ = await background.value
-            logger.info("stopped")
-            return 0
-        }
+        let signal = await waitForTerminationSignal()
+        logger.info("shutting_down", ["signal": String(signal), "inFlight": String(server.inFlight)])
+        await server.shutdown(gracePeriod: .seconds(10))
+        await service.finishShadowWork()
+        background.cancel()
+        _ = await background.value
+        logger.info("stopped")
+        return 0
     }
 }

@@ -4,7 +4,7 @@
 // refused/invalid input, 2 usage error.
 import CommandLineSupport
 
-runCommandLine(tool: "iapgw", subcommands: [
+await runCommandLine(tool: "iapgw", subcommands: [
     ServeCommand(), ReconcileCommand(), NotificationsCommand(), JWSCommand(), ReceiptCommand(), MappingsCommand(),
     ConfigCommand(), CompareCommand(),
 ])

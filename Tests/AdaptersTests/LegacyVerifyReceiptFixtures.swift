@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import IAPCore
+import IAPMapping
 import Synchronization
 import UpstreamHTTP
 @testable import Adapters

@@ -1,4 +1,5 @@
 import Foundation
+import IAPMapping
 import Synchronization
 import XCTest
 @testable import Adapters

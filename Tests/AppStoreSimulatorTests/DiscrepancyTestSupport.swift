@@ -3,6 +3,7 @@ import AppReceipts
 @testable import AppStoreSimulator
 import Foundation
 import IAPCore
+import IAPMapping
 import UpstreamHTTP
 import XCTest
 

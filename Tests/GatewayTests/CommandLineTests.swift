@@ -51,6 +51,24 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(try iapgw(["jws", "verify", "--no-such-flag"]).status, 2)
     }
 
+    /// The executables' `main` is async and awaits each command: no command parks a thread on a
+    /// semaphore until async work (the server, the simulator, a batch) finishes.
+    func testTheCommandLineBridgesNoAsyncWorkThroughABlockedThread() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources")
+        var checked = 0
+        for target in ["iapgw", "iapgw-dev", "CommandLineSupport"] {
+            let folder = sources.appendingPathComponent(target)
+            for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where name.hasSuffix(".swift") {
+                let text = try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
+                XCTAssertFalse(text.contains("DispatchSemaphore"), "\(target)/\(name) waits on a semaphore")
+                XCTAssertFalse(text.contains("runAsync"), "\(target)/\(name) bridges async work synchronously")
+                checked += 1
+            }
+        }
+        XCTAssertGreaterThan(checked, 10)
+    }
+
     func testConfigCheckPrintsTheConnectionLimits() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("iapgw-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("apps"), withIntermediateDirectories: true)

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Gateway
+import HTTPServer
 import IAPCore
 import TestSupport
 import XCTest
@@ -172,15 +173,45 @@ final class HTTPSurfaceTests: XCTestCase {
     func testTheDocumentListsExactlyTheDispatchersRoutes() async throws {
         let gw = try await GatewayE2E.start(self)
         let documented = Set(try await documentedOperations(gw).map { "\($0.method) \($0.path)" })
-        let dispatched = Set(Route.table.map { "\($0.method) \($0.path)" })
+        let dispatched = Set(Route.all.map { "\($0.method) \($0.path)" })
 
         XCTAssertEqual(documented, dispatched)
         XCTAssertEqual(documented, Self.specifiedRoutes)
-        for (method, template) in Route.table {
-            let segments = template.split(separator: "/").map { $0.hasPrefix("{") ? "x" : String($0) }
-            XCTAssertNotEqual(Route.match(method: method, segments: segments), .notFound, template)
-            XCTAssertEqual(Route.match(method: method == "GET" ? "POST" : "GET", segments: segments),
-                           .methodNotAllowed(allowed: method), template)
+        for route in Route.all {
+            let segments = route.path.split(separator: "/").map { $0.hasPrefix("{") ? "x" : String($0) }
+            guard case .route(let matched, _) = Route.match(method: route.method, segments: segments) else {
+                XCTFail("\(route.method) \(route.path) is not dispatched"); continue
+            }
+            XCTAssertEqual("\(matched.method) \(matched.path)", "\(route.method) \(route.path)")
+            guard case .methodNotAllowed(let allowed) = Route.match(method: route.method == "GET" ? "POST" : "GET", segments: segments) else {
+                XCTFail("\(route.path) takes another method"); continue
+            }
+            XCTAssertEqual(allowed, route.method, route.path)
+        }
+    }
+
+    // The document's key requirement is the dispatcher's: every route it marks with `security`
+    // refuses a request without the key (401, before any work), and every other one does not ask for it.
+    func testEveryRouteTheDocumentKeysRefusesARequestWithoutTheKey() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let document = try await gw.get("/openapi.json")
+        let paths = try XCTUnwrap(document.json["paths"]?.objectValue)
+        for route in Route.all {
+            let operation = try XCTUnwrap(paths[route.path]?[route.method.lowercased()], route.path)
+            let path = route.path.replacingOccurrences(of: "{bundleId}", with: gw.bundleId)
+                .replacingOccurrences(of: "{account}", with: "alice")
+            let request = HTTPRequest(method: route.method, path: path, query: route.path == "/dashboard" ? ["app": gw.bundleId] : [:],
+                                      headers: ["Content-Type": "application/json"], body: Array("{}".utf8))
+
+            let answer = await gw.harness.service.handle(request)
+            let code = (try? StrictJSON().parse(answer.body))?["error"]?["code"]?.stringValue
+
+            if operation["security"] != nil {
+                XCTAssertEqual(answer.status, 401, route.path)
+                XCTAssertEqual(code, "UNAUTHENTICATED", route.path)
+            } else {
+                XCTAssertNotEqual(code, "UNAUTHENTICATED", route.path)
+            }
         }
     }
 }

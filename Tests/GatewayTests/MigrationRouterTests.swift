@@ -2,6 +2,7 @@ import Adapters
 import Foundation
 @testable import Gateway
 import IAPCore
+import IAPMapping
 import Ledger
 import Synchronization
 import XCTest

@@ -1,4 +1,5 @@
 import Foundation
+import IAPMapping
 import XCTest
 import IAPCore
 

@@ -1,3 +1,4 @@
+import IAPMapping
 import XCTest
 import IAPCore
 

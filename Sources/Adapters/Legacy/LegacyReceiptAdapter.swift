@@ -1,6 +1,7 @@
 import AppReceipts
 import Foundation
 import IAPCore
+import IAPMapping
 import Synchronization
 import UpstreamHTTP
 

@@ -132,6 +132,26 @@ extension AppStoreServerAPIClient {
         _ = try await perform(call, order: .only(environment))
     }
 
+    /// GET /inApps/v1/transactions/appTransactions/{id}: the customer's AppTransaction (JWS), by any of
+    /// its transaction ids or its appTransactionId.
+    public func getAppTransactionInfo(anyTransactionId id: String, order: ServerAPIEnvironmentOrder = .productionOnly)
+        async throws(VerificationError) -> (environment: ServerAPIEnvironment, signedAppTransactionInfo: String) {
+        let call = Call(method: "GET", name: "getAppTransactionInfo",
+                        path: "/inApps/v1/transactions/appTransactions/" + (try Self.checkTransactionId(id)))
+        let (environment, response) = try await perform(call, order: order)
+        let f = try json(response, call)
+        return (environment, try read(call) { () throws(VerificationError) in try f.requiredString("signedAppTransactionInfo") })
+    }
+
+    /// POST /inApps/v1/transactions/{transactionId}/finish, no body (API 1.20): the server delivered
+    /// the content. Any 2xx is success; the answer's body, if any, is not read.
+    public func finishTransaction(transactionId: String, environment: ServerAPIEnvironment = .production)
+        async throws(VerificationError) {
+        let call = Call(method: "POST", name: "finishTransaction",
+                        path: "/inApps/v1/transactions/" + (try Self.checkTransactionId(transactionId)) + "/finish")
+        _ = try await perform(call, order: .only(environment))
+    }
+
     // MARK: Helpers
 
     /// Transaction ids are decimal digits (Xcode's are small numbers): anything else is refused

@@ -15,6 +15,8 @@ public struct AppStoreServerAPIClient: Sendable {
         public static let originalTransactionIdNotFound: Int64 = 4040005
         public static let originalTransactionIdNotFoundRetryable: Int64 = 4040006
         public static let transactionIdNotFound: Int64 = 4040010
+        /// Get App Transaction Info: the customer has no app transaction for this app.
+        public static let appTransactionDoesNotExist: Int64 = 4040019
         public static let invalidTransactionId: Int64 = 4000006
         public static let invalidOriginalTransactionId: Int64 = 4000008
         public static let rateLimitExceeded: Int64 = 4290000
@@ -23,7 +25,8 @@ public struct AppStoreServerAPIClient: Sendable {
         static let retryable: Set<Int64> = [accountNotFoundRetryable, appNotFoundRetryable,
                                             originalTransactionIdNotFoundRetryable, generalInternalRetryable]
         /// Answers that mean "not in this environment": the only ones that justify asking sandbox.
-        static let notFound: Set<Int64> = [transactionIdNotFound, originalTransactionIdNotFound, accountNotFound, appNotFound]
+        static let notFound: Set<Int64> = [transactionIdNotFound, originalTransactionIdNotFound, accountNotFound, appNotFound,
+                                           appTransactionDoesNotExist]
     }
 
     public let baseURLs: EnvironmentURLs
@@ -195,7 +198,7 @@ public struct AppStoreServerAPIClient: Sendable {
             }
             switch code {
             case AppleErrorCode.transactionIdNotFound?, AppleErrorCode.originalTransactionIdNotFound?,
-                 AppleErrorCode.accountNotFound?:
+                 AppleErrorCode.accountNotFound?, AppleErrorCode.appTransactionDoesNotExist?:
                 return VerificationError(.transactionNotFound, "\(route): \(described)")
             case AppleErrorCode.invalidTransactionId?, AppleErrorCode.invalidOriginalTransactionId?:
                 return VerificationError(.malformedRequest, "\(route): \(described)")

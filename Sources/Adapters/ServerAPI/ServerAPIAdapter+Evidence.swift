@@ -12,7 +12,7 @@ extension ServerAPIAdapter {
         let client = try context.client.get()
         let info = try await client.getTransactionInfo(transactionId: transactionId,
                                                        order: try Self.order(policy, app: context.policy))
-        let transaction = try verifiedTransaction(info.signedTransactionInfo, answeredBy: info.environment, context)
+        let transaction = try await verifiedTransaction(info.signedTransactionInfo, answeredBy: info.environment, context)
         try collected.add(try normalizer.normalize(transaction: transaction.raw))
         try await addRenewals(for: [transaction], client: client, environment: info.environment, context, into: &collected)
     }
@@ -22,7 +22,9 @@ extension ServerAPIAdapter {
     func verifySignedTransaction(_ jws: String, policy: any EvidencePolicy, _ context: AppContext,
                                  into collected: inout Collected) async throws(VerificationError) {
         let app = context.policy
-        let local = try context.verifier.verifyAndDecodeTransaction(jws)
+        let local = try await context.verifier.verifying { verifier throws(VerificationError) in
+            try verifier.verifyAndDecodeTransaction(jws)
+        }
         collected.presentedTransactionId = local.transactionId
         // Before Apple is asked about it: the environment it was signed in must be one this claim accepts.
         try policy.admit(EvidenceIdentity(bundleId: local.bundleId, environment: local.environment))
@@ -35,13 +37,48 @@ extension ServerAPIAdapter {
         let environment: ServerAPIEnvironment = local.environment == .production ? .production : .sandbox
         // Apple's answer wins over what the client sent: it knows of refunds and revocations since.
         let info = try await client.getTransactionInfo(transactionId: local.transactionId, order: .only(environment))
-        let confirmed = try verifiedTransaction(info.signedTransactionInfo, answeredBy: info.environment, context)
+        let confirmed = try await verifiedTransaction(info.signedTransactionInfo, answeredBy: info.environment, context)
         guard confirmed.transactionId == local.transactionId else {
             throw VerificationError(.notificationInconsistent,
                                     "Get Transaction Info answered transaction \(confirmed.transactionId.prefix(32)) for \(local.transactionId)")
         }
         try collected.add(try normalizer.normalize(transaction: confirmed.raw))
         try await addRenewals(for: [confirmed], client: client, environment: info.environment, context, into: &collected)
+    }
+
+    // MARK: App transaction (the app's own purchase)
+
+    /// A StoreKit 2 AppTransaction JWS, verified locally and then read again from Apple (Get App
+    /// Transaction Info by its appTransactionId) unless the policy trusts local JWS; or an id, read
+    /// from Apple. Either way the AppTransaction acted on is one whose signature was verified.
+    func verifyAppTransaction(_ evidence: PurchaseEvidence, policy: any EvidencePolicy, _ context: AppContext)
+        async throws(VerificationError) -> (AppStoreEnvironment, CanonicalAppTransaction) {
+        let app = context.policy
+        var lookup = evidence.value
+        var order = try Self.order(policy, app: app)
+        if evidence.kind == .signedAppTransaction {
+            let local = try context.verifier.verifyAndDecodeAppTransaction(evidence.value)
+            try policy.admit(EvidenceIdentity(bundleId: local.bundleId, appAppleId: local.appAppleId, environment: local.receiptType))
+            if app.localOnlyJWS || local.receiptType.isLocalTest {
+                return (local.receiptType, try normalizer.normalize(appTransaction: local.raw))
+            }
+            guard let id = local.appTransactionId else {
+                throw VerificationError(.missingField, "appTransaction.appTransactionId is required to confirm it with Apple")
+            }
+            lookup = id
+            order = .only(local.receiptType == .production ? .production : .sandbox)
+        }
+        let answer = try await context.client.get().getAppTransactionInfo(anyTransactionId: lookup, order: order)
+        let confirmed = try context.verifier.verifyAndDecodeAppTransaction(answer.signedAppTransactionInfo)
+        guard confirmed.receiptType == answer.environment.appStoreEnvironment else {
+            throw VerificationError(.environmentNotAllowed, "Get App Transaction Info answered from another environment than it states")
+        }
+        if evidence.kind == .signedAppTransaction, confirmed.appTransactionId != lookup {
+            throw VerificationError(.notificationInconsistent, "Get App Transaction Info answered another app transaction")
+        }
+        try policy.admit(EvidenceIdentity(bundleId: confirmed.bundleId, appAppleId: confirmed.appAppleId,
+                                          environment: confirmed.receiptType))
+        return (confirmed.receiptType, try normalizer.normalize(appTransaction: confirmed.raw))
     }
 
     // MARK: Legacy receipt, migrated
@@ -100,7 +137,7 @@ extension ServerAPIAdapter {
                                         "purchase history longer than \(options.maxPages) pages; not judged on part of it")
             }
             for signed in history.signedTransactions {
-                let t = try verifiedTransaction(signed, answeredBy: history.environment, context)
+                let t = try await verifiedTransaction(signed, answeredBy: history.environment, context)
                 seen.insert(t.transactionId)
                 if let original = t.originalTransactionId { seen.insert(original) }
                 verifiedTransactions.append(t)
@@ -124,8 +161,10 @@ extension ServerAPIAdapter {
     /// Verifies a transaction JWS Apple returned and checks it came from the host that answered (a
     /// host the claim's policy accepted: `order`, or the admitted evidence's own environment).
     func verifiedTransaction(_ jws: String, answeredBy environment: ServerAPIEnvironment,
-                             _ context: AppContext) throws(VerificationError) -> JWSTransactionDecodedPayload {
-        let t = try context.verifier.verifyAndDecodeTransaction(jws)
+                             _ context: AppContext) async throws(VerificationError) -> JWSTransactionDecodedPayload {
+        let t = try await context.verifier.verifying { verifier throws(VerificationError) in
+            try verifier.verifyAndDecodeTransaction(jws)
+        }
         guard t.environment == environment.appStoreEnvironment else {
             throw VerificationError(.environmentNotAllowed,
                                     "the \(environment.rawValue) App Store Server API returned a \(t.environment?.rawValue.prefix(64) ?? "unknown") transaction")
@@ -144,14 +183,16 @@ extension ServerAPIAdapter {
         let statuses = try await client.getAllSubscriptionStatuses(transactionId: first.transactionId,
                                                                    order: .only(environment))
         for item in statuses.data.flatMap({ $0.lastTransactions }) where chains.contains(item.originalTransactionId) {
-            let latest = try verifiedTransaction(item.signedTransactionInfo, answeredBy: statuses.environment, context)
+            let latest = try await verifiedTransaction(item.signedTransactionInfo, answeredBy: statuses.environment, context)
             guard (latest.originalTransactionId ?? latest.transactionId) == item.originalTransactionId else {
                 throw VerificationError(.notificationInconsistent,
                                         "lastTransactions item for \(item.originalTransactionId) holds another chain's transaction")
             }
             try collected.add(try normalizer.normalize(transaction: latest.raw))
             guard let signedRenewal = item.signedRenewalInfo else { continue }
-            let renewal = try context.verifier.verifyAndDecodeRenewalInfo(signedRenewal)
+            let renewal = try await context.verifier.verifying { verifier throws(VerificationError) in
+                try verifier.verifyAndDecodeRenewalInfo(signedRenewal)
+            }
             guard renewal.originalTransactionId == item.originalTransactionId else {
                 throw VerificationError(.notificationInconsistent,
                                         "renewal info for \(renewal.originalTransactionId.prefix(32)) filed under \(item.originalTransactionId)")

@@ -13,15 +13,21 @@ extension ServerAPIAdapter: ReconciliationSource {
     /// Verifies both JWS of one `lastTransactions` item (bundle, app id, environment, chain) and
     /// normalises them. The item's own `originalTransactionId` must be the transaction's.
     public func verifiedStatus(_ item: LastTransactionsItem, app: AppPolicy)
-        throws(VerificationError) -> (transaction: CanonicalTransaction, renewal: CanonicalRenewal?) {
+        async throws(VerificationError) -> (transaction: CanonicalTransaction, renewal: CanonicalRenewal?) {
         let context = try context(for: app)
-        let transaction = try context.verifier.verifyAndDecodeTransaction(item.signedTransactionInfo)
+        let signedTransaction = item.signedTransactionInfo
+        let transaction = try await context.verifier.verifying { verifier throws(VerificationError) in
+            try verifier.verifyAndDecodeTransaction(signedTransaction)
+        }
         let canonical = try normalizer.normalize(transaction: transaction.raw)
         guard (canonical.originalTransactionId ?? canonical.transactionId) == item.originalTransactionId else {
             throw VerificationError(.notificationInconsistent, "a status item's transaction belongs to another chain")
         }
-        let renewal = try item.signedRenewalInfo.map { (jws) throws(VerificationError) -> CanonicalRenewal in
-            let decoded = try context.verifier.verifyAndDecodeRenewalInfo(jws)
+        var renewal: CanonicalRenewal?
+        if let jws = item.signedRenewalInfo {
+            let decoded = try await context.verifier.verifying { verifier throws(VerificationError) in
+                try verifier.verifyAndDecodeRenewalInfo(jws)
+            }
             let normalized = try normalizer.normalize(renewalInfo: decoded.raw)
             guard normalized.originalTransactionId == item.originalTransactionId else {
                 throw VerificationError(.notificationInconsistent, "a status item's renewal info belongs to another chain")
@@ -29,7 +35,7 @@ extension ServerAPIAdapter: ReconciliationSource {
             guard normalized.environment == canonical.environment else {
                 throw VerificationError(.environmentNotAllowed, "a status item's payloads disagree on the environment")
             }
-            return normalized
+            renewal = normalized
         }
         return (canonical, renewal)
     }

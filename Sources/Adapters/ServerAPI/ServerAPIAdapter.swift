@@ -2,6 +2,7 @@ import AppReceipts
 import AppleTrust
 import Foundation
 import IAPCore
+import IAPMapping
 import Synchronization
 import UpstreamHTTP
 
@@ -81,7 +82,8 @@ public final class ServerAPIAdapter: VerificationAdapter {
 
     public var mappingVersion: String { normalizer.mapping.id }
 
-    public let evidenceForms: [EvidenceForm] = [.receipt, .transactionId, .signedTransaction]
+    public let evidenceForms: [EvidenceForm] = [.receipt, .transactionId, .signedTransaction, .signedAppTransaction,
+                                                .appTransactionId]
 
     public func verify(_ evidence: PurchaseEvidence, for app: AppPolicy, policy: any EvidencePolicy)
         async throws(VerificationError) -> AdapterOutcome {
@@ -94,6 +96,10 @@ public final class ServerAPIAdapter: VerificationAdapter {
             try await verifySignedTransaction(evidence.value, policy: policy, context, into: &collected)
         case .receipt:
             try await verifyReceipt(evidence.value, policy: policy, context, into: &collected)
+        case .signedAppTransaction, .appTransactionId:
+            let (environment, appTransaction) = try await verifyAppTransaction(evidence, policy: policy, context)
+            return AdapterOutcome(adapter: id, environment: environment, transactions: [], appTransaction: appTransaction,
+                                  mappingVersion: mappingVersion)
         default:
             throw VerificationError(.invalidConfiguration, "the Server API adapter does not verify \(evidence.kind) evidence")
         }

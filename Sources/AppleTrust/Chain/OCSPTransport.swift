@@ -20,7 +20,8 @@ public protocol OCSPTransport: Sendable {
 ///
 /// The calling thread blocks until the answer or the timeout (the verifier is synchronous; the
 /// revocation result is cached per chain, so this happens once per `revocationRecheckSeconds`).
-/// Making online verification async is a separate change.
+/// Async callers verify through `SignedDataVerifier.verifying`, which runs verifications with online
+/// checks on threads of their own: this wait never holds a thread of the cooperative pool.
 public struct URLSessionOCSPTransport: OCSPTransport {
     public static let maxResponseBytes = 64 * 1024
 

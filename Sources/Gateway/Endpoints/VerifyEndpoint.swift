@@ -78,18 +78,22 @@ struct VerifyEndpoint: Sendable {
         let context = ClaimContext(app: app, account: account, evidenceKind: evidence.kind, now: now())
         try checks.run(outcome, context)
 
+        let grandfathered = context.evidenceKind.isAppTransaction ? Self.grandfathered(outcome, app: app, account: account) : []
         let entitlements = EntitlementCalculator.entitlements(account: account, transactions: outcome.transactions,
-                                                              renewals: outcome.renewals, now: context.now)
+                                                              renewals: outcome.renewals, now: context.now) + grandfathered
         var granted = audit
         granted.verdict = .granted
         granted.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
         // One ledger step: refuses a chain refunded after this evidence was signed, binds, grants,
         // audits, and reads back the ledger's view (a newer notification may already know better).
-        let claim = try await ledger.claim(PurchaseClaim(bundleId: app.bundleId, account: account,
-                                                   transactions: outcome.transactions, entitlements: entitlements,
-                                                   now: context.now, factTimes: Self.factTimes(outcome, now: context.now),
-                                                   presentedTransactionId: outcome.presentedTransactionId,
-                                                   audit: granted))
+        var purchase = PurchaseClaim(bundleId: app.bundleId, account: account,
+                                     transactions: outcome.transactions, entitlements: entitlements,
+                                     now: context.now, factTimes: Self.factTimes(outcome, now: context.now),
+                                     presentedTransactionId: outcome.presentedTransactionId, audit: granted)
+        // Queued inside the claim, so only a durable grant is ever reported delivered to Apple.
+        purchase.finishNewlyGranted = app.finishTransactions
+        purchase.appPurchaseKeys = grandfathered.map(\.originalTransactionId)
+        let claim = try await ledger.claim(purchase)
         audit = granted
         for step in outcome.followUps { await step.afterClaim(outcome, bundleId: app.bundleId, store: store) }
         // Refunded and revoked purchases are answered as such, never as granted (a backend that
@@ -112,7 +116,24 @@ struct VerifyEndpoint: Sendable {
             "entitlements": .array(stored.map { EntitlementsEndpoint.json($0, policy: app) }),
         ]
         if let comparison { answer["comparison"] = MigrationRouter.json(comparison) }
+        if context.evidenceKind.isAppTransaction, let appTransaction = outcome.appTransaction {
+            answer["appTransaction"] = appTransaction.jsonValue
+            answer["grandfathered"] = .bool(!grandfathered.isEmpty)
+        }
         return .object(answer)
+    }
+
+    /// What the app's own purchase grants under the policy's `grandfathering` rule: each listed
+    /// product, active without end, bound under `appTransaction:<appTransactionId>:<productId>` so
+    /// one app purchase serves one account. Only app-transaction evidence with its appTransactionId
+    /// grants (a legacy receipt names no app purchase to bind).
+    static func grandfathered(_ outcome: AdapterOutcome, app: AppPolicy, account: String) -> [Entitlement] {
+        guard let rule = app.grandfathering, let appTransaction = outcome.appTransaction,
+              let id = appTransaction.appTransactionId, !id.isEmpty, rule.grandfathers(appTransaction) else { return [] }
+        return rule.productIds.map {
+            Entitlement(account: account, productId: $0, state: .active, expiresDate: nil,
+                        originalTransactionId: "appTransaction:\(id):\($0)", source: "grandfathering")
+        }
     }
 
     /// When Apple stated each chain's facts: a live answer (verifyReceipt, Server API lookups) is

@@ -1,18 +1,58 @@
 import Adapters
 import IAPCore
 
-/// The OpenAPI 3 description of the gateway's API, built from `Route.table` so every documented
-/// path is a real route (and a test checks each one against the dispatcher).
+/// What the OpenAPI document says of one route, declared with the route (`Route.all`). Path
+/// parameters come from the route's path, the key requirement from its handler, and the answers
+/// every route shares (400/401/404 of a keyed route, 405) from `OpenAPIDocument`.
+struct OpenAPIOperation: Sendable {
+    typealias QueryParameter = (name: String, type: String, required: Bool)
+
+    var summary: String
+    var query: [QueryParameter] = []
+    /// The schema of the JSON body the route takes, if it takes one.
+    var requestBody: String?
+    /// By status code.
+    var responses: [String: OpenAPIResponse]
+}
+
+/// One documented answer of a route.
+struct OpenAPIResponse: Sendable {
+    let json: JSONValue
+
+    /// 200 with a JSON body of the schema.
+    static func ok(_ schema: String) -> OpenAPIResponse {
+        OpenAPIResponse(json: .object(["description": "OK",
+                                       "content": .object(["application/json": .object(["schema": OpenAPIDocument.ref(schema)])])]))
+    }
+
+    /// An error answer (the `Error` schema), with the headers it carries.
+    static func error(_ description: String, headers: [String] = []) -> OpenAPIResponse {
+        var response: [String: JSONValue] = [
+            "description": .string(description),
+            "content": .object(["application/json": .object(["schema": OpenAPIDocument.ref("Error")])]),
+        ]
+        if !headers.isEmpty {
+            response["headers"] = .object(Dictionary(uniqueKeysWithValues: headers.map { ($0, .object(["schema": OpenAPIDocument.string])) }))
+        }
+        return OpenAPIResponse(json: .object(response))
+    }
+
+    /// Any other answer, written out.
+    static func object(_ fields: [String: JSONValue]) -> OpenAPIResponse { OpenAPIResponse(json: .object(fields)) }
+}
+
+/// The OpenAPI 3 description of the gateway's API, built from `Route.all`, so every documented
+/// path is a real route, described by the declaration the dispatcher runs.
 enum OpenAPIDocument {
     /// `evidence`: the registered adapters' forms, which the verify request's schema lists.
     static func json(evidence: [EvidenceForm]) -> String { document(evidence: evidence).jsonText }
 
     static func document(evidence: [EvidenceForm]) -> JSONValue {
         var paths: [String: JSONValue] = [:]
-        for (method, path) in Route.table {
-            var operations = paths[path]?.objectValue ?? [:]
-            operations[method.lowercased()] = operation(method: method, path: path)
-            paths[path] = .object(operations)
+        for route in Route.all {
+            var operations = paths[route.path]?.objectValue ?? [:]
+            operations[route.method.lowercased()] = operation(route)
+            paths[route.path] = .object(operations)
         }
         return .object([
             "openapi": "3.0.3",
@@ -26,115 +66,44 @@ enum OpenAPIDocument {
         ])
     }
 
-    private static func operation(method: String, path: String) -> JSONValue {
-        var op: [String: JSONValue] = [:]
+    private static func operation(_ route: Route) -> JSONValue {
+        let declared = route.operation
+        var op: [String: JSONValue] = ["summary": .string(declared.summary)]
         var parameters: [JSONValue] = []
-        for name in ["bundleId", "account"] where path.contains("{\(name)}") {
-            parameters.append(.object(["name": .string(name), "in": "path", "required": .bool(true),
-                                       "schema": .object(["type": "string"])]))
+        for segment in route.path.split(separator: "/") where segment.hasPrefix("{") {
+            parameters.append(.object(["name": .string(String(segment.dropFirst().dropLast())), "in": "path",
+                                       "required": .bool(true), "schema": .object(["type": "string"])]))
         }
-        if path == "/v1/apps/{bundleId}/comparisons" {
-            for (name, type) in [("from", "integer"), ("to", "integer"), ("class", "string"), ("field", "string"),
-                                 ("productId", "string"), ("failure", "string"), ("limit", "integer")] {
-                parameters.append(.object(["name": .string(name), "in": "query", "required": .bool(false),
-                                           "schema": .object(["type": .string(type)])]))
-            }
-        }
-        if path == "/v1/apps/{bundleId}/cutover-impact" {
-            for name in ["from", "to"] {
-                parameters.append(.object(["name": .string(name), "in": "query", "required": .bool(false),
-                                           "schema": .object(["type": "integer"])]))
-            }
-        }
-        if path == "/dashboard" {
-            for (name, type, required) in [("app", "string", true), ("from", "integer", false), ("to", "integer", false),
-                                           ("format", "string", false)] {
-                parameters.append(.object(["name": .string(name), "in": "query", "required": .bool(required),
-                                           "schema": .object(["type": .string(type)])]))
-            }
+        for (name, type, required) in declared.query {
+            parameters.append(.object(["name": .string(name), "in": "query", "required": .bool(required),
+                                       "schema": .object(["type": .string(type)])]))
         }
         if !parameters.isEmpty { op["parameters"] = .array(parameters) }
-        let authenticated = path.hasPrefix("/v1/apps/") || path == "/dashboard"
-        if authenticated { op["security"] = .array([.object(["apiKey": .array([])])]) }
-        var responses: [String: JSONValue] = [:]
-        switch path {
-        case "/healthz": op["summary"] = "Liveness"; responses["200"] = ok("Status")
-        case "/readyz": op["summary"] = "Readiness (storage answers within 1 s and takes writes)"; responses["200"] = ok("Status"); responses["503"] = error("not ready")
-        case "/openapi.json": op["summary"] = "This document"; responses["200"] = .object(["description": "OpenAPI 3 document"])
-        case "/metrics": op["summary"] = "Prometheus metrics"; responses["200"] = .object(["description": "text/plain metrics"])
-        case "/dashboard":
-            op["summary"] = "Migration dashboard of one app (?app=BUNDLE, Bearer key of that app): readiness verdict per environment with every unmet criterion, cutover impact, path failures by class, agreement per day and field, disagreements by class and field (inline SVG), side-by-side table"
-            responses["200"] = .object(["description": "self-contained HTML page (no scripts, nothing loaded from the network); with format=csv the disagreements (one row per finding) and path failures as CSV",
-                                        "content": .object(["text/html": .object(["schema": string]),
-                                                            "text/csv": .object(["schema": string])])])
-        case "/v1/apps/{bundleId}/nonces":
-            op["summary"] = "Issue a single-use nonce bound to an account, to send with a receipt"
-            op["requestBody"] = body("NonceRequest")
-            responses["200"] = ok("Nonce")
-        case "/v1/apps/{bundleId}/verify":
-            op["summary"] = "Verify purchase evidence, bind it to the account and answer its entitlements"
-            op["requestBody"] = body("VerifyRequest")
-            responses["200"] = ok("VerifyResponse")
-            responses["409"] = error("bound to another account (TRANSACTION_BOUND_TO_OTHER_ACCOUNT)")
-            responses["413"] = error("body too large (INPUT_TOO_LARGE)")
-            responses["422"] = error("the evidence was refused, its content included (see the error code)")
-            responses["500"] = error("the gateway's configuration or an internal fault (INVALID_CONFIGURATION, INTERNAL_ERROR); not retryable")
-            responses["502"] = error("Apple refused the gateway's credentials (UPSTREAM_CREDENTIALS_REJECTED) or answered in a shape the gateway cannot use (UPSTREAM_INVALID_RESPONSE)")
-            responses["503"] = error("Apple or storage unavailable, or Apple's Retry-After is beyond the request's budget; see Retry-After (Apple's own when it sent one)")
-        case "/v1/apps/{bundleId}/accounts/{account}/entitlements":
-            op["summary"] = "Current entitlements of an account"
-            responses["200"] = ok("Entitlements")
-        case "/v1/apps/{bundleId}/comparisons":
-            op["summary"] = "Stored migration comparisons (legacy vs Server API), filtered by time (ms), class, field, product and failure code (either path's error); with agreement counts"
-            responses["200"] = ok("Comparisons")
-        case "/v1/apps/{bundleId}/cutover-impact":
-            op["summary"] = "The cutover verdict (every unmet criterion, per environment) and who would lose or gain access or see another expiry if the app's receipts switched to the Server API now"
-            responses["200"] = ok("CutoverImpact")
-        case "/v1/notifications/{bundleId}":
-            op["summary"] = "App Store Server Notifications (V2 signedPayload, or V1 with the shared secret); 200 once stored durably"
-            op["requestBody"] = body("Notification")
-            responses["200"] = ok("NotificationAccepted")
-            responses["400"] = error("a body that is not strict JSON or not a notification's shape (MALFORMED_REQUEST)")
-            responses["401"] = error("V1 notification without the shared secret", headers: ["WWW-Authenticate"])
-            responses["404"] = error("unknown app (UNKNOWN_APP)")
-            responses["422"] = error("a signature, identity or content check failed; nothing was stored")
-            responses["503"] = error("storage unavailable; Apple retries")
-        default: break
+        if let schema = declared.requestBody {
+            op["requestBody"] = .object(["required": .bool(true),
+                                         "content": .object(["application/json": .object(["schema": ref(schema)])])])
         }
-        if authenticated {
-            responses["400"] = error("a request the route cannot read (MALFORMED_REQUEST)")
-            responses["401"] = error("missing or wrong API key (UNAUTHENTICATED); WWW-Authenticate: Bearer",
-                                     headers: ["WWW-Authenticate"])
-            responses["404"] = error("unknown app (UNKNOWN_APP)")
+        var responses = declared.responses
+        if route.requiresAppKey {
+            op["security"] = .array([.object(["apiKey": .array([])])])
+            responses["400"] = .error("a request the route cannot read (MALFORMED_REQUEST)")
+            responses["401"] = .error("missing or wrong API key (UNAUTHENTICATED); WWW-Authenticate: Bearer",
+                                      headers: ["WWW-Authenticate"])
+            responses["404"] = .error("unknown app (UNKNOWN_APP)")
         }
-        responses["405"] = error("another method on this path (METHOD_NOT_ALLOWED); Allow names this one", headers: ["Allow"])
-        op["responses"] = .object(responses)
+        responses["405"] = .error("another method on this path (METHOD_NOT_ALLOWED); Allow names this one", headers: ["Allow"])
+        op["responses"] = .object(responses.mapValues(\.json))
         return .object(op)
     }
 
-    private static func ref(_ name: String) -> JSONValue { .object(["$ref": .string("#/components/schemas/\(name)")]) }
-    private static func ok(_ schema: String) -> JSONValue {
-        .object(["description": "OK", "content": .object(["application/json": .object(["schema": ref(schema)])])])
-    }
-    private static func error(_ description: String, headers: [String] = []) -> JSONValue {
-        var response: [String: JSONValue] = [
-            "description": .string(description), "content": .object(["application/json": .object(["schema": ref("Error")])]),
-        ]
-        if !headers.isEmpty {
-            response["headers"] = .object(Dictionary(uniqueKeysWithValues: headers.map { ($0, .object(["schema": string])) }))
-        }
-        return .object(response)
-    }
-    private static func body(_ schema: String) -> JSONValue {
-        .object(["required": .bool(true), "content": .object(["application/json": .object(["schema": ref(schema)])])])
-    }
+    static func ref(_ name: String) -> JSONValue { .object(["$ref": .string("#/components/schemas/\(name)")]) }
 
     private static func object(_ properties: [String: JSONValue], required: [String] = []) -> JSONValue {
         var o: [String: JSONValue] = ["type": "object", "properties": .object(properties)]
         if !required.isEmpty { o["required"] = .array(required.map(JSONValue.string)) }
         return .object(o)
     }
-    private static let string: JSONValue = .object(["type": "string"])
+    static let string: JSONValue = .object(["type": "string"])
     private static let integer: JSONValue = .object(["type": "integer", "format": "int64"])
     private static func array(_ items: JSONValue) -> JSONValue { .object(["type": "array", "items": items]) }
 
@@ -163,6 +132,10 @@ enum OpenAPIDocument {
                 "transactions": array(.object(["type": "object", "description": "CanonicalTransaction"])),
                 "newlyGranted": array(string), "alreadyGranted": array(string), "revoked": array(string),
                 "entitlements": array(ref("Entitlement")),
+                "appTransaction": .object(["type": "object",
+                                           "description": "app-transaction evidence only: the verified AppTransaction (CanonicalAppTransaction)"]),
+                "grandfathered": .object(["type": "boolean",
+                                          "description": "app-transaction evidence only: whether the policy's grandfathering rule granted its products"]),
             ]),
             "Entitlement": object(["productId": string,
                                    "state": .object(["type": "string",

@@ -1,65 +1,191 @@
-/// The gateway's routes. One table, used by the dispatcher and by the OpenAPI document, so the
-/// document cannot describe a route that does not exist (a test walks it against the dispatcher).
-enum Route: Equatable {
-    case health, ready, openAPI, metrics, dashboard
-    case issueNonce(bundleId: String)
-    case verify(bundleId: String)
-    case entitlements(bundleId: String, account: String)
-    case notification(bundleId: String)
-    case comparisons(bundleId: String)
-    case cutoverImpact(bundleId: String)
-    /// The path is a route's, the method is not: `allowed` is the method it takes (the `Allow` header).
-    case methodNotAllowed(allowed: String)
-    case notFound
+import HTTPServer
+import IAPCore
+import Ledger
 
+/// What the gateway's routes are handed: one of each endpoint, built by the service from its parts.
+struct GatewayEndpoints: Sendable {
+    let readiness: ReadinessEndpoint
+    let metrics: MetricsEndpoint
+    /// The OpenAPI document, its verify request built from the registered adapters' evidence forms.
+    let openAPI: String
+    let nonces: NoncesEndpoint
+    let verify: VerifyEndpoint
+    let entitlements: EntitlementsEndpoint
+    let notifications: NotificationsEndpoint
+    /// Where the comparison routes read from; nil: they answer 404.
+    let comparisons: (any ComparisonLedger)?
+
+    func comparisonLedger() throws(VerificationError) -> any ComparisonLedger {
+        guard let comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
+        return comparisons
+    }
+}
+
+/// One route of the gateway, declared once: the dispatcher matches it, the metrics and logs name
+/// it, and the OpenAPI document describes it, so none of them can know a route the others do not.
+struct Route: Sendable {
+    /// The `{name}` segments of the path, by name (percent-decoded).
+    typealias Parameters = [String: String]
+
+    enum Handler: Sendable {
+        /// Anyone may call it: probes, and Apple's notifications (trusted by their signatures).
+        case open(@Sendable (GatewayEndpoints, HTTPRequest, Parameters) async throws(VerificationError) -> HTTPResponse)
+        /// Runs only once the app `app` names is configured and the request carries that app's key;
+        /// the OpenAPI document marks it as needing the key.
+        case app(_ app: @Sendable (HTTPRequest, Parameters) throws(VerificationError) -> String,
+                 @Sendable (GatewayEndpoints, HTTPRequest, AppPolicy, Parameters) async throws(VerificationError) -> HTTPResponse)
+    }
+
+    let method: String
+    /// The path template: literal segments and `{name}` parameters.
+    let path: String
     /// A low-cardinality name for metrics and logs (never the bundle id or account).
-    var name: String {
-        switch self {
-        case .health: "healthz"
-        case .ready: "readyz"
-        case .openAPI: "openapi"
-        case .metrics: "metrics"
-        case .dashboard: "dashboard"
-        case .issueNonce: "nonces"
-        case .verify: "verify"
-        case .entitlements: "entitlements"
-        case .notification: "notifications"
-        case .comparisons: "comparisons"
-        case .cutoverImpact: "cutover_impact"
-        case .methodNotAllowed: "method_not_allowed"
-        case .notFound: "not_found"
+    let name: String
+    let operation: OpenAPIOperation
+    let handler: Handler
+
+    var requiresAppKey: Bool {
+        if case .app = handler { return true }
+        return false
+    }
+
+    /// The path's parameters when `segments` is this route's path; nil otherwise.
+    func parameters(_ segments: [String]) -> Parameters? {
+        let template = path.split(separator: "/")
+        guard segments.count == template.count else { return nil }
+        var parameters: Parameters = [:]
+        for (segment, part) in zip(segments, template) {
+            if part.hasPrefix("{") && part.hasSuffix("}") {
+                parameters[String(part.dropFirst().dropLast())] = segment
+            } else if segment != part {
+                return nil
+            }
+        }
+        return parameters
+    }
+
+    /// The app of a route under `/v1/apps/{bundleId}/`.
+    static let pathApp: @Sendable (HTTPRequest, Parameters) throws(VerificationError) -> String = { _, p in p["bundleId", default: ""] }
+
+    /// What a request asks for: a route (with its path's parameters), a path taking other methods, or nothing.
+    enum Match {
+        case route(Route, Parameters)
+        /// The path is a route's, the method is not: `allowed` is the methods it takes (the `Allow` header).
+        case methodNotAllowed(allowed: String)
+        case notFound
+
+        /// The name metrics and logs use.
+        var name: String {
+            switch self {
+            case .route(let route, _): route.name
+            case .methodNotAllowed: "method_not_allowed"
+            case .notFound: "not_found"
+            }
         }
     }
 
-    /// (method, path template) of every route, for the OpenAPI document.
-    static let table: [(method: String, path: String)] = [
-        ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/openapi.json"), ("GET", "/metrics"), ("GET", "/dashboard"),
-        ("POST", "/v1/apps/{bundleId}/nonces"), ("POST", "/v1/apps/{bundleId}/verify"),
-        ("GET", "/v1/apps/{bundleId}/accounts/{account}/entitlements"),
-        ("POST", "/v1/notifications/{bundleId}"), ("GET", "/v1/apps/{bundleId}/comparisons"),
-        ("GET", "/v1/apps/{bundleId}/cutover-impact"),
+    static func match(method: String, segments: [String]?, in routes: [Route] = Route.all) -> Match {
+        guard let segments else { return .notFound }
+        var allowed: [String] = []
+        for route in routes {
+            guard let parameters = route.parameters(segments) else { continue }
+            if route.method == method { return .route(route, parameters) }
+            allowed.append(route.method)
+        }
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed.joined(separator: ", "))
+    }
+}
+
+extension Route {
+    /// Every route of the gateway.
+    static let all: [Route] = [
+        Route(method: "GET", path: "/healthz", name: "healthz",
+              operation: OpenAPIOperation(summary: "Liveness", responses: ["200": .ok("Status")]),
+              handler: .open { _, _, _ in .json(200, #"{"status":"ok"}"#) }),
+        Route(method: "GET", path: "/readyz", name: "readyz",
+              operation: OpenAPIOperation(summary: "Readiness (storage answers within 1 s and takes writes)",
+                                          responses: ["200": .ok("Status"), "503": .error("not ready")]),
+              handler: .open { endpoints, _, _ throws(VerificationError) in try await endpoints.readiness.answer() }),
+        Route(method: "GET", path: "/openapi.json", name: "openapi",
+              operation: OpenAPIOperation(summary: "This document",
+                                          responses: ["200": .object(["description": "OpenAPI 3 document"])]),
+              handler: .open { endpoints, _, _ in .json(200, endpoints.openAPI) }),
+        Route(method: "GET", path: "/metrics", name: "metrics",
+              operation: OpenAPIOperation(summary: "Prometheus metrics",
+                                          responses: ["200": .object(["description": "text/plain metrics"])]),
+              handler: .open { endpoints, _, _ in await endpoints.metrics.answer() }),
+        Route(method: "GET", path: "/dashboard", name: "dashboard",
+              operation: OpenAPIOperation(
+                summary: "Migration dashboard of one app (?app=BUNDLE, Bearer key of that app): readiness verdict per environment with every unmet criterion, cutover impact, path failures by class, agreement per day and field, disagreements by class and field (inline SVG), side-by-side table",
+                query: DashboardEndpoint.queryParameters,
+                responses: ["200": .object([
+                    "description": "self-contained HTML page (no scripts, nothing loaded from the network); with format=csv the disagreements (one row per finding) and path failures as CSV",
+                    "content": .object(["text/html": .object(["schema": OpenAPIDocument.string]),
+                                        "text/csv": .object(["schema": OpenAPIDocument.string])]),
+                ])]),
+              // The app comes from the query (the page has one URL for every app); its own key opens it.
+              handler: .app({ request, _ throws(VerificationError) in try DashboardEndpoint.bundleId(request) }) {
+                  endpoints, request, app, _ throws(VerificationError) in
+                  try await DashboardEndpoint.answer(request, app: app, ledger: try endpoints.comparisonLedger())
+              }),
+        Route(method: "POST", path: "/v1/apps/{bundleId}/nonces", name: "nonces",
+              operation: OpenAPIOperation(summary: "Issue a single-use nonce bound to an account, to send with a receipt",
+                                          requestBody: "NonceRequest", responses: ["200": .ok("Nonce")]),
+              handler: .app(pathApp) { endpoints, request, app, _ throws(VerificationError) in
+                  try await endpoints.nonces.answer(request, app: app)
+              }),
+        Route(method: "POST", path: "/v1/apps/{bundleId}/verify", name: "verify",
+              operation: OpenAPIOperation(
+                summary: "Verify purchase evidence, bind it to the account and answer its entitlements",
+                requestBody: "VerifyRequest",
+                responses: [
+                    "200": .ok("VerifyResponse"),
+                    "409": .error("bound to another account (TRANSACTION_BOUND_TO_OTHER_ACCOUNT)"),
+                    "413": .error("body too large (INPUT_TOO_LARGE)"),
+                    "422": .error("the evidence was refused, its content included (see the error code)"),
+                    "500": .error("the gateway's configuration or an internal fault (INVALID_CONFIGURATION, INTERNAL_ERROR); not retryable"),
+                    "502": .error("Apple refused the gateway's credentials (UPSTREAM_CREDENTIALS_REJECTED) or answered in a shape the gateway cannot use (UPSTREAM_INVALID_RESPONSE)"),
+                    "503": .error("Apple or storage unavailable, or Apple's Retry-After is beyond the request's budget; see Retry-After (Apple's own when it sent one)"),
+                ]),
+              handler: .app(pathApp) { endpoints, request, app, _ throws(VerificationError) in
+                  try await endpoints.verify.answer(request, app: app)
+              }),
+        Route(method: "GET", path: "/v1/apps/{bundleId}/accounts/{account}/entitlements", name: "entitlements",
+              operation: OpenAPIOperation(summary: "Current entitlements of an account", responses: ["200": .ok("Entitlements")]),
+              handler: .app(pathApp) { endpoints, _, app, parameters throws(VerificationError) in
+                  try await endpoints.entitlements.answer(app: app, account: parameters["account", default: ""])
+              }),
+        Route(method: "POST", path: "/v1/notifications/{bundleId}", name: "notifications",
+              operation: OpenAPIOperation(
+                summary: "App Store Server Notifications (V2 signedPayload, or V1 with the shared secret); 200 once stored durably",
+                requestBody: "Notification",
+                responses: [
+                    "200": .ok("NotificationAccepted"),
+                    "400": .error("a body that is not strict JSON or not a notification's shape (MALFORMED_REQUEST)"),
+                    "401": .error("V1 notification without the shared secret", headers: ["WWW-Authenticate"]),
+                    "404": .error("unknown app (UNKNOWN_APP)"),
+                    "422": .error("a signature, identity or content check failed; nothing was stored"),
+                    "503": .error("storage unavailable; Apple retries"),
+                ]),
+              // Public: Apple holds no API key; the endpoint trusts the signatures only.
+              handler: .open { endpoints, request, parameters throws(VerificationError) in
+                  try await endpoints.notifications.answer(request, bundleId: parameters["bundleId", default: ""])
+              }),
+        Route(method: "GET", path: "/v1/apps/{bundleId}/comparisons", name: "comparisons",
+              operation: OpenAPIOperation(
+                summary: "Stored migration comparisons (legacy vs Server API), filtered by time (ms), class, field, product and failure code (either path's error); with agreement counts",
+                query: ComparisonsEndpoint.queryParameters,
+                responses: ["200": .ok("Comparisons")]),
+              handler: .app(pathApp) { endpoints, request, app, _ throws(VerificationError) in
+                  try await ComparisonsEndpoint.answer(request, app: app, ledger: try endpoints.comparisonLedger())
+              }),
+        Route(method: "GET", path: "/v1/apps/{bundleId}/cutover-impact", name: "cutover_impact",
+              operation: OpenAPIOperation(
+                summary: "The cutover verdict (every unmet criterion, per environment) and who would lose or gain access or see another expiry if the app's receipts switched to the Server API now",
+                query: CutoverImpactEndpoint.queryParameters,
+                responses: ["200": .ok("CutoverImpact")]),
+              handler: .app(pathApp) { endpoints, request, app, _ throws(VerificationError) in
+                  try await CutoverImpactEndpoint.answer(request, app: app, ledger: try endpoints.comparisonLedger())
+              }),
     ]
-
-    static func match(method: String, segments: [String]?) -> Route {
-        guard let s = segments else { return .notFound }
-        let route: Route
-        let expected: String
-        switch s.count {
-        case 1 where s[0] == "healthz": (route, expected) = (.health, "GET")
-        case 1 where s[0] == "readyz": (route, expected) = (.ready, "GET")
-        case 1 where s[0] == "openapi.json": (route, expected) = (.openAPI, "GET")
-        case 1 where s[0] == "metrics": (route, expected) = (.metrics, "GET")
-        case 1 where s[0] == "dashboard": (route, expected) = (.dashboard, "GET")
-        case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "nonces": (route, expected) = (.issueNonce(bundleId: s[2]), "POST")
-        case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "verify": (route, expected) = (.verify(bundleId: s[2]), "POST")
-        case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "comparisons": (route, expected) = (.comparisons(bundleId: s[2]), "GET")
-        case 4 where s[0] == "v1" && s[1] == "apps" && s[3] == "cutover-impact":
-            (route, expected) = (.cutoverImpact(bundleId: s[2]), "GET")
-        case 3 where s[0] == "v1" && s[1] == "notifications": (route, expected) = (.notification(bundleId: s[2]), "POST")
-        case 6 where s[0] == "v1" && s[1] == "apps" && s[3] == "accounts" && s[5] == "entitlements":
-            (route, expected) = (.entitlements(bundleId: s[2], account: s[4]), "GET")
-        default: return .notFound
-        }
-        return method == expected ? route : .methodNotAllowed(allowed: expected)
-    }
 }

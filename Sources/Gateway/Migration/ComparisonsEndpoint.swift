@@ -5,7 +5,11 @@ import Ledger
 /// GET /v1/apps/{bundleId}/comparisons?from=&to=&class=&field=&productId=&failure=&limit=
 enum ComparisonsEndpoint {
     static let defaultLimit = 100
-    static let allowedParameters: Set<String> = ["from", "to", "class", "field", "productId", "failure", "limit"]
+    static let queryParameters: [OpenAPIOperation.QueryParameter] = [
+        ("from", "integer", false), ("to", "integer", false), ("class", "string", false), ("field", "string", false),
+        ("productId", "string", false), ("failure", "string", false), ("limit", "integer", false),
+    ]
+    static let allowedParameters = Set(queryParameters.map(\.name))
 
     static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger) async throws(VerificationError)
         -> HTTPResponse {

@@ -6,7 +6,8 @@ import Ledger
 /// app's receipts to the Server API now would change, per product and per account, as JSON (the
 /// dashboard's "If you cut over now" and verdict sections, from the same `MigrationReport`).
 enum CutoverImpactEndpoint {
-    static let allowedParameters: Set<String> = ["from", "to"]
+    static let queryParameters: [OpenAPIOperation.QueryParameter] = [("from", "integer", false), ("to", "integer", false)]
+    static let allowedParameters = Set(queryParameters.map(\.name))
 
     static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger) async throws(VerificationError) -> HTTPResponse {
         if let unknown = request.query.keys.sorted().first(where: { !allowedParameters.contains($0) }) {

@@ -9,7 +9,9 @@ import Ledger
 /// The key travels in the header only, never in the URL (a `?key=` would land in access logs,
 /// browser history and referrers). Each app's key shows that app's data only.
 enum DashboardEndpoint {
-    static let allowedParameters: Set<String> = ["app", "from", "to", "format"]
+    static let queryParameters: [OpenAPIOperation.QueryParameter] = [("app", "string", true), ("from", "integer", false),
+                                                                     ("to", "integer", false), ("format", "string", false)]
+    static let allowedParameters = Set(queryParameters.map(\.name))
     /// Comparisons read into one page at most; beyond it the page says it shows the newest only.
     static let maxComparisons = 20_000
 

@@ -1,14 +1,18 @@
 import Adapters
 import Foundation
 import IAPCore
+import IAPMapping
 import Ledger
 
 /// Runs receipt evidence through both generations under the app's routing mode (shadow, compare,
 /// cutover) and keeps each side-by-side verdict in the ledger.
 ///
-/// The secondary path of `shadow` and `cutover` runs in a detached task: the answer never waits for
-/// it, and its failure only becomes the comparison's `legacyError` / `serverAPIError`.
+/// The secondary path of `shadow` and `cutover` runs on the bounded `shadowWork` queue: the answer
+/// never waits for it, and its failure only becomes the comparison's `legacyError` / `serverAPIError`.
 public struct MigrationRouter: Sendable {
+    /// Shadow comparisons waiting or running at most (`ShadowQueue`).
+    public static let defaultShadowLimit = 256
+
     public let comparator: PurchaseComparator
     let store: any ComparisonLedger
     /// Mapping ids recorded even when a path fails before producing records.
@@ -18,11 +22,14 @@ public struct MigrationRouter: Sendable {
     let logger: Logger
     /// Decides a cutover spot check: `random() < rate`.
     let random: @Sendable () -> Double
+    /// The comparisons the answers do not wait for; drained at shutdown.
+    let shadowWork: ShadowQueue
 
     public init(comparator: PurchaseComparator, store: any ComparisonLedger, legacyMappingVersion: String?,
                 serverAPIMappingVersion: String?, logger: Logger = .disabled,
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+                shadowLimit: Int = MigrationRouter.defaultShadowLimit, onShadowDropped: @escaping @Sendable () -> Void = {}) {
         self.comparator = comparator
         self.store = store
         self.legacyMappingVersion = legacyMappingVersion
@@ -30,6 +37,12 @@ public struct MigrationRouter: Sendable {
         self.logger = logger
         self.now = now
         self.random = random
+        let log = logger
+        shadowWork = ShadowQueue(limit: shadowLimit) {
+            // Counted as a lost write by the assembly; the answer it belongs to is unchanged.
+            log.warning("shadow_comparison_dropped", ["limit": String(shadowLimit)])
+            onShadowDropped()
+        }
     }
 
     /// What the request answers with, plus the comparison when the mode includes it in the answer.
@@ -70,7 +83,7 @@ public struct MigrationRouter: Sendable {
             let primaryResult = await Self.attempt(answering, evidence, account, app)
             if beside == .shadow || random() < app.routing.cutoverSampleRate {
                 let router = self
-                Task.detached(priority: .utility) {
+                shadowWork.submit {
                     let secondaryResult = await Self.attempt(compared, evidence, account, app)
                     let (l, s) = beside == .shadow ? (primaryResult, secondaryResult) : (secondaryResult, primaryResult)
                     await router.store(router.compare(legacy: l, serverAPI: s, app: app, evidence: evidence, digest: evidenceSHA256,

@@ -18,11 +18,12 @@ public struct EntitlementSweep: Sendable {
     let logger: Logger
     let now: @Sendable () -> Int64
 
-    public init(service: GatewayService, settings: GatewayConfig.Background, logger: Logger) {
-        ledger = service.ledger
+    public init(ledger: any NotificationLedger, settings: GatewayConfig.Background, logger: Logger,
+                now: @escaping @Sendable () -> Int64) {
+        self.ledger = ledger
         intervalSeconds = settings.entitlementSweepSeconds
         self.logger = logger
-        now = service.now
+        self.now = now
     }
 
     /// One bounded pass; returns how many entitlements the clock ended.

@@ -2,6 +2,7 @@ import Adapters
 import AppleTrust
 import Foundation
 import IAPCore
+import IAPMapping
 
 /// A notification from Apple, verified and normalised, ready for the durable inbox.
 public struct DecodedNotification: Sendable, Equatable {
@@ -40,6 +41,14 @@ public final class NotificationDecoder: Sendable {
         self.serverAPINormalizer = try ServerAPINormalizer(server)
         self.environment = environment
         self.verifiers = verifiers
+    }
+
+    /// `decode` from async code: a V2 body of an app with online checks is verified on threads of
+    /// their own (its OCSP requests block), never on the cooperative pool.
+    public func decodeOffPool(body: [UInt8], app: AppPolicy) async throws(VerificationError) -> DecodedNotification {
+        try await SignedDataVerifier.offPool(when: app.onlineChecks) { () throws(VerificationError) in
+            try self.decode(body: body, app: app)
+        }
     }
 
     public func decode(body: [UInt8], app: AppPolicy) throws(VerificationError) -> DecodedNotification {

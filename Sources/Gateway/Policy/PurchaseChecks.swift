@@ -113,7 +113,8 @@ extension Array where Element == any PurchaseCheck {
 public struct NonEmptyCheck: PurchaseCheck {
     public init() {}
     public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
-        guard !outcome.transactions.isEmpty else {
+        // An app transaction is the app's own purchase: what it grants is the grandfathering rule's.
+        guard !outcome.transactions.isEmpty || context.evidenceKind.isAppTransaction else {
             throw VerificationError(.noTransactions, "the evidence carries no in-app purchase")
         }
     }

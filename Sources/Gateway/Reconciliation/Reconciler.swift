@@ -202,7 +202,7 @@ public final class Reconciler: Sendable {
         report.historyRead += 1
         let body = Array(JSONValue.object(["signedPayload": .string(signedPayload)]).jsonText.utf8)
         do throws(VerificationError) {
-            let decoded = try decoder.decode(body: body, app: app)
+            let decoded = try await decoder.decodeOffPool(body: body, app: app)
             let fresh = try await ledger.enqueue(InboxEntry(
                 id: decoded.id, bundleId: app.bundleId, version: decoded.version,
                 notificationType: decoded.notificationType.rawValue, subtype: decoded.subtype?.rawValue,
@@ -236,7 +236,7 @@ public final class Reconciler: Sendable {
                 let answer = try await client.getAllSubscriptionStatuses(transactionId: chain, order: order)
                 report.statusChainsRead += 1
                 for item in answer.data.flatMap(\.lastTransactions) where seen.insert(item.originalTransactionId).inserted {
-                    let (transaction, renewal) = try serverAPI.verifiedStatus(item, app: app)
+                    let (transaction, renewal) = try await serverAPI.verifiedStatus(item, app: app)
                     let signedDate = max(transaction.signedDate ?? 0, renewal?.signedDate ?? 0)
                     let raw = JSONValue.object([
                         "originalTransactionId": .string(item.originalTransactionId),

@@ -15,13 +15,14 @@ public struct ReconciliationSchedule: Sendable {
     let logger: Logger
     let now: @Sendable () -> Int64
 
-    public init(service: GatewayService, settings: GatewayConfig.Background, logger: Logger) throws(VerificationError) {
-        reconciler = try Reconciler(service: service, logger: logger)
-        ledger = service.ledger
+    public init(reconciler: Reconciler, ledger: any NotificationLedger, settings: GatewayConfig.Background, logger: Logger,
+                now: @escaping @Sendable () -> Int64) {
+        self.reconciler = reconciler
+        self.ledger = ledger
         intervalSeconds = settings.reconcileIntervalSeconds
         retentionDays = settings.notificationRetentionDays
         self.logger = logger
-        now = service.now
+        self.now = now
     }
 
     /// Drops raw bodies received more than `days` days before now; returns how many.

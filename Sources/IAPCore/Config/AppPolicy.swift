@@ -33,6 +33,11 @@ public struct AppPolicy: Sendable, Equatable {
     public var webhook: Webhook?
     /// Answer CONSUMPTION_REQUEST with these declared values; nil: never answer.
     public var consumptionResponse: ConsumptionResponse? = nil
+    /// Tell the App Store (Finish Transaction) that each newly granted purchase was delivered, from
+    /// the ledger's finish outbox once the grant is durable; false: the app's StoreKit `finish()` does it.
+    public var finishTransactions = false
+    /// Products granted to those who bought the app before it went free; nil: none.
+    public var grandfathering: Grandfathering? = nil
     /// Thresholds of the cutover verdict (`readiness` in the app file; defaults otherwise).
     public var readiness: Readiness = .standard
 
@@ -133,6 +138,12 @@ public struct AppPolicy: Sendable, Equatable {
         public static let receipt = Self(rawValue: "receipt")
         public static let transactionId = Self(rawValue: "transactionId")
         public static let signedTransaction = Self(rawValue: "signedTransaction")
+        /// StoreKit 2's `AppTransaction.shared` (JWS): the purchase of the app itself.
+        public static let signedAppTransaction = Self(rawValue: "signedAppTransaction")
+        /// An appTransactionId (or any transaction id of the customer), read with Get App Transaction Info.
+        public static let appTransactionId = Self(rawValue: "appTransactionId")
+        /// Evidence of the app's own purchase rather than of an in-app purchase.
+        public var isAppTransaction: Bool { self == .signedAppTransaction || self == .appTransactionId }
         /// The kinds an app file's `routing` names (each required there).
         public static let configured: [Self] = [.receipt, .transactionId, .signedTransaction]
     }

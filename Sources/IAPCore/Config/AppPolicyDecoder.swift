@@ -59,6 +59,10 @@ struct AppPolicyDecoder {
         let consumption = try o.optional("consumptionResponse").map { f throws(VerificationError) in
             try AppPolicy.ConsumptionResponse.decode(f)
         }
+        let finishTransactions = try o.optional("finishTransactions")?.bool() ?? false
+        let grandfathering = try o.optional("grandfathering").map { f throws(VerificationError) in
+            try AppPolicy.Grandfathering.decode(f, catalog: catalog)
+        }
         let readiness = try o.optional("readiness").map { f throws(VerificationError) in try AppPolicy.Readiness.decode(f) }
         try o.finish()
 
@@ -77,6 +81,8 @@ struct AppPolicyDecoder {
             noncePolicy: noncePolicy, familySharingPolicy: family, gracePeriodPolicy: grace,
             onlineChecks: onlineChecks, localOnlyJWS: localOnlyJWS, apiKey: apiKey, webhook: webhook)
         policy.consumptionResponse = consumption
+        policy.finishTransactions = finishTransactions
+        policy.grandfathering = grandfathering
         policy.readiness = readiness ?? .standard
         return policy
     }

@@ -64,3 +64,27 @@ extension Dictionary where Key == String, Value == JSONValue {
     fileprivate mutating func put(_ key: String, _ value: Int64?) { if let value { self[key] = .int(value) } }
     fileprivate mutating func put(_ key: String, _ value: Bool?) { if let value { self[key] = .bool(value) } }
 }
+
+extension CanonicalAppTransaction {
+    public var jsonValue: JSONValue {
+        var o: [String: JSONValue] = [
+            "bundleId": .string(bundleId), "source": .string(source), "mappingVersion": .string(mappingVersion),
+        ]
+        o.put("appAppleId", appAppleId)
+        o.put("receiptType", receiptType?.rawValue)
+        o.put("applicationVersion", applicationVersion)
+        o.put("originalApplicationVersion", originalApplicationVersion)
+        o.put("versionExternalIdentifier", versionExternalIdentifier)
+        o.put("receiptCreationDate", receiptCreationDate)
+        o.put("originalPurchaseDate", originalPurchaseDate)
+        o.put("preorderDate", preorderDate)
+        o.put("requestDate", requestDate)
+        o.put("expirationDate", expirationDate)
+        o.put("deviceVerification", deviceVerification)
+        o.put("deviceVerificationNonce", deviceVerificationNonce)
+        o.put("appTransactionId", appTransactionId)
+        o.put("originalPlatform", originalPlatform)
+        o.put("environment", environment?.rawValue)
+        return .object(o)
+    }
+}

@@ -6,7 +6,7 @@
 /// AUTOINCREMENT is an identity column, WITHOUT ROWID has no equivalent (a table is a heap with its
 /// primary-key index either way), and partial indexes keep their WHERE clauses.
 enum PostgresLedgerSchema {
-    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7]
+    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7, v8]
 
     static let v1 = """
         CREATE TABLE nonces (
@@ -213,5 +213,24 @@ enum PostgresLedgerSchema {
     static let v7 = """
         ALTER TABLE webhook_outbox ADD COLUMN leased_by TEXT;
         CREATE INDEX webhook_outbox_by_holder ON webhook_outbox (leased_by) WHERE delivered_at IS NULL;
+        """
+
+    /// The finish outbox (SQLite's v8): written inside the claim, drained by the finisher.
+    static let v8 = """
+        CREATE TABLE finish_outbox (
+            bundle_id TEXT NOT NULL,
+            transaction_id TEXT NOT NULL,
+            ownership_key TEXT NOT NULL,
+            environment TEXT NOT NULL CHECK (environment IN ('Production', 'Sandbox')),
+            created_at BIGINT NOT NULL,
+            attempts BIGINT NOT NULL DEFAULT 0,
+            next_attempt_at BIGINT NOT NULL,
+            finished_at BIGINT,
+            dropped_at BIGINT,
+            last_error_code TEXT,
+            PRIMARY KEY (bundle_id, transaction_id)
+        );
+        CREATE INDEX finish_outbox_due ON finish_outbox (next_attempt_at)
+            WHERE finished_at IS NULL AND dropped_at IS NULL;
         """
 }

@@ -126,12 +126,14 @@ public final class SQLLedger: Sendable {
             }
             var reads = ClaimReads()
             try refuseIfRevokedSinceFacts(claim, &reads, connection)
+            for key in Set(claim.appPurchaseKeys).sorted() { try bind(key, in: claim, &reads, connection) }
             var seen = Set<String>()
             for transaction in claim.transactions where seen.insert(transaction.transactionId).inserted {
                 let key = transaction.originalTransactionId ?? transaction.transactionId
                 try bind(key, in: claim, &reads, connection)
                 if try grant(transaction, key: key, in: claim, connection) {
                     outcome.newlyGranted.append(transaction.transactionId)
+                    try Self.queueFinish(transaction, key: key, in: claim, connection)
                 } else {
                     outcome.alreadyGranted.append(transaction.transactionId)
                 }

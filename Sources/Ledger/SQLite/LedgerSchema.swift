@@ -1,6 +1,6 @@
 /// The SQLite ledger's migrations, in order. Append new versions; never edit a released one.
 enum LedgerSchema {
-    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7]
+    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7, v8]
 
     /// Times are integer milliseconds since 1970. Nonces are stored as the SHA-256 of their value,
     /// so a copy of the file cannot be used to answer an outstanding challenge.
@@ -102,5 +102,28 @@ enum LedgerSchema {
     static let v7 = """
         ALTER TABLE webhook_outbox ADD COLUMN leased_by TEXT;
         CREATE INDEX webhook_outbox_by_holder ON webhook_outbox (leased_by) WHERE delivered_at IS NULL;
+        """
+
+    /// The finish outbox: one row per newly granted purchase of an app whose policy has
+    /// `finishTransactions`, written in the claim's own transaction (so only a durable grant is ever
+    /// finished) and sent to Apple's Finish Transaction by the background finisher. `finished_at` is
+    /// set on Apple's success and never cleared; `dropped_at` when it must not be sent (the chain was
+    /// refunded or revoked meanwhile, or Apple's answer is final), with `last_error_code` saying why.
+    static let v8 = """
+        CREATE TABLE finish_outbox (
+            bundle_id TEXT NOT NULL,
+            transaction_id TEXT NOT NULL,
+            ownership_key TEXT NOT NULL,
+            environment TEXT NOT NULL CHECK (environment IN ('Production', 'Sandbox')),
+            created_at INTEGER NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at INTEGER NOT NULL,
+            finished_at INTEGER,
+            dropped_at INTEGER,
+            last_error_code TEXT,
+            PRIMARY KEY (bundle_id, transaction_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX finish_outbox_due ON finish_outbox (next_attempt_at)
+            WHERE finished_at IS NULL AND dropped_at IS NULL;
         """
 }

@@ -4,6 +4,7 @@ import Foundation
 import Gateway
 import HTTPServer
 import IAPCore
+import IAPMapping
 import Ledger
 import UpstreamHTTP
 import XCTest

@@ -1,3 +1,5 @@
+import IAPCore
+
 // The canonical fields a mapping rule may write, per target record, with their value types.
 // Mapping files are checked against these tables when loaded, so a typo in a target name or a
 // conversion that yields the wrong type is refused at start, not discovered on live traffic.

@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// Every mapping file under a directory (`<dir>/<source>/<version>.json`), all versions kept:
 /// a record produced by verifyReceipt/v1 stays explainable after v2 exists.

@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// One versioned mapping file (`Mappings/<source>/<version>.json`), decoded, validated and compiled
 /// into rule tables once, so normalising a record is a walk over an array, not a re-read of the file.

@@ -1,3 +1,5 @@
+import IAPCore
+
 /// Everything a legacy `verifyReceipt` response says, in canonical form.
 public struct LegacyNormalized: Hashable, Sendable {
     /// Apple's `status` (0 valid; 21000–21010, 21100–21199 refusals). Not judged here: the adapter does.

@@ -1,3 +1,5 @@
+import IAPCore
+
 // Applying a compiled kind to one input object. Rules run in file order and a later assignment to
 // the same canonical field overwrites an earlier one: the file order is the precedence (so an offer
 // code's offerType 3 can win over the introductory flag of the same legacy entry).

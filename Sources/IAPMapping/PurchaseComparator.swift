@@ -1,3 +1,5 @@
+import IAPCore
+
 /// What one verification path said about one piece of evidence, in canonical form: its records
 /// and the mapping file that produced them, or the error code it failed with.
 public struct ComparedPath: Sendable {

@@ -1,3 +1,5 @@
+import IAPCore
+
 // The closed set of conversions a mapping rule may name. A mapping file cannot add one: a new
 // conversion is code, reviewed and tested here; a file naming anything else is INVALID_MAPPING.
 

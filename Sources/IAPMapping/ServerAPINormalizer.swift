@@ -1,3 +1,5 @@
+import IAPCore
+
 /// Normalises decoded App Store Server API payloads (the JSON inside a verified JWS) with a mapping
 /// file of source "serverAPI": `JWSTransactionDecodedPayload`, `JWSRenewalInfoDecodedPayload`,
 /// `AppTransaction`. Types are strict: a date sent as a string is INVALID_FIELD_TYPE.

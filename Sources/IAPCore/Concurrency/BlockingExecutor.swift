@@ -1,0 +1,157 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Runs blocking calls (SQLite and libpq for the ledger, OCSP for online checks) on threads of its
+/// own, never on Swift's cooperative pool (two threads on a 2-core machine: two stuck calls there
+/// would stall every request, health probes included), the way `CurlEngine` runs libcurl.
+///
+/// Each call is awaited with a deadline: when it passes, the caller gets the executor's
+/// `unavailable` code at once even though the thread may still be waiting (a frozen PostgreSQL, a
+/// stalled disk, a silent responder); the late result is dropped. A call whose deadline passed before a thread took it is not
+/// run at all. The queue is bounded: a full one refuses at once instead of piling up work nobody
+/// waits for.
+public final class BlockingExecutor: Sendable {
+    public struct Limits: Sendable, Equatable {
+        /// Dedicated threads: as many as the work can use at once (PostgreSQL: the pool size).
+        public var threads: Int
+        /// Calls waiting for a thread beyond which new ones are refused.
+        public var queueCapacity: Int
+        /// How long a caller waits for its call's answer.
+        public var deadline: Duration
+
+        public init(threads: Int, queueCapacity: Int = 256, deadline: Duration = .seconds(5)) {
+            self.threads = threads
+            self.queueCapacity = queueCapacity
+            self.deadline = deadline
+        }
+    }
+
+    public let limits: Limits
+    /// What the work is, in refusals and thread names ("storage").
+    public let purpose: String
+    /// The code of a call refused or not answered in time.
+    public let unavailable: VerificationError.Code
+    private let queue: JobQueue
+
+    public init(purpose: String, unavailable: VerificationError.Code, limits: Limits) {
+        self.limits = limits
+        self.purpose = purpose
+        self.unavailable = unavailable
+        queue = JobQueue(capacity: max(1, limits.queueCapacity), threads: max(1, limits.threads))
+        for index in 0..<max(1, limits.threads) {
+            // The thread holds the queue, not the executor: the executor's deinit stops it.
+            let queue = queue
+            let thread = Thread { queue.work() }
+            thread.name = "iapgw.\(purpose).\(index)"
+            thread.start()
+        }
+    }
+
+    deinit { queue.stop() }
+
+    /// Runs `body` on one of the executor's threads and answers within `deadline` (the executor's by default).
+    public func run<R: Sendable>(deadline: Duration? = nil,
+                                 _ body: @escaping @Sendable () throws(VerificationError) -> R)
+        async throws(VerificationError) -> R {
+        let limit = deadline ?? limits.deadline
+        let (purpose, unavailable) = (purpose, unavailable)
+        let result: Result<R, VerificationError> = await withCheckedContinuation { continuation in
+            let answer = FirstAnswer(continuation)
+            let accepted = queue.submit {
+                // Answered already (the deadline passed while queued): nobody waits for this call.
+                guard answer.isOpen else { return }
+                answer.give(Result { () throws(VerificationError) -> R in try body() })
+            }
+            guard accepted else {
+                answer.give(.failure(VerificationError(unavailable, "\(purpose): too many calls waiting")))
+                return
+            }
+            let milliseconds = Int(limit / .milliseconds(1))
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+                answer.give(.failure(VerificationError(unavailable, "\(purpose): no answer within \(milliseconds) ms")))
+            }
+        }
+        return try result.get()
+    }
+}
+
+/// A continuation resumed by whichever answer comes first (the call, its deadline, a refusal);
+/// later answers are dropped.
+public final class FirstAnswer<T: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<T, Never>?>
+
+    public init(_ continuation: CheckedContinuation<T, Never>) {
+        self.continuation = Mutex(continuation)
+    }
+
+    /// True until an answer was given.
+    public var isOpen: Bool { continuation.withLock { $0 != nil } }
+
+    public func give(_ value: T) {
+        let waiting = continuation.withLock { slot -> CheckedContinuation<T, Never>? in
+            defer { slot = nil }
+            return slot
+        }
+        waiting?.resume(returning: value)
+    }
+}
+
+/// The executor's bounded queue, shared by its threads.
+private final class JobQueue: Sendable {
+    private struct State {
+        var jobs: [@Sendable () -> Void] = []
+        var head = 0
+        var stopping = false
+        var waiting: Int { jobs.count - head }
+    }
+
+    private let capacity: Int
+    private let threads: Int
+    private let state = Mutex(State())
+    /// One signal per submitted job, and one per thread at stop.
+    private let available = DispatchSemaphore(value: 0)
+
+    init(capacity: Int, threads: Int) {
+        self.capacity = capacity
+        self.threads = threads
+    }
+
+    /// False when the queue is full or stopped.
+    func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+        let accepted = state.withLock { state -> Bool in
+            guard !state.stopping, state.waiting < capacity else { return false }
+            state.jobs.append(job)
+            return true
+        }
+        if accepted { available.signal() }
+        return accepted
+    }
+
+    /// A thread's loop: takes jobs until the queue stops.
+    func work() {
+        while true {
+            available.wait()
+            let job = state.withLock { state -> (@Sendable () -> Void)? in
+                guard !state.stopping, state.head < state.jobs.count else { return nil }
+                let job = state.jobs[state.head]
+                state.head += 1
+                // Compact now and then, so the array does not grow with every call ever made.
+                if state.head > 64, state.head * 2 > state.jobs.count {
+                    state.jobs.removeFirst(state.head)
+                    state.head = 0
+                }
+                return job
+            }
+            guard let job else { return }
+            job()
+        }
+    }
+
+    /// Wakes every thread to end; jobs still queued are dropped (their callers get their deadline).
+    func stop() {
+        state.withLock { $0.stopping = true }
+        // A semaphore keeps its count: a thread not started yet still finds its wake-up.
+        for _ in 0..<threads { available.signal() }
+    }
+}

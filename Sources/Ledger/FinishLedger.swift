@@ -1,0 +1,52 @@
+import Foundation
+import IAPCore
+
+/// The finish outbox: purchases the gateway granted and must tell the App Store it delivered
+/// (Finish Transaction, for apps whose policy has `finishTransactions`). A claim writes its rows in
+/// its own transaction (`PurchaseClaim.finishNewlyGranted`), so a row exists only for a durable
+/// grant; the finisher leases what is due, sends it, and records the outcome. Guarantees:
+/// - at most one row per transaction of an app, however often it is claimed;
+/// - a row marked finished is never leased again (never sent twice after Apple's success);
+/// - a row whose chain is refunded or revoked when it comes due is dropped, never handed out.
+public protocol FinishLedger: Sendable {
+    /// Takes up to `limit` due rows for `leaseMillis` (not due again meanwhile, for any instance)
+    /// and drops, instead of returning, those whose chain is refunded or revoked by now.
+    func leaseDueFinishes(now: Int64, limit: Int, leaseMillis: Int64) async throws(VerificationError) -> [PendingFinish]
+
+    /// Records Apple's success; false if the row was already finished or dropped.
+    @discardableResult
+    func markFinished(bundleId: String, transactionId: String, at now: Int64) async throws(VerificationError) -> Bool
+
+    /// Records a failed attempt: due again at `nextAttemptAt`, or dropped for good when `final`.
+    func markFinishFailed(bundleId: String, transactionId: String, code: String, nextAttemptAt: Int64, final: Bool,
+                          at now: Int64) async throws(VerificationError)
+
+    /// Every row of one app, oldest first (operators and tests).
+    func finishEntries(bundleId: String) async throws(VerificationError) -> [FinishEntry]
+}
+
+/// A row handed to the finisher: which transaction, where Apple keeps it, how often it was tried.
+public struct PendingFinish: Hashable, Sendable {
+    public var bundleId: String
+    public var transactionId: String
+    public var environment: AppStoreEnvironment
+    public var attempts: Int
+
+    public init(bundleId: String, transactionId: String, environment: AppStoreEnvironment, attempts: Int) {
+        self.bundleId = bundleId
+        self.transactionId = transactionId
+        self.environment = environment
+        self.attempts = attempts
+    }
+}
+
+/// One row of the finish outbox as stored.
+public struct FinishEntry: Hashable, Sendable {
+    public var transactionId: String
+    public var environment: AppStoreEnvironment
+    public var attempts: Int
+    public var nextAttemptAt: Int64
+    public var finishedAt: Int64?
+    public var droppedAt: Int64?
+    public var lastErrorCode: String?
+}
