@@ -148,8 +148,13 @@ final class SQLiteDatabase: SQLDatabase, @unchecked Sendable {
     private let connection: SQLiteConnection
     private let lock = Mutex(())
     private var checkpointer: WALCheckpointer?
-    /// Write calls waiting for the next batch, in arrival order.
-    private let waiting = Mutex<[GroupedWrite]>([])
+    /// Write calls waiting for the next batch, in arrival order, and whether a caller is leading
+    /// (committing batches); the others sleep until their batch is done or the leading passes to them.
+    private let batching = Mutex(Batching())
+    private struct Batching {
+        var waiting: [GroupedWrite] = []
+        var leading = false
+    }
     /// COMMITs of write transactions so far (one per batch).
     private let commitCount = Atomic<Int>(0)
 
@@ -186,7 +191,7 @@ final class SQLiteDatabase: SQLDatabase, @unchecked Sendable {
     var commits: Int { commitCount.load(ordering: .relaxed) }
 
     /// Write calls queued for the next batch now (tests wait for a batch to fill).
-    var waitingWrites: Int { waiting.withLock { $0.count } }
+    var waitingWrites: Int { batching.withLock { $0.waiting.count } }
 
     /// Runs `body` with exclusive use of the connection (no transaction of its own).
     @discardableResult
@@ -212,12 +217,15 @@ final class SQLiteDatabase: SQLDatabase, @unchecked Sendable {
                     return error
                 }
             }
-            waiting.withLock { $0.append(write) }
-            // Whoever holds the connection next commits every waiting call, this one included unless
-            // the holder before it already did.
-            lock.withLock { _ in
-                if !write.finished { commitWaiting() }
+            let leads = batching.withLock { state -> Bool in
+                state.waiting.append(write)
+                defer { state.leading = true }
+                return !state.leading
             }
+            // A follower sleeps (no spinning on the connection's mutex) until the leader answered it,
+            // or passed it the leading: then this call's batch is the next one.
+            if !leads { write.waitForTurn() }
+            if !write.finished { lead() }
             return write.failure
         }
         if let failure { throw failure }
@@ -225,12 +233,22 @@ final class SQLiteDatabase: SQLDatabase, @unchecked Sendable {
         return value
     }
 
-    /// With the connection held: runs the waiting calls as one batch and answers each.
-    private func commitWaiting() {
-        var batch = waiting.withLock { waiting in
-            defer { waiting.removeAll(keepingCapacity: true) }
-            return waiting
-        }[...]
+    /// Commits the waiting calls (the leader's own among them) as one batch, then passes the leading
+    /// to the oldest call that arrived meanwhile, or ends it: no caller leads more than its own batch.
+    private func lead() {
+        let batch = batching.withLock { state in
+            defer { state.waiting.removeAll(keepingCapacity: true) }
+            return state.waiting
+        }
+        lock.withLock { _ in commit(batch[...]) }
+        batching.withLock { state in
+            if let next = state.waiting.first { next.takeTurn() } else { state.leading = false }
+        }
+    }
+
+    /// With the connection held: runs `batch` in one transaction and answers each call.
+    private func commit(_ batch: ArraySlice<GroupedWrite>) {
+        var batch = batch
         // Normally one pass; another only if SQLite rolled the transaction back under a call (an I/O
         // error, a full disk), which takes the calls already applied down with it.
         while !batch.isEmpty {
@@ -304,12 +322,13 @@ final class SQLiteDatabase: SQLDatabase, @unchecked Sendable {
     }
 }
 
-/// One write call waiting for its batch. Touched only by its caller's thread and, under the
-/// connection's mutex, by the thread committing the batch (the mutex orders the two).
+/// One write call waiting for its batch. Touched by its caller's thread and by the leader committing
+/// its batch; the semaphore orders the two (the leader writes, then signals; the caller wakes, then reads).
 private final class GroupedWrite: @unchecked Sendable {
     private var body: ((any SQLConnection) -> VerificationError?)?
     private(set) var finished = false
     private(set) var failure: VerificationError?
+    private let turn = DispatchSemaphore(value: 0)
 
     init(_ body: @escaping (any SQLConnection) -> VerificationError?) { self.body = body }
 
@@ -326,5 +345,12 @@ private final class GroupedWrite: @unchecked Sendable {
         body = nil
         self.failure = failure
         finished = true
+        turn.signal()
     }
+
+    /// Sleeps until the call is answered (`finished`) or its caller is to lead the next batch.
+    func waitForTurn() { turn.wait() }
+
+    /// Wakes the caller, unanswered, to lead the next batch.
+    func takeTurn() { turn.signal() }
 }
