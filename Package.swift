@@ -61,7 +61,7 @@ var targets: [Target] = [
     .target(name: "CommandLineSupport", dependencies: []),
 
     // Production: links no test machinery (CommandLineTests checks its symbols for TestPKI and the simulator).
-    .executableTarget(name: "iapgw", dependencies: ["CommandLineSupport", "IAPCore", "IAPMapping", "AppleTrust", "AppReceipts", "Gateway"]),
+    .executableTarget(name: "iapgw", dependencies: ["CommandLineSupport", "IAPCore", "IAPMapping", "AppleTrust", "AppReceipts", "Gateway", "Ledger"]),
 
     // Development: the demo, the simulator alone and the benchmarks, on the test PKI.
     .executableTarget(name: "iapgw-dev", dependencies: ["CommandLineSupport", "IAPCore", "AppleTrust", "AppReceipts",

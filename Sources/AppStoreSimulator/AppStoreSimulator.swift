@@ -105,14 +105,19 @@ public final class AppStoreSimulator: Sendable {
                                                           autoRenew: autoRenew, productId: productId))
     }
 
-    /// A refund: `revocationDate` now and `revocationReason` (0 other, 1 app issue).
+    /// A refund: `revocationDate` now, `revocationReason` (0 other, 1 app issue), `REFUND_FULL`.
     public func refund(transactionId: String, reason: Int64 = 0) throws -> SimulatedPurchase {
-        try result(for: try store.revoke(transactionId: transactionId, reason: reason))
+        try result(for: try store.revoke(transactionId: transactionId, reason: reason, type: .refundFull))
     }
 
-    /// Family Sharing access withdrawn: `revocationDate` now, no reason.
+    /// A partial refund: `REFUND_PRORATED` with the share refunded (`revocationPercentage`, milliunits).
+    public func refundProrated(transactionId: String, percentage: Int64, reason: Int64 = 0) throws -> SimulatedPurchase {
+        try result(for: try store.revoke(transactionId: transactionId, reason: reason, type: .refundProrated, percentage: percentage))
+    }
+
+    /// Family Sharing access withdrawn: `revocationDate` now, no reason, `FAMILY_REVOKE`.
     public func revoke(transactionId: String) throws -> SimulatedPurchase {
-        try result(for: try store.revoke(transactionId: transactionId, reason: nil))
+        try result(for: try store.revoke(transactionId: transactionId, reason: nil, type: .familyRevoke))
     }
 
     /// The owner's current receipt (base64), every purchase of the owner in that app and environment.

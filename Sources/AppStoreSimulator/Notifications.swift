@@ -27,6 +27,40 @@ extension AppStoreSimulator {
                                  transaction: t, url: url)
     }
 
+    /// A notification about the app rather than a purchase, returned signed (and POSTed when `url`
+    /// is given). `RESCIND_CONSENT` carries `appData` with the signed app transaction of `owner`'s
+    /// download, as Apple sends it; any other type (one Apple adds later) carries `data` naming only
+    /// the app, so the gateway meets a genuine notification it does not understand yet.
+    @discardableResult
+    public func sendAppNotification(type: String, subtype: String? = nil, bundleId: String, owner: String,
+                                    environment: AppStoreEnvironment = .production, to url: String?) async throws -> String {
+        guard let app = store.app(bundleId) else { throw SimulatorError("unknown app \(bundleId)") }
+        let now = store.nowMs
+        var container: [String: JSONValue] = [
+            "appAppleId": .int(app.appAppleId), "bundleId": .string(app.bundleId), "environment": .string(environment.rawValue),
+        ]
+        var payload: [String: JSONValue] = [
+            "notificationType": .string(type), "notificationUUID": .string(UUID().uuidString.lowercased()),
+            "version": .string("2.0"), "signedDate": .int(now),
+        ]
+        payload["subtype"] = subtype.map(JSONValue.string)
+        if type == "RESCIND_CONSENT" {
+            container["signedAppTransactionInfo"] = .string(try signedAppTransaction(owner: owner, bundleId: bundleId,
+                                                                                   environment: environment))
+            payload["appData"] = .object(container)
+        } else {
+            container["bundleVersion"] = .string(app.bundleVersion)
+            payload["data"] = .object(container)
+        }
+        let signed = try pki.signJWS(.object(payload))
+        var result = "NO_RESPONSE"
+        if let url { result = await Self.post(signed, to: url) }
+        store.record(notification: NotificationRecord(
+            bundleId: app.bundleId, environment: environment, notificationType: type, subtype: subtype, transactionId: nil,
+            originalTransactionId: nil, signedPayload: signed, signedDate: now, sendAttemptResult: result))
+        return signed
+    }
+
     /// `TEST` notification for `POST /inApps/v1/notifications/test`; returns the test token.
     func sendTestNotification(app: SimulatedApp, environment: AppStoreEnvironment) async throws -> String {
         let data: [String: JSONValue] = [

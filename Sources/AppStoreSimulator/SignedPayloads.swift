@@ -49,6 +49,15 @@ enum SignedPayloads {
         o["offerType"] = t.offerType.map { .int($0.rawValue) }
         o["offerIdentifier"] = t.offerIdentifier.map(JSONValue.string)
         o["offerDiscountType"] = t.offerDiscountType.map { .string($0.rawValue) }
+        o["revocationType"] = t.revocationType.map { .string($0.rawValue) }
+        o["revocationPercentage"] = t.revocationPercentage.map(JSONValue.int)
+        if t.type == .autoRenewable { o["billingPlanType"] = .string(t.commitment == nil ? "BILLED_UPFRONT" : "MONTHLY") }
+        if let c = t.commitment {
+            o["commitmentInfo"] = .object([
+                "billingPeriodNumber": .int(c.billingPeriodNumber), "totalBillingPeriods": .int(c.totalBillingPeriods),
+                "commitmentExpiresDate": .int(c.commitmentExpiresDate), "commitmentPrice": .int(c.commitmentPrice),
+            ])
+        }
         return .object(o)
     }
 
@@ -70,6 +79,16 @@ enum SignedPayloads {
         o["expirationIntent"] = c.expirationIntent.map(JSONValue.int)
         o["gracePeriodExpiresDate"] = c.gracePeriodExpiresDate.map(JSONValue.int)
         o["appAccountToken"] = latest.appAccountToken.map(JSONValue.string)
+        o["renewalBillingPlanType"] = .string(latest.commitment == nil ? "BILLED_UPFRONT" : "MONTHLY")
+        if let commitment = latest.commitment {
+            // What the commitment renews into at its end (`RenewalCommitmentInfo`).
+            o["commitmentInfo"] = .object([
+                "commitmentAutoRenewProductId": .string(c.autoRenewProductId), "commitmentAutoRenewStatus": .int(c.autoRenewStatus),
+                "commitmentRenewalBillingPlanType": .string("MONTHLY"),
+                "commitmentRenewalDate": .int(commitment.commitmentExpiresDate),
+                "commitmentRenewalPrice": .int(commitment.commitmentPrice),
+            ])
+        }
         return .object(o)
     }
 

@@ -59,6 +59,9 @@ public struct PurchaseRequest: Sendable {
     public var familyShared: Bool
     /// nil: now.
     public var purchaseDate: Date?
+    /// An auto-renewable subscription billed monthly (`billingPlanType` MONTHLY) within a commitment
+    /// of this many periods (`commitmentInfo`); nil: billed up front as before API 1.21.
+    public var commitmentPeriods: Int64?
 
     public init(bundleId: String, productId: String, type: TransactionType, owner: String,
                 environment: AppStoreEnvironment = .production, subscriptionGroupIdentifier: String? = nil,
@@ -82,6 +85,14 @@ public struct PurchaseRequest: Sendable {
         self.familyShared = familyShared
         self.purchaseDate = purchaseDate
     }
+}
+
+/// A monthly plan's commitment (`TransactionCommitmentInfo`): which period of how many, and its end.
+struct SimulatedCommitment: Sendable, Equatable {
+    var billingPeriodNumber: Int64
+    var totalBillingPeriods: Int64
+    var commitmentExpiresDate: Int64
+    var commitmentPrice: Int64
 }
 
 /// What every lifecycle operation returns: the owner's current receipt and the affected
@@ -114,6 +125,10 @@ struct TransactionRecord: Sendable {
     var ownership: InAppOwnershipType
     var revocationDate: Int64?
     var revocationReason: Int64?
+    var revocationType: RevocationType?
+    /// Milliunits; only for REFUND_PRORATED.
+    var revocationPercentage: Int64?
+    var commitment: SimulatedCommitment?
     var isUpgraded: Bool
     var offer: SimulatedOffer?
     var environment: AppStoreEnvironment

@@ -97,7 +97,12 @@ final class SimulatorStore: Sendable {
                 purchaseDate: at, originalPurchaseDate: at,
                 expiresDate: isSubscription ? at + r.periodSeconds * 1000 : nil, quantity: r.quantity, type: r.type,
                 appAccountToken: r.appAccountToken, ownership: r.familyShared ? .familyShared : .purchased,
-                revocationDate: nil, revocationReason: nil, isUpgraded: false, offer: r.offer, environment: r.environment,
+                revocationDate: nil, revocationReason: nil, revocationType: nil, revocationPercentage: nil,
+                commitment: r.type == .autoRenewable ? r.commitmentPeriods.map { periods in
+                    SimulatedCommitment(billingPeriodNumber: 1, totalBillingPeriods: periods,
+                                        commitmentExpiresDate: at + periods * r.periodSeconds * 1000, commitmentPrice: periods * r.price)
+                } : nil,
+                isUpgraded: false, offer: r.offer, environment: r.environment,
                 transactionReason: .purchase, storefront: r.storefront, storefrontId: r.storefrontId,
                 price: r.offer == .freeTrial ? 0 : r.price, currency: r.currency, owner: r.owner,
                 appTransactionId: s.appTransactionId(owner: r.owner, bundleId: r.bundleId, environment: r.environment),
@@ -144,6 +149,17 @@ final class SimulatorStore: Sendable {
             next.expiresDate = start + chain.periodSeconds * 1000
             next.revocationDate = nil
             next.revocationReason = nil
+            next.revocationType = nil
+            next.revocationPercentage = nil
+            // The next month of a commitment; past its last month a new commitment starts.
+            next.commitment = latest.commitment.map { c in
+                c.billingPeriodNumber < c.totalBillingPeriods
+                    ? SimulatedCommitment(billingPeriodNumber: c.billingPeriodNumber + 1, totalBillingPeriods: c.totalBillingPeriods,
+                                          commitmentExpiresDate: c.commitmentExpiresDate, commitmentPrice: c.commitmentPrice)
+                    : SimulatedCommitment(billingPeriodNumber: 1, totalBillingPeriods: c.totalBillingPeriods,
+                                          commitmentExpiresDate: start + c.totalBillingPeriods * chain.periodSeconds * 1000,
+                                          commitmentPrice: c.commitmentPrice)
+            }
             next.isUpgraded = false
             next.offer = nil
             next.price = chain.price
@@ -188,12 +204,14 @@ final class SimulatorStore: Sendable {
     }
 
     /// Refund (reason 0 other, 1 app issue) or family-sharing revoke: sets revocationDate now.
-    func revoke(transactionId: String, reason: Int64?) throws(SimulatorError) -> TransactionRecord {
+    func revoke(transactionId: String, reason: Int64?, type: RevocationType, percentage: Int64? = nil) throws(SimulatorError) -> TransactionRecord {
         let at = nowMs
         let result: Result<TransactionRecord, SimulatorError> = state.withLock { s in
             guard var t = s.transactions[transactionId] else { return .failure(SimulatorError("no transaction \(transactionId)")) }
             t.revocationDate = at
             t.revocationReason = reason
+            t.revocationType = type
+            t.revocationPercentage = percentage
             t.modifiedSequence = s.nextSequence()
             s.transactions[transactionId] = t
             if var chain = s.chains[t.originalTransactionId], chain.latestTransactionId == transactionId {
@@ -213,6 +231,8 @@ final class SimulatorStore: Sendable {
             }
             t.revocationDate = nil
             t.revocationReason = nil
+            t.revocationType = nil
+            t.revocationPercentage = nil
             t.modifiedSequence = s.nextSequence()
             s.transactions[transactionId] = t
             return .success(t)

@@ -63,6 +63,7 @@ public final class GatewayService: Sendable {
             verify: VerifyEndpoint(adapters: adapters, ledger: ledger, checks: checks, migration: migration,
                                    sealer: receiptSealer, metrics: metrics, logger: logger, now: now),
             entitlements: EntitlementsEndpoint(ledger: ledger, now: now),
+            history: HistoryEndpoint(ledger: ledger, now: now),
             notifications: NotificationsEndpoint(apps: apps, decoder: notifications,
                                                  legacy: adapters.capability((any ReceiptReverifying).self),
                                                  ledger: ledger, metrics: metrics, logger: logger, now: now),

@@ -54,6 +54,15 @@ public struct IAPGatewayClient: Sendable {
         return answer.entitlements
     }
 
+    /// What support needs about `account`: its verification attempts since `since` (newest first, at
+    /// most `limit`, the gateway's default 100 when nil) and the purchase chains it owns.
+    public func history(account: String, since: Date? = nil, limit: Int? = nil) async throws(IAPGatewayError) -> IAPGatewayHistory {
+        var query: [String: String] = [:]
+        if let since { query["since"] = String(Int64((since.timeIntervalSince1970 * 1000).rounded(.down))) }
+        if let limit { query["limit"] = String(limit) }
+        return try await call("GET", ["accounts", account, "history"], body: nil, query: query)
+    }
+
     /// The appAccountToken the gateway expects for `account` of this app (see `appAccountToken(bundleId:account:sha256:)`).
     public func appAccountToken(account: String) -> UUID {
         derivedToken(bundleId: bundleId, account: account)
@@ -61,12 +70,13 @@ public struct IAPGatewayClient: Sendable {
 
     // MARK: One exchange
 
-    private func call<Answer: Decodable>(_ method: String, _ segments: [String],
-                                         body: [String: String]?) async throws(IAPGatewayError) -> Answer {
+    private func call<Answer: Decodable>(_ method: String, _ segments: [String], body: [String: String]?,
+                                         query: [String: String] = [:]) async throws(IAPGatewayError) -> Answer {
         // Each segment percent-encoded whole, so an account holding "/" or "?" stays one segment.
         let path = (["v1", "apps", bundleId] + segments).map(Self.percentEncoded).joined(separator: "/")
         let root = baseURL.absoluteString.hasSuffix("/") ? String(baseURL.absoluteString.dropLast()) : baseURL.absoluteString
-        guard let url = URL(string: root + "/" + path) else {
+        let parameters = query.sorted { $0.key < $1.key }.map { "\(Self.percentEncoded($0.key))=\(Self.percentEncoded($0.value))" }
+        guard let url = URL(string: root + "/" + path + (parameters.isEmpty ? "" : "?" + parameters.joined(separator: "&"))) else {
             throw IAPGatewayError.client(.invalidRequest, "the request URL could not be formed", retryable: false)
         }
         var headers = ["Authorization": "Bearer \(apiKey)", "Accept": "application/json"]

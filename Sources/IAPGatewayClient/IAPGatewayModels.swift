@@ -111,6 +111,54 @@ public struct IAPGatewayEntitlement: Sendable, Equatable, Decodable {
     }
 }
 
+/// The support history of one account (`GET .../accounts/{account}/history`).
+public struct IAPGatewayHistory: Sendable, Equatable, Decodable {
+    /// One verification attempt, as the gateway's audit trail recorded it (never the evidence).
+    public struct Attempt: Sendable, Equatable, Decodable {
+        /// Milliseconds since 1970.
+        public let time: Int64
+        public let requestId: String?
+        public let evidenceKind: String
+        /// The first 16 hex digits of the evidence's SHA-256.
+        public let evidenceSHA256Prefix: String
+        public let clientVersion: String?
+        public let environment: String?
+        /// What Apple answered: verifyReceipt's statuses ("21007 0") or the Server API's failure.
+        public let appleStatus: String?
+        /// "granted" or "refused".
+        public let verdict: String
+        /// The gateway's error code of a refusal.
+        public let code: String?
+        public let transactionIds: [String]
+    }
+
+    /// One purchase chain the account owns.
+    public struct Chain: Sendable, Equatable, Decodable {
+        public struct Grant: Sendable, Equatable, Decodable {
+            public let transactionId: String
+            public let productId: String
+            /// Milliseconds since 1970; set on a refunded or revoked transaction.
+            public let revocationDate: Int64?
+        }
+        public struct Notification: Sendable, Equatable, Decodable {
+            public let notificationType: String
+            public let subtype: String?
+            /// "processed", "parked" or "pending".
+            public let status: String
+        }
+        public let originalTransactionId: String
+        public let owner: String
+        public let grants: [Grant]
+        public let entitlement: IAPGatewayEntitlement?
+        public let notifications: [Notification]
+    }
+
+    public let attempts: [Attempt]
+    public let chains: [Chain]
+    /// More attempts matched than the limit: the oldest were left out.
+    public let truncated: Bool
+}
+
 struct EntitlementsAnswer: Decodable {
     let entitlements: [IAPGatewayEntitlement]
 }

@@ -25,6 +25,11 @@ public enum MappingConversion: String, Sendable, CaseIterable {
     case `enum`
     /// No input field: writes the rule's `value` into every record of the kind.
     case constant
+    /// JSON object → the same object, kept whole (members and unknown members alike): Apple's
+    /// nested structures such as `commitmentInfo` and `advancedCommerceInfo`.
+    case object
+    /// JSON array of strings → the same list (`eligibleWinBackOfferIds`); any other element refused.
+    case stringArray
 
     /// What the conversion produces, or nil when the type comes from the target (`enum`) or it
     /// produces nothing itself (`flag`).
@@ -33,6 +38,8 @@ public enum MappingConversion: String, Sendable, CaseIterable {
         case .string: .string
         case .int, .msString, .intString: .integer
         case .bool, .boolString: .boolean
+        case .object: .object
+        case .stringArray: .stringArray
         case .flag, .enum, .constant: nil
         }
     }
@@ -93,11 +100,22 @@ extension MappingConversion {
             case .integer:
                 guard let i = Self.integer(raw) else { throw badText("an integer value") }
                 return .int(i)
-            case .boolean:
+            case .boolean, .object, .stringArray:
                 throw VerificationError(.invalidFieldType, "\(path()) has a value outside its table")
             }
         case .constant:
             throw VerificationError(.invalidMapping, "\(path()): a constant rule reads no input")
+        case .object:
+            guard case .object(let o) = value else { throw wrong("an object") }
+            return .object(o)
+        case .stringArray:
+            guard case .array(let items) = value else { throw wrong("an array of strings") }
+            var strings: [String] = []
+            for item in items {
+                guard case .string(let s) = item else { throw wrong("an array of strings") }
+                strings.append(s)
+            }
+            return .strings(strings)
         }
     }
 

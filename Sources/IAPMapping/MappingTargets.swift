@@ -7,6 +7,10 @@ import IAPCore
 /// The value type of a canonical field, and of what a conversion produces.
 public enum MappingFieldType: String, Sendable {
     case string, integer, boolean
+    /// A JSON object kept whole (Apple's nested members, e.g. `commitmentInfo`).
+    case object
+    /// A JSON array of strings (`eligibleWinBackOfferIds`).
+    case stringArray
 }
 
 /// A converted value on its way into a canonical record.
@@ -14,12 +18,16 @@ enum MappedValue: Hashable, Sendable, CustomStringConvertible {
     case string(String)
     case int(Int64)
     case bool(Bool)
+    case object([String: JSONValue])
+    case strings([String])
 
     var type: MappingFieldType {
         switch self {
         case .string: .string
         case .int: .integer
         case .bool: .boolean
+        case .object: .object
+        case .strings: .stringArray
         }
     }
 
@@ -39,12 +47,16 @@ enum MappedValue: Hashable, Sendable, CustomStringConvertible {
         case .string(let s): JSONValue.string(s).jsonText
         case .int(let i): String(i)
         case .bool(let b): String(b)
+        case .object(let o): JSONValue.object(o).jsonText
+        case .strings(let a): JSONValue.array(a.map(JSONValue.string)).jsonText
         }
     }
 
     var string: String? { if case .string(let s) = self { s } else { nil } }
     var int: Int64? { if case .int(let i) = self { i } else { nil } }
     var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
+    var object: [String: JSONValue]? { if case .object(let o) = self { o } else { nil } }
+    var strings: [String]? { if case .strings(let a) = self { a } else { nil } }
 }
 
 /// The record a kind of input is normalised into.
@@ -98,6 +110,12 @@ struct FieldSetter<R>: Sendable {
     static func bool(_ name: String, _ set: @escaping @Sendable (inout R, Bool) -> Void) -> Self {
         Self(name: name, type: .boolean) { r, v in if let b = v.bool { set(&r, b) } }
     }
+    static func object(_ name: String, _ set: @escaping @Sendable (inout R, JSONValue) -> Void) -> Self {
+        Self(name: name, type: .object) { r, v in if let o = v.object { set(&r, .object(o)) } }
+    }
+    static func strings(_ name: String, _ set: @escaping @Sendable (inout R, [String]) -> Void) -> Self {
+        Self(name: name, type: .stringArray) { r, v in if let a = v.strings { set(&r, a) } }
+    }
 }
 
 /// Fills a record from its slots: the one place where mapped values meet Swift properties.
@@ -138,6 +156,13 @@ enum TransactionFields {
         .string("currency") { $0.currency = $1 },
         .string("transactionReason") { $0.transactionReason = TransactionReason(rawValue: $1) },
         .int("signedDate") { $0.signedDate = $1 },
+        .string("appTransactionId") { $0.appTransactionId = $1 },
+        .string("offerPeriod") { $0.offerPeriod = $1 },
+        .string("revocationType") { $0.revocationType = RevocationType(rawValue: $1) },
+        .int("revocationPercentage") { $0.revocationPercentage = $1 },
+        .string("billingPlanType") { $0.billingPlanType = BillingPlanType(rawValue: $1) },
+        .object("commitmentInfo") { $0.commitmentInfo = $1 },
+        .object("advancedCommerceInfo") { $0.advancedCommerceInfo = $1 },
     ]
 }
 
@@ -160,6 +185,13 @@ enum RenewalFields {
         .string("currency") { $0.currency = $1 },
         .string("environment") { $0.environment = AppStoreEnvironment(rawValue: $1) },
         .int("signedDate") { $0.signedDate = $1 },
+        .string("appTransactionId") { $0.appTransactionId = $1 },
+        .string("appAccountToken") { $0.appAccountToken = $1 },
+        .string("offerPeriod") { $0.offerPeriod = $1 },
+        .strings("eligibleWinBackOfferIds") { $0.eligibleWinBackOfferIds = $1 },
+        .string("renewalBillingPlanType") { $0.renewalBillingPlanType = BillingPlanType(rawValue: $1) },
+        .object("commitmentInfo") { $0.commitmentInfo = $1 },
+        .object("advancedCommerceInfo") { $0.advancedCommerceInfo = $1 },
     ]
 }
 

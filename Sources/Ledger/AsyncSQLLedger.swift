@@ -102,6 +102,17 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
         try await read { (l) throws(VerificationError) in try l.auditRecords(bundleId: bundleId, limit: limit) }
     }
 
+    public func supportHistory(bundleId: String, subject: SupportSubject, since: Int64, limit: Int)
+        async throws(VerificationError) -> SupportHistory {
+        try await read { (l) throws(VerificationError) in
+            try l.supportHistory(bundleId: bundleId, subject: subject, since: since, limit: limit)
+        }
+    }
+
+    public func purgeAudit(olderThan cutoff: Int64) async throws(VerificationError) -> Int {
+        try await write { (l) throws(VerificationError) in try l.purgeAudit(olderThan: cutoff) }
+    }
+
     public func storeLatestReceipt(bundleId: String, originalTransactionId: String, sealedReceipt: Data)
         async throws(VerificationError) {
         try await write { (l) throws(VerificationError) in

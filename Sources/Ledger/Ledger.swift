@@ -46,6 +46,13 @@ public protocol Ledger: Sendable {
     /// The newest `limit` audit records of one app, newest first.
     func auditRecords(bundleId: String, limit: Int) async throws(VerificationError) -> [AuditRecord]
 
+    /// `subject`'s attempts at or after `since` (newest first, at most `limit`) and its purchase chains.
+    func supportHistory(bundleId: String, subject: SupportSubject, since: Int64, limit: Int)
+        async throws(VerificationError) -> SupportHistory
+
+    /// Deletes audit records older than `cutoff` (ms since 1970); returns how many.
+    func purgeAudit(olderThan cutoff: Int64) async throws(VerificationError) -> Int
+
     /// Stores the latest receipt of a purchase. The bytes are opaque to the ledger: the gateway
     /// seals (encrypts and authenticates) them before the call, so the ledger never holds a
     /// readable receipt and needs no key.
@@ -151,10 +158,20 @@ public struct AuditRecord: Hashable, Sendable {
     /// The adapter that verified the evidence ("verifyReceipt", "serverAPI").
     public var adapter: String?
     public var latencyMicros: Int64
+    /// The `X-Request-Id` the client was answered with (nil: recorded before the ledger kept it).
+    public var requestId: String?
+    /// The app backend's `X-Client-Version`, bounded and sanitised (`AuditRecord.clientVersion(_:)`).
+    public var clientVersion: String?
+    /// What Apple answered (`AppleAnswerNote.summary`); nil: Apple was not asked.
+    public var appleStatus: String?
 
     public init(time: Int64, bundleId: String, account: String?, evidenceKind: String, evidenceSHA256: String,
                 transactionIds: [String], productIds: [String], environment: String?, verdict: AuditVerdict,
-                errorCode: VerificationError.Code?, adapter: String?, latencyMicros: Int64) {
+                errorCode: VerificationError.Code?, adapter: String?, latencyMicros: Int64,
+                requestId: String? = nil, clientVersion: String? = nil, appleStatus: String? = nil) {
+        self.requestId = requestId
+        self.clientVersion = clientVersion
+        self.appleStatus = appleStatus
         self.time = time
         self.bundleId = bundleId
         self.account = account
@@ -167,5 +184,21 @@ public struct AuditRecord: Hashable, Sendable {
         self.errorCode = errorCode
         self.adapter = adapter
         self.latencyMicros = latencyMicros
+    }
+}
+
+extension AuditRecord {
+    /// The longest `X-Client-Version` kept; a longer one is cut.
+    public static let clientVersionLimit = 64
+
+    /// The header as the audit keeps it: printable ASCII without quotes or backslashes, at most
+    /// `clientVersionLimit` characters (others become "?"), nil when absent or empty. It is the
+    /// client's word, shown to support as such, never acted on.
+    public static func clientVersion(_ header: String?) -> String? {
+        guard let header, !header.isEmpty else { return nil }
+        let kept = header.unicodeScalars.prefix(clientVersionLimit).map { (scalar) -> Character in
+            (0x20...0x7E).contains(scalar.value) && scalar != "\"" && scalar != "\\" ? Character(scalar) : "?"
+        }
+        return String(kept)
     }
 }

@@ -109,6 +109,9 @@ struct DemoCommand: Subcommand {
             curl -s \(auth) \(app)/accounts/alice/entitlements
             curl -s \(auth) \(app)/accounts/bob/entitlements
 
+            # Support: what happened to Bob's attempts and purchases (iapgw audit --app \(demo.bundleId) --account bob)
+            curl -s \(auth) \(app)/accounts/bob/history
+
             # Refund Bob's purchase in the simulator, then ask again (refunds never grant)
             curl -s -X POST \(demo.simulator.baseURL.absoluteString)/admin/transactions/\(bob.transactionId)/refund
             curl -s \(auth) -d '{"account":"bob","transactionId":"\(bob.transactionId)"}' \(app)/verify
@@ -157,6 +160,8 @@ struct DemoCommand: Subcommand {
         _ = try await call("mallory replays bob's purchase", "POST", "\(app)/verify",
                            .object(["account": "mallory", "transactionId": .string(bob.transactionId)]), expect: 409)
         _ = try await call("alice's entitlements", "GET", "\(app)/accounts/alice/entitlements", nil, expect: 200)
+        let history = try await call("bob's support history", "GET", "\(app)/accounts/bob/history", nil, expect: 200)
+        print("     \(history["attempts"]?.arrayValue?.count ?? 0) attempt(s), \(history["chains"]?.arrayValue?.count ?? 0) purchase chain(s)")
         _ = try demo.simulator.refund(transactionId: bob.transactionId)
         _ = try await call("bob's purchase after a refund", "POST", "\(app)/verify",
                            .object(["account": "bob", "transactionId": .string(bob.transactionId)]), expect: 422)

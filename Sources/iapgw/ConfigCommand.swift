@@ -47,7 +47,7 @@ struct ConfigCommand: Subcommand {
         out += "  apps \(gateway.appsDirectory.relativePath)\n"
         let b = gateway.background
         out += "  background: reconcile every \(b.reconcileIntervalSeconds)s (0: off), notification bodies kept"
-            + " \(b.notificationRetentionDays) days, entitlement sweep every \(b.entitlementSweepSeconds)s"
+            + " \(b.notificationRetentionDays) days, audit records kept \(b.auditRetentionDays) days, entitlement sweep every \(b.entitlementSweepSeconds)s"
             + " (environment variables override); receipt seal key \(gateway.receiptSealKey?.description ?? "beside the SQLite file")\n"
         if let tls = gateway.tls {
             do {

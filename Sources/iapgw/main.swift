@@ -6,5 +6,5 @@ import CommandLineSupport
 
 await runCommandLine(tool: "iapgw", subcommands: [
     ServeCommand(), ReconcileCommand(), NotificationsCommand(), JWSCommand(), ReceiptCommand(), MappingsCommand(),
-    ConfigCommand(), CompareCommand(),
+    ConfigCommand(), CompareCommand(), AuditCommand(),
 ])

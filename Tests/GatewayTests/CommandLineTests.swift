@@ -3,7 +3,7 @@ import XCTest
 
 /// `iapgw` and `iapgw-dev` as an operator runs them (the built binaries).
 final class CommandLineTests: XCTestCase {
-    static let commands = ["serve", "reconcile", "notifications", "jws", "receipt", "mappings", "config", "compare"]
+    static let commands = ["serve", "reconcile", "notifications", "jws", "receipt", "mappings", "config", "compare", "audit"]
     static let devCommands = ["demo", "sim", "bench", "bench-notifications"]
 
     private struct Run { let status: Int32; let stdout: String; let stderr: String }

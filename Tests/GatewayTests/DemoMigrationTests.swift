@@ -29,6 +29,8 @@ final class DemoMigrationTests: XCTestCase {
         XCTAssertTrue(text.contains("  losesAccess: account frank, com.example.demo.removeads, active -> refunded"), text)
         XCTAssertTrue(text.contains("dashboard: http://127.0.0.1:"), text)
         XCTAssertTrue(text.contains("curl -s -H 'Authorization: Bearer "), text)
+        XCTAssertTrue(text.contains("ok   bob's support history: HTTP 200"), text)
+        XCTAssertTrue(text.contains("     2 attempt(s), 1 purchase chain(s)"), text)
         XCTAssertTrue(text.contains("ok   the dashboard states a verdict: not ready"), text)
         XCTAssertTrue(text.contains("ok   the dashboard lists the planted disagreement"), text)
     }

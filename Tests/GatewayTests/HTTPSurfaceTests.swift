@@ -129,7 +129,8 @@ final class HTTPSurfaceTests: XCTestCase {
     static let specifiedRoutes: Set<String> = [
         "GET /healthz", "GET /readyz", "GET /openapi.json", "GET /metrics", "GET /dashboard",
         "POST /v1/apps/{bundleId}/nonces", "POST /v1/apps/{bundleId}/verify",
-        "GET /v1/apps/{bundleId}/accounts/{account}/entitlements", "POST /v1/notifications/{bundleId}",
+        "GET /v1/apps/{bundleId}/accounts/{account}/entitlements", "GET /v1/apps/{bundleId}/accounts/{account}/history",
+        "POST /v1/notifications/{bundleId}",
         "GET /v1/apps/{bundleId}/comparisons", "GET /v1/apps/{bundleId}/cutover-impact",
     ]
 

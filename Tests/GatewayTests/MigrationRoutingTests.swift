@@ -51,7 +51,7 @@ final class MigrationRoutingTests: XCTestCase {
         let stored = try await storedComparisons(gw, count: 1)
         XCTAssertEqual(stored.first?["agreed"], .bool(true), "\(stored)")
         XCTAssertEqual(stored.first?["legacyMappingVersion"]?.stringValue, "verifyReceipt/v1")
-        XCTAssertEqual(stored.first?["serverAPIMappingVersion"]?.stringValue, "serverAPI/v1")
+        XCTAssertEqual(stored.first?["serverAPIMappingVersion"]?.stringValue, "serverAPI/v2")
         XCTAssertEqual(stored.first?["productIds"], .array([.string(GatewayE2E.monthly)]))
         XCTAssertEqual(stored.first?["evidenceKind"]?.stringValue, "receipt")
     }
@@ -71,7 +71,7 @@ final class MigrationRoutingTests: XCTestCase {
         XCTAssertEqual(stored.first?["agreed"], .bool(false))
         XCTAssertEqual(stored.first?["serverAPIError"]?.stringValue, VerificationError.Code.upstreamCredentialsRejected.rawValue)
         XCTAssertNil(stored.first?["legacyError"])
-        XCTAssertEqual(stored.first?["serverAPIMappingVersion"]?.stringValue, "serverAPI/v1",
+        XCTAssertEqual(stored.first?["serverAPIMappingVersion"]?.stringValue, "serverAPI/v2",
                        "the failed path's mapping version is still recorded")
     }
 

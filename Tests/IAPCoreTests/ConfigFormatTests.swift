@@ -64,11 +64,36 @@ final class ConfigFormatTests: XCTestCase {
         XCTAssertFalse(diagnostics.contains { $0.message.contains("env:DEMO_SHARED_SECRET is not set") })
     }
 
+    /// Issue 13 item 4: Apple's current Server API hosts are the defaults; a gateway file naming the
+    /// older ones still loads unchanged.
+    func testServerAPIHostsDefaultToApplesCurrentOnesAndTheOldOnesStillLoad() throws {
+        let defaults = GatewayConfig.Upstream()
+        XCTAssertEqual(defaults.serverAPI.production, "https://api.storekit.apple.com")
+        XCTAssertEqual(defaults.serverAPI.sandbox, "https://api.storekit-sandbox.apple.com")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("iapgw-hosts-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("gateway.xml")
+        try Data("""
+            <?xml version="1.0" encoding="UTF-8"?>
+            <gateway>
+                <upstream>
+                    <serverAPIProduction>https://api.storekit.itunes.apple.com</serverAPIProduction>
+                    <serverAPISandbox>https://api.storekit-sandbox.itunes.apple.com</serverAPISandbox>
+                </upstream>
+            </gateway>
+            """.utf8).write(to: file)
+        let old = try ConfigLoader.loadGateway(file: file)
+        XCTAssertEqual(old.upstream.serverAPI.production, "https://api.storekit.itunes.apple.com")
+        XCTAssertEqual(old.upstream.serverAPI.sandbox, "https://api.storekit-sandbox.itunes.apple.com")
+        XCTAssertEqual(old.upstream.verifyReceipt, defaults.verifyReceipt)
+    }
+
     func testGatewayFileDefaultsAndOverrides() throws {
         let xml = try ConfigLoader.loadGateway(file: S.configDirectory.appendingPathComponent("gateway.xml"))
         XCTAssertEqual(xml.storage, .sqlite(path: "var/iapgw.sqlite"))
         XCTAssertEqual(xml.upstream.verifyReceipt.production, "https://buy.itunes.apple.com/verifyReceipt")
-        XCTAssertEqual(xml.upstream.serverAPI.sandbox, "https://api.storekit-sandbox.itunes.apple.com")
+        XCTAssertEqual(xml.upstream.serverAPI.sandbox, "https://api.storekit-sandbox.apple.com")
         XCTAssertEqual(xml.listenPort, 8080)
         XCTAssertEqual(xml.timeouts, GatewayConfig.Timeouts(), "Config/gateway.xml shows the defaults")
         XCTAssertEqual(xml.webhooks, GatewayConfig.Webhooks())

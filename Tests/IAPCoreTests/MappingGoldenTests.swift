@@ -45,7 +45,10 @@ final class MappingGoldenTests: XCTestCase {
     func testTransactionsAgreeApartFromDeclaredDifferences() throws {
         let ignoring = knownDifferences("in_app", "transaction")
         XCTAssertEqual(ignoring, ["appAppleId", "type", "signedDate", "offerDiscountType", "storefront",
-                                  "transactionReason", "currency", "price"])
+                                  "transactionReason", "currency", "price",
+                                  // serverAPI/v2: fields newer than verifyReceipt
+                                  "appTransactionId", "offerPeriod", "revocationType", "revocationPercentage",
+                                  "billingPlanType", "commitmentInfo", "advancedCommerceInfo"])
         XCTAssertEqual(legacy.transactions.map(\.transactionId), ["2000000100000001", "2000000100000003", "2000000100000002"])
         let server = Dictionary(uniqueKeysWithValues: serverTransactions.map { ($0.transactionId, $0) })
         XCTAssertEqual(server.count, 3)
@@ -53,7 +56,7 @@ final class MappingGoldenTests: XCTestCase {
             let s = try XCTUnwrap(server[l.transactionId])
             XCTAssertEqual(try comparable(l, ignoring: ignoring), try comparable(s, ignoring: ignoring), l.transactionId)
             XCTAssertEqual([l.source, l.mappingVersion], ["verifyReceipt", "verifyReceipt/v1"])
-            XCTAssertEqual([s.source, s.mappingVersion], ["serverAPI", "serverAPI/v1"])
+            XCTAssertEqual([s.source, s.mappingVersion], ["serverAPI", "serverAPI/v2"])
         }
         XCTAssertEqual(legacy.unmappedFields, [])
     }
@@ -93,7 +96,10 @@ final class MappingGoldenTests: XCTestCase {
 
     func testRenewalsAgreeApartFromDeclaredDifferences() throws {
         let ignoring = knownDifferences("pending_renewal_info", "renewalInfo")
-        XCTAssertEqual(ignoring, ["offerDiscountType", "signedDate", "renewalDate", "renewalPrice", "currency"])
+        XCTAssertEqual(ignoring, ["offerDiscountType", "signedDate", "renewalDate", "renewalPrice", "currency",
+                                  // serverAPI/v2: fields newer than verifyReceipt, and the renewal's own token
+                                  "appTransactionId", "appAccountToken", "offerPeriod", "eligibleWinBackOfferIds",
+                                  "renewalBillingPlanType", "commitmentInfo", "advancedCommerceInfo"])
         XCTAssertEqual(legacy.renewals.count, 1)
         XCTAssertEqual(serverRenewals.count, 1)
         XCTAssertEqual(try comparable(legacy.renewals[0], ignoring: ignoring), try comparable(serverRenewals[0], ignoring: ignoring))

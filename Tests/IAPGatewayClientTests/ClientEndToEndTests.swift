@@ -70,6 +70,35 @@ final class ClientEndToEndTests: XCTestCase {
         XCTAssertEqual(nobody, [])
     }
 
+    func testHistoryShowsTheAccountsAttemptsAndItsPurchaseChain() async throws {
+        let gw = try await ClientDeployment.start(self)
+        let client = try gw.client()
+        let account = "user 8/ä?#"
+        let bought = try gw.buy(ClientDeployment.removeAds, owner: "device-8")
+        _ = try await client.verify(account: account, evidence: .transactionId(bought.transactionId))
+        let missing = await refusal { () async throws(IAPGatewayError) in
+            try await client.verify(account: account, evidence: .transactionId("9999999999999"))
+        }
+        XCTAssertNotNil(missing?.code)
+
+        let history = try await client.history(account: account)
+        XCTAssertEqual(history.attempts.map(\.verdict), ["refused", "granted"], "newest first")
+        XCTAssertEqual(history.attempts.first?.code, missing?.code)
+        XCTAssertEqual(history.attempts.first?.requestId, missing?.requestId)
+        XCTAssertEqual(history.attempts.last?.transactionIds, [bought.transactionId])
+        XCTAssertEqual(history.attempts.last?.evidenceSHA256Prefix.count, 16)
+        XCTAssertEqual(history.chains.map(\.owner), [account])
+        XCTAssertEqual(history.chains.first?.grants.map(\.transactionId), [bought.transactionId])
+        XCTAssertEqual(history.chains.first?.entitlement?.grantsAccess, true)
+        XCTAssertFalse(history.truncated)
+
+        let last = try await client.history(account: account, limit: 1)
+        XCTAssertEqual(last.attempts.map(\.verdict), ["refused"])
+        XCTAssertTrue(last.truncated)
+        let later = try await client.history(account: account, since: Date().addingTimeInterval(3_600))
+        XCTAssertEqual(later.attempts, [])
+    }
+
     func testWrongKeyIsUnauthenticatedAndNotRetryable() async throws {
         let gw = try await ClientDeployment.start(self)
         let client = try gw.client(apiKey: "not-the-key")

@@ -87,4 +87,46 @@ final class AuditTests: LedgerTestCase {
         XCTAssertEqual(SHA256Digest.lowercaseHex(String(repeating: "a", count: 1000)),
                        "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3")
     }
+
+    /// The support history on either engine: by account, by transaction id (an element of the JSON
+    /// array exactly, not a prefix of another id nor LIKE's wildcards), and the retention purge.
+    func testSupportHistoryFindsAttemptsByAccountAndByExactTransactionIdAndPurgesByAge() throws {
+        let ledger = try openLedger()
+        _ = try ledger.claim(claim("alice", [transaction("1000", original: "1000"), transaction("1001", original: "1000")],
+                                   entitlements: [entitlement("alice", original: "1000")]))
+        func attempt(_ account: String, _ ids: [String], time: Int64, requestId: String) -> AuditRecord {
+            var r = record(evidenceSHA256: SHA256Digest.lowercaseHex(requestId), time: time)
+            r.account = account
+            r.transactionIds = ids
+            r.requestId = requestId
+            r.clientVersion = "app/1.0\n\u{7F}"
+            r.appleStatus = "21007 0"
+            return r
+        }
+        try ledger.recordAudit(attempt("alice", ["1000", "1001"], time: 10, requestId: "a-granted"))
+        try ledger.recordAudit(attempt("bob", ["1001"], time: 20, requestId: "b-stolen"))
+        try ledger.recordAudit(attempt("carol", ["10011", "1_0%"], time: 30, requestId: "c-other"))
+
+        let alice = try ledger.supportHistory(bundleId: "com.example.app", subject: .account("alice"), since: 0, limit: 10)
+        XCTAssertEqual(alice.attempts.compactMap(\.requestId), ["a-granted"])
+        XCTAssertEqual(alice.attempts.first?.clientVersion, "app/1.0??", "control characters are not kept")
+        XCTAssertEqual(alice.attempts.first?.appleStatus, "21007 0")
+        XCTAssertEqual(alice.chains.map(\.originalTransactionId), ["1000"])
+        XCTAssertEqual(alice.chains.first?.grants.map(\.transaction.transactionId), ["1000", "1001"])
+        XCTAssertEqual(alice.chains.first?.entitlement?.state, .active)
+
+        let byTransaction = try ledger.supportHistory(bundleId: "com.example.app", subject: .transaction("1001"),
+                                                      since: 0, limit: 10)
+        XCTAssertEqual(byTransaction.attempts.compactMap(\.requestId), ["b-stolen", "a-granted"])
+        XCTAssertEqual(byTransaction.chains.map(\.owner), ["alice"])
+        let wildcard = try ledger.supportHistory(bundleId: "com.example.app", subject: .transaction("1_0%"), since: 0, limit: 10)
+        XCTAssertEqual(wildcard.attempts.compactMap(\.requestId), ["c-other"])
+        XCTAssertEqual(try ledger.supportHistory(bundleId: "com.example.app", subject: .transaction("1_0"), since: 0,
+                                                 limit: 10).attempts, [])
+        let newest = try ledger.supportHistory(bundleId: "com.example.app", subject: .transaction("1001"), since: 15, limit: 10)
+        XCTAssertEqual(newest.attempts.compactMap(\.requestId), ["b-stolen"])
+
+        XCTAssertEqual(try ledger.purgeAudit(olderThan: 25), 2)
+        XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10).compactMap(\.requestId), ["c-other"])
+    }
 }

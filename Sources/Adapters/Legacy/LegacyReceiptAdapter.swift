@@ -73,6 +73,7 @@ public struct LegacyReceiptAdapter: VerificationAdapter, ReceiptReverifying {
             let body = Self.requestBody(receipt: receipt, password: secret, nonce: nonce)
             let answer = try await exchange.post(body, to: environment, url: endpoints.url(for: environment))
             log.info("verify_receipt_answered", ["environment": environment.rawValue, "status": String(answer.status)])
+            AppleAnswerNote.note(String(answer.status))
             let meaning = VerifyReceiptStatus(answer.status)
             if triedPrevious, !previousUseCounted, meaning != .secretRejected {
                 // Apple accepted the previous secret: once per verification, whatever the receipt turns out to be.

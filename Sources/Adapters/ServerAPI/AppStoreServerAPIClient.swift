@@ -129,6 +129,7 @@ public struct AppStoreServerAPIClient: Sendable {
         if (200..<300).contains(response.status) { return .success(response) }
 
         let apple = Self.appleError(response.body)
+        AppleAnswerNote.note("HTTP \(response.status)" + (apple.map { " errorCode \($0.code)" } ?? ""))
         let failure = AttemptFailure.apple(status: response.status, errorCode: apple?.code, errorMessage: apple?.message,
                                            retryAfterSeconds: response.retryAfterSeconds)
         let code = apple?.code

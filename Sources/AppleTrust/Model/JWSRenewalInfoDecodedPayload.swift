@@ -25,6 +25,12 @@ public struct JWSRenewalInfoDecodedPayload: Sendable, Hashable {
     public let appAccountToken: String?
     public let appTransactionId: String?
     public let offerPeriod: String?
+    public let eligibleWinBackOfferIds: [String]?
+    public let renewalBillingPlanType: BillingPlanType?
+    /// `RenewalCommitmentInfo`, kept as Apple sent it.
+    public let commitmentInfo: [String: JSONValue]?
+    /// `AdvancedCommerceRenewalInfo`, kept whole.
+    public let advancedCommerceInfo: [String: JSONValue]?
     public let raw: JSONValue
 
     public init(_ raw: JSONValue) throws(VerificationError) {
@@ -52,6 +58,17 @@ public struct JWSRenewalInfoDecodedPayload: Sendable, Hashable {
         appAccountToken = try f.string("appAccountToken")
         appTransactionId = try f.string("appTransactionId")
         offerPeriod = try f.string("offerPeriod")
+        eligibleWinBackOfferIds = try f.array("eligibleWinBackOfferIds").map { (ids) throws(VerificationError) in
+            try ids.map { (id) throws(VerificationError) in
+                guard case .string(let s) = id else {
+                    throw VerificationError(.invalidFieldType, "renewalInfo.eligibleWinBackOfferIds must be an array of strings")
+                }
+                return s
+            }
+        }
+        renewalBillingPlanType = try f.open("renewalBillingPlanType")
+        commitmentInfo = try f.fields("commitmentInfo")?.object
+        advancedCommerceInfo = try f.fields("advancedCommerceInfo")?.object
         self.raw = raw
     }
 }

@@ -31,6 +31,14 @@ public struct JWSTransactionDecodedPayload: Sendable, Hashable {
     public let offerDiscountType: OfferDiscountType?
     public let appTransactionId: String?
     public let offerPeriod: String?
+    public let revocationType: RevocationType?
+    /// Milliunits of a whole: 100000 is a full refund.
+    public let revocationPercentage: Int64?
+    public let billingPlanType: BillingPlanType?
+    /// `TransactionCommitmentInfo`, kept as Apple sent it (its members are typed by the mapping's consumers).
+    public let commitmentInfo: [String: JSONValue]?
+    /// `AdvancedCommerceTransactionInfo`, kept whole.
+    public let advancedCommerceInfo: [String: JSONValue]?
     public let raw: JSONValue
 
     public init(_ raw: JSONValue) throws(VerificationError) {
@@ -63,6 +71,11 @@ public struct JWSTransactionDecodedPayload: Sendable, Hashable {
         offerDiscountType = try f.open("offerDiscountType")
         appTransactionId = try f.string("appTransactionId")
         offerPeriod = try f.string("offerPeriod")
+        revocationType = try f.open("revocationType")
+        revocationPercentage = try f.int64("revocationPercentage")
+        billingPlanType = try f.open("billingPlanType")
+        commitmentInfo = try f.fields("commitmentInfo")?.object
+        advancedCommerceInfo = try f.fields("advancedCommerceInfo")?.object
         self.raw = raw
     }
 }

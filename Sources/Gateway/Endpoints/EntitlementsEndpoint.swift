@@ -27,6 +27,7 @@ struct EntitlementsEndpoint: Sendable {
             "grantsAccess": .bool(EntitlementAccess.grantsAccess(e.state, policy: policy.gracePeriodPolicy)),
         ]
         if let expires = e.expiresDate { object["expiresDate"] = .int(expires) }
+        if let commitment = e.commitmentExpiresDate { object["commitmentExpiresDate"] = .int(commitment) }
         return .object(object)
     }
 }

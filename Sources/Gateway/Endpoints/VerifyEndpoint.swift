@@ -36,16 +36,27 @@ struct VerifyEndpoint: Sendable {
         var audit = AuditRecord(time: now(), bundleId: app.bundleId, account: account,
                                 evidenceKind: evidence.kind.rawValue, evidenceSHA256: Self.evidenceDigest(evidence),
                                 transactionIds: [], productIds: [], environment: nil, verdict: .refused,
-                                errorCode: nil, adapter: nil, latencyMicros: 0)
+                                errorCode: nil, adapter: nil, latencyMicros: 0, requestId: request.requestId,
+                                clientVersion: AuditRecord.clientVersion(request.headers["X-Client-Version"]))
+        // What Apple answers on the way is noted by the adapters for the audit record.
+        let appleAnswers = AppleAnswerNote()
         do {
             // The granted record is written by the claim itself, in its transaction.
-            let result = try await verifyAndClaim(evidence, account: account, app: app, audit: &audit,
-                                                  started: started, log: log)
+            let attempt: Result<JSONValue, VerificationError> = await AppleAnswerNote.$current.withValue(appleAnswers) {
+                do throws(VerificationError) {
+                    return .success(try await verifyAndClaim(evidence, account: account, app: app, audit: &audit,
+                                                             started: started, log: log))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            let result = try attempt.get()
             log.info("verified", ["bundleId": app.bundleId, "adapter": audit.adapter ?? "", "evidence": evidence.kind.rawValue,
                                   "transactions": String(audit.transactionIds.count)])
             return .json(200, result.jsonText)
         } catch {
             audit.errorCode = error.code
+            audit.appleStatus = appleAnswers.summary
             audit.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
             await recordAudit(audit, log)
             metrics.recordRefusal(code: error.code.rawValue)
@@ -83,6 +94,7 @@ struct VerifyEndpoint: Sendable {
                                                               renewals: outcome.renewals, now: context.now) + grandfathered
         var granted = audit
         granted.verdict = .granted
+        granted.appleStatus = AppleAnswerNote.current?.summary
         granted.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
         // One ledger step: refuses a chain refunded after this evidence was signed, binds, grants,
         // audits, and reads back the ledger's view (a newer notification may already know better).
@@ -101,8 +113,17 @@ struct VerifyEndpoint: Sendable {
         let revoked = Set(outcome.transactions.filter { $0.revocationDate != nil }.map(\.transactionId))
         let chains = Set(entitlements.map(\.originalTransactionId))
         // As they stand now: the claim stored facts, the clock may have ended some since they were signed.
+        // A commitment plan's end is a fact of this evidence, not of the stored state: shown beside
+        // the monthly expiry when the stored entitlement is still the evidence's product.
+        let evidenced = Dictionary(entitlements.map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
         let stored = claim.entitlements.filter { chains.contains($0.originalTransactionId) }
-            .map { EntitlementAccess.current($0, now: context.now) }
+            .map { (e) -> Entitlement in
+                var e = EntitlementAccess.current(e, now: context.now)
+                if let fact = evidenced[e.originalTransactionId], fact.productId == e.productId {
+                    e.commitmentExpiresDate = fact.commitmentExpiresDate
+                }
+                return e
+            }
         var answer: [String: JSONValue] = [
             "account": .string(account),
             "verdict": .string(VerifyVerdict.of(stored, policy: app.gracePeriodPolicy).rawValue),
@@ -110,6 +131,7 @@ struct VerifyEndpoint: Sendable {
             "environment": .string(outcome.environment.rawValue),
             "mappingVersion": .string(outcome.mappingVersion),
             "transactions": .array(outcome.transactions.map(\.jsonValue)),
+            "renewals": .array(outcome.renewals.map(\.jsonValue)),
             "newlyGranted": .array(claim.newlyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
             "alreadyGranted": .array(claim.alreadyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
             "revoked": .array(outcome.transactions.map(\.transactionId).filter { revoked.contains($0) }.map(JSONValue.string)),

@@ -11,6 +11,7 @@ struct GatewayEndpoints: Sendable {
     let nonces: NoncesEndpoint
     let verify: VerifyEndpoint
     let entitlements: EntitlementsEndpoint
+    let history: HistoryEndpoint
     let notifications: NotificationsEndpoint
     /// Where the comparison routes read from; nil: they answer 404.
     let comparisons: (any ComparisonLedger)?
@@ -155,17 +156,27 @@ extension Route {
               handler: .app(pathApp) { endpoints, _, app, parameters throws(VerificationError) in
                   try await endpoints.entitlements.answer(app: app, account: parameters["account", default: ""])
               }),
+        Route(method: "GET", path: "/v1/apps/{bundleId}/accounts/{account}/history", name: "history",
+              operation: OpenAPIOperation(
+                summary: "Support history of an account: its verification attempts since `since` (ms; newest first, at most `limit`, default 100, up to 1000), each with request id, evidence kind, the evidence's SHA-256 prefix, X-Client-Version, environment, Apple's status, verdict and code; and each purchase chain it owns with grants (renewals, refunds), state and notifications",
+                query: HistoryEndpoint.queryParameters,
+                responses: ["200": .ok("History")]),
+              handler: .app(pathApp) { endpoints, request, app, parameters throws(VerificationError) in
+                  try await endpoints.history.answer(request, app: app, account: parameters["account", default: ""])
+              }),
         Route(method: "POST", path: "/v1/notifications/{bundleId}", name: "notifications",
               operation: OpenAPIOperation(
-                summary: "App Store Server Notifications (V2 signedPayload, or V1 with the shared secret); 200 once stored durably",
+                summary: "App Store Server Notifications (V2 signedPayload, or V1 with the shared secret); 200 once stored durably, a genuine notification of a type or shape not acted on yet included (forwarded to the webhook as an event of its own). Apple does not retry a 4xx: it answers only what is forged, foreign or malformed (README, Notification answers)",
                 requestBody: "Notification",
                 responses: [
                     "200": .ok("NotificationAccepted"),
                     "400": .error("a body that is not strict JSON or not a notification's shape (MALFORMED_REQUEST)"),
                     "401": .error("V1 notification without the shared secret", headers: ["WWW-Authenticate"]),
                     "404": .error("unknown app (UNKNOWN_APP)"),
-                    "422": .error("a signature, identity or content check failed; nothing was stored"),
-                    "503": .error("storage unavailable; Apple retries"),
+                    "422": .error("forged or foreign: a signature, identity or content check failed; nothing was stored"),
+                    "500": .error("the gateway's configuration or an internal fault"),
+                    "502": .error("V1: Apple refused the gateway's shared secret"),
+                    "503": .error("storage (or, for V1, Apple) unavailable; Apple retries"),
                 ]),
               // Public: Apple holds no API key; the endpoint trusts the signatures only.
               handler: .open { endpoints, request, parameters throws(VerificationError) in

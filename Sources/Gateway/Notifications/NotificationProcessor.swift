@@ -28,10 +28,10 @@ public final class NotificationProcessor: Sendable {
             guard let app = apps[entry.bundleId] else {
                 throw VerificationError(.unknownApp, "no policy for \(entry.bundleId)")
             }
-            guard let event = entry.event else {
-                // Nothing names a chain (TEST, RENEWAL_EXTENSION SUMMARY, …): counted if unknown.
-                return LifecycleOutcome(newState: nil, unknownType: !NotificationType(rawValue: entry.notificationType).isKnown)
-            }
+            // An entry that names no chain (TEST, RESCIND_CONSENT with appData, a type Apple adds
+            // tomorrow) still goes through the state machine, chainless: it changes no state, but
+            // its notice — or `unknownNotification` — reaches the webhook as an event of its own.
+            let event = entry.event ?? Self.chainlessEvent(entry)
             return SubscriptionLifecycle.apply(event, to: state, now: now)
         }
         if report.processed + report.failed + report.parked > 0 {
@@ -39,6 +39,12 @@ public final class NotificationProcessor: Sendable {
                                                     "unknown": String(report.unknown), "parked": String(report.parked)])
         }
         return report
+    }
+
+    static func chainlessEvent(_ entry: InboxEntry) -> LifecycleEvent {
+        LifecycleEvent(id: entry.id, bundleId: entry.bundleId, notificationType: NotificationType(rawValue: entry.notificationType),
+                       subtype: entry.subtype.map(NotificationSubtype.init(rawValue:)), signedDate: entry.signedDate,
+                       environment: AppStoreEnvironment(rawValue: entry.environment), transaction: nil, renewal: nil)
     }
 
     /// Drains until cancelled, at least every `interval`.

@@ -75,6 +75,9 @@ public final class WebhookDispatcher: Sendable {
         }
         if let v = event.expiresDate { o["expiresDate"] = .int(v) }
         if let v = event.subtype { o["subtype"] = .string(v) }
+        if let v = event.revocationType { o["revocationType"] = .string(v.rawValue) }
+        if let v = event.revocationPercentage { o["revocationPercentage"] = .int(v) }
+        if let v = event.commitmentExpiresDate { o["commitmentExpiresDate"] = .int(v) }
         if let account { o["account"] = .string(account) }
         return JSONValue.object(o).jsonText
     }

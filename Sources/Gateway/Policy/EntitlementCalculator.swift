@@ -14,7 +14,8 @@ public enum EntitlementCalculator {
             let state = EntitlementAccess.state(of: current, renewal: renewal, now: now)
             return Entitlement(account: account, productId: current.productId, state: state,
                                expiresDate: EntitlementAccess.periodEnd(of: current, renewal: renewal, in: state),
-                               originalTransactionId: chain, source: current.source)
+                               originalTransactionId: chain, source: current.source,
+                               commitmentExpiresDate: current.commitmentExpiresDate)
         }
     }
 

@@ -5,22 +5,25 @@ import Ledger
 /// The periodic work of `serve` beside the inbox worker: a reconciliation pass every
 /// `background.reconcileIntervalSeconds` (default 900, first pass one interval after start; 0 turns
 /// it off), and once a day the raw notification bodies older than
-/// `background.notificationRetentionDays` (default 30) are purged (the gateway config's settings,
+/// `background.notificationRetentionDays` (default 30) and the audit records older than
+/// `background.auditRetentionDays` (default 400) are purged (the gateway config's settings,
 /// overridden by the environment: `GatewayConfig.Background.overridden(by:)`).
 public struct ReconciliationSchedule: Sendable {
     let reconciler: Reconciler
-    let ledger: any NotificationLedger
+    let ledger: any Ledger & NotificationLedger
     let intervalSeconds: Int64
     let retentionDays: Int64
+    let auditRetentionDays: Int64
     let logger: Logger
     let now: @Sendable () -> Int64
 
-    public init(reconciler: Reconciler, ledger: any NotificationLedger, settings: GatewayConfig.Background, logger: Logger,
+    public init(reconciler: Reconciler, ledger: any Ledger & NotificationLedger, settings: GatewayConfig.Background, logger: Logger,
                 now: @escaping @Sendable () -> Int64) {
         self.reconciler = reconciler
         self.ledger = ledger
         intervalSeconds = settings.reconcileIntervalSeconds
         retentionDays = settings.notificationRetentionDays
+        auditRetentionDays = settings.auditRetentionDays
         self.logger = logger
         self.now = now
     }
@@ -30,6 +33,11 @@ public struct ReconciliationSchedule: Sendable {
         try await ledger.purgeRawBodies(olderThan: now - days * 86_400_000)
     }
 
+    /// Deletes audit records made more than `days` days before now; returns how many.
+    public static func purgeAudit(_ ledger: any Ledger, days: Int64, now: Int64) async throws(VerificationError) -> Int {
+        try await ledger.purgeAudit(olderThan: now - days * 86_400_000)
+    }
+
     public func run() async {
         var lastPurge: Int64?
         while !Task.isCancelled {
@@ -37,9 +45,11 @@ public struct ReconciliationSchedule: Sendable {
                 do {
                     let purged = try await Self.purge(ledger, days: retentionDays, now: now())
                     logger.info("notification_bodies_purged", ["count": String(purged), "retentionDays": String(retentionDays)])
+                    let audits = try await Self.purgeAudit(ledger, days: auditRetentionDays, now: now())
+                    logger.info("audit_records_purged", ["count": String(audits), "retentionDays": String(auditRetentionDays)])
                     lastPurge = now()
                 } catch {
-                    logger.error("notification_purge_failed", ["code": error.code.rawValue])
+                    logger.error("retention_purge_failed", ["code": error.code.rawValue])
                 }
             }
             // The first pass waits one interval: a restarted gateway is not a reason to call Apple

@@ -27,12 +27,14 @@ public struct GatewayConfig: Sendable, Equatable {
 
     public init(appsDirectory: URL) { self.appsDirectory = appsDirectory }
 
-    /// Apple's real endpoints by default; the simulator or a test points them elsewhere.
+    /// Apple's real endpoints by default; the simulator or a test points them elsewhere. The Server
+    /// API hosts are the ones Apple recommends since 2026-05-05; the older `api.storekit.itunes.apple.com`
+    /// and `api.storekit-sandbox.itunes.apple.com` still answer and are still accepted in config.
     public struct Upstream: Sendable, Equatable {
         public var verifyReceipt = EnvironmentURLs(production: "https://buy.itunes.apple.com/verifyReceipt",
                                                    sandbox: "https://sandbox.itunes.apple.com/verifyReceipt")
-        public var serverAPI = EnvironmentURLs(production: "https://api.storekit.itunes.apple.com",
-                                               sandbox: "https://api.storekit-sandbox.itunes.apple.com")
+        public var serverAPI = EnvironmentURLs(production: "https://api.storekit.apple.com",
+                                               sandbox: "https://api.storekit-sandbox.apple.com")
         public init() {}
     }
 
@@ -62,6 +64,8 @@ public struct GatewayConfig: Sendable, Equatable {
         public var reconcileIntervalSeconds: Int64 = 900
         /// Raw notification bodies are kept this many days.
         public var notificationRetentionDays: Int64 = 30
+        /// Audit records (the support history) are kept this many days.
+        public var auditRetentionDays: Int64 = 400
         /// How often entitlements whose period ended by time alone are moved and announced.
         public var entitlementSweepSeconds: Int64 = 30
         public init() {}
@@ -71,6 +75,7 @@ public struct GatewayConfig: Sendable, Equatable {
                                value: WritableKeyPath<Background, Int64>)] { [
             ("reconcileIntervalSeconds", "IAPGW_RECONCILE_INTERVAL_SECONDS", 0...86_400, \.reconcileIntervalSeconds),
             ("notificationRetentionDays", "IAPGW_NOTIFICATION_RETENTION_DAYS", 1...3_650, \.notificationRetentionDays),
+            ("auditRetentionDays", "IAPGW_AUDIT_RETENTION_DAYS", 1...3_650, \.auditRetentionDays),
             ("entitlementSweepSeconds", "IAPGW_ENTITLEMENT_SWEEP_SECONDS", 1...60, \.entitlementSweepSeconds),
         ] }
 

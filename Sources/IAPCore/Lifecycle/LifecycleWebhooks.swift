@@ -28,11 +28,18 @@ struct LifecycleWebhooks {
 
     private func make(_ kind: WebhookEvent.Kind, transactionId: String?, productId: String?,
                       state: Entitlement.State?, expiresDate: Int64?) -> WebhookEvent {
-        WebhookEvent(kind: kind,
-                     idempotencyKey: Self.idempotencyKey(eventId: event.id, originalTransactionId: chainId, kind: kind),
-                     bundleId: event.bundleId, originalTransactionId: chainId, transactionId: transactionId,
-                     productId: productId, state: state, expiresDate: expiresDate,
-                     notificationType: event.notificationType.rawValue, subtype: event.subtype?.rawValue,
-                     occurredAt: event.signedDate)
+        var out = WebhookEvent(kind: kind,
+                               idempotencyKey: Self.idempotencyKey(eventId: event.id, originalTransactionId: chainId, kind: kind),
+                               bundleId: event.bundleId, originalTransactionId: chainId, transactionId: transactionId,
+                               productId: productId, state: state, expiresDate: expiresDate,
+                               notificationType: event.notificationType.rawValue, subtype: event.subtype?.rawValue,
+                               occurredAt: event.signedDate)
+        // Facts of the notification's own transaction, when the event is about it.
+        if let transaction = event.transaction, transaction.transactionId == transactionId {
+            out.revocationType = transaction.revocationType
+            out.revocationPercentage = transaction.revocationPercentage
+            out.commitmentExpiresDate = transaction.commitmentExpiresDate
+        }
+        return out
     }
 }

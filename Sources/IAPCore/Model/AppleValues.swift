@@ -88,6 +88,27 @@ public struct RevocationReason: OpenIntValue {
     public static let known: [Self] = [.other, .appIssue]
 }
 
+/// How a transaction was revoked (`revocationType`, API 1.19): a full or a prorated refund, or a
+/// family member's access withdrawn. Every one ends access at `revocationDate` (README, "Refunds").
+public struct RevocationType: OpenStringValue {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public static let refundFull = Self(rawValue: "REFUND_FULL")
+    public static let refundProrated = Self(rawValue: "REFUND_PRORATED")
+    public static let familyRevoke = Self(rawValue: "FAMILY_REVOKE")
+    public static let known: [Self] = [.refundFull, .refundProrated, .familyRevoke]
+}
+
+/// How a subscription is billed (`billingPlanType`, `renewalBillingPlanType`): all at once, or
+/// monthly within a commitment (`commitmentInfo`).
+public struct BillingPlanType: OpenStringValue {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public static let billedUpfront = Self(rawValue: "BILLED_UPFRONT")
+    public static let monthly = Self(rawValue: "MONTHLY")
+    public static let known: [Self] = [.billedUpfront, .monthly]
+}
+
 public struct TransactionReason: OpenStringValue {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }

@@ -30,6 +30,13 @@ extension CanonicalTransaction {
         o.put("currency", currency)
         o.put("transactionReason", transactionReason?.rawValue)
         o.put("signedDate", signedDate)
+        o.put("appTransactionId", appTransactionId)
+        o.put("offerPeriod", offerPeriod)
+        o.put("revocationType", revocationType?.rawValue)
+        o.put("revocationPercentage", revocationPercentage)
+        o.put("billingPlanType", billingPlanType?.rawValue)
+        o["commitmentInfo"] = commitmentInfo
+        o["advancedCommerceInfo"] = advancedCommerceInfo
         return .object(o)
     }
 }
@@ -55,6 +62,13 @@ extension CanonicalRenewal {
         o.put("currency", currency)
         o.put("environment", environment?.rawValue)
         o.put("signedDate", signedDate)
+        o.put("appTransactionId", appTransactionId)
+        o.put("appAccountToken", appAccountToken)
+        o.put("offerPeriod", offerPeriod)
+        o["eligibleWinBackOfferIds"] = eligibleWinBackOfferIds.map { .array($0.map(JSONValue.string)) }
+        o.put("renewalBillingPlanType", renewalBillingPlanType?.rawValue)
+        o["commitmentInfo"] = commitmentInfo
+        o["advancedCommerceInfo"] = advancedCommerceInfo
         return .object(o)
     }
 }

@@ -29,6 +29,20 @@ public struct CanonicalTransaction: Codable, Hashable, Sendable {
     public var currency: String?
     public var transactionReason: TransactionReason?
     public var signedDate: Int64?
+    /// The app download this purchase belongs to (API 1.15); the same for every purchase of one install base.
+    public var appTransactionId: String?
+    /// The offer's duration, ISO 8601 (`P1M`), when `offerType` is set.
+    public var offerPeriod: String?
+    /// `REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE` (unknown values kept) beside `revocationDate`.
+    public var revocationType: RevocationType?
+    /// A prorated refund's share, in milliunits of a whole (`500` = 0.5 %, `100000` = 100 %).
+    public var revocationPercentage: Int64?
+    public var billingPlanType: BillingPlanType?
+    /// A monthly plan's commitment, as Apple states it (`billingPeriodNumber`, `totalBillingPeriods`,
+    /// `commitmentExpiresDate`, `commitmentPrice`, and any member Apple adds).
+    public var commitmentInfo: JSONValue?
+    /// Advanced Commerce API details, kept whole: the gateway acts on none of them.
+    public var advancedCommerceInfo: JSONValue?
     /// Which adapter produced this record ("verifyReceipt", "serverAPI").
     public var source: String
     /// The mapping file that produced it, e.g. "verifyReceipt/v1".
@@ -60,6 +74,15 @@ public struct CanonicalRenewal: Codable, Hashable, Sendable {
     public var currency: String?
     public var environment: AppStoreEnvironment?
     public var signedDate: Int64?
+    public var appTransactionId: String?
+    public var appAccountToken: String?
+    public var offerPeriod: String?
+    /// Win-back offers the subscriber may redeem now (API 1.13).
+    public var eligibleWinBackOfferIds: [String]?
+    public var renewalBillingPlanType: BillingPlanType?
+    /// The commitment's renewal (`commitmentRenewalDate`, `commitmentAutoRenewStatus`, …), as Apple states it.
+    public var commitmentInfo: JSONValue?
+    public var advancedCommerceInfo: JSONValue?
     public var source: String
     public var mappingVersion: String
 
@@ -67,6 +90,14 @@ public struct CanonicalRenewal: Codable, Hashable, Sendable {
         self.originalTransactionId = originalTransactionId
         self.source = source
         self.mappingVersion = mappingVersion
+    }
+}
+
+extension CanonicalTransaction {
+    /// When a monthly plan's commitment ends (`commitmentInfo.commitmentExpiresDate`): the monthly
+    /// `expiresDate` still decides access; this is the date the subscriber has committed to.
+    public var commitmentExpiresDate: Int64? {
+        if case .int(let date)? = commitmentInfo?["commitmentExpiresDate"] { date } else { nil }
     }
 }
 
@@ -83,9 +114,13 @@ public struct Entitlement: Codable, Hashable, Sendable {
     public var expiresDate: Int64?
     public var originalTransactionId: String
     public var source: String
+    /// A monthly plan with a commitment: when the commitment ends, shown beside the monthly
+    /// `expiresDate` (which alone decides access). Known from the evidence, not stored.
+    public var commitmentExpiresDate: Int64?
 
     public init(account: String, productId: String, state: State, expiresDate: Int64?,
-                originalTransactionId: String, source: String) {
+                originalTransactionId: String, source: String, commitmentExpiresDate: Int64? = nil) {
+        self.commitmentExpiresDate = commitmentExpiresDate
         self.account = account
         self.productId = productId
         self.state = state

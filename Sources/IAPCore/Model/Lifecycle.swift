@@ -90,6 +90,12 @@ public struct WebhookEvent: Codable, Hashable, Sendable {
     public var notificationType: String
     public var subtype: String?
     public var occurredAt: Int64
+    /// The notification's transaction was revoked: how (`REFUND_PRORATED`, …) and, for a prorated
+    /// refund, the share refunded in milliunits — the app backend decides what a partial refund costs.
+    public var revocationType: RevocationType?
+    public var revocationPercentage: Int64?
+    /// A monthly plan's commitment end, beside the monthly `expiresDate`.
+    public var commitmentExpiresDate: Int64?
 
     public init(kind: Kind, idempotencyKey: String, bundleId: String, originalTransactionId: String?,
                 transactionId: String?, productId: String?, state: Entitlement.State?, expiresDate: Int64?,

@@ -6,7 +6,7 @@
 /// AUTOINCREMENT is an identity column, WITHOUT ROWID has no equivalent (a table is a heap with its
 /// primary-key index either way), and partial indexes keep their WHERE clauses.
 enum PostgresLedgerSchema {
-    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7, v8]
+    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7, v8, v9]
 
     static let v1 = """
         CREATE TABLE nonces (
@@ -232,5 +232,16 @@ enum PostgresLedgerSchema {
         );
         CREATE INDEX finish_outbox_due ON finish_outbox (next_attempt_at)
             WHERE finished_at IS NULL AND dropped_at IS NULL;
+        """
+
+    /// The support desk's view of each attempt: the request id the client was answered with, the app
+    /// backend's `X-Client-Version` and what Apple answered; indexed by account and by time for
+    /// `GET .../accounts/{account}/history`, `iapgw audit` and the retention purge.
+    static let v9 = """
+        ALTER TABLE audit_log ADD COLUMN request_id TEXT;
+        ALTER TABLE audit_log ADD COLUMN client_version TEXT;
+        ALTER TABLE audit_log ADD COLUMN apple_status TEXT;
+        CREATE INDEX audit_log_by_account ON audit_log (bundle_id, account, time);
+        CREATE INDEX audit_log_by_time ON audit_log (time);
         """
 }

@@ -296,7 +296,7 @@ public final class SQLLedger: Sendable {
         transaction.jsonValue.jsonText
     }
 
-    private static func decode(_ json: String) throws(VerificationError) -> CanonicalTransaction {
+    static func decode(_ json: String) throws(VerificationError) -> CanonicalTransaction {
         guard let transaction = try? JSONDecoder().decode(CanonicalTransaction.self, from: Data(json.utf8)) else {
             throw SQLRow.corrupt
         }
@@ -311,7 +311,7 @@ public final class SQLLedger: Sendable {
         }
     }
 
-    private static func entitlements(bundleId: String, account: String, _ connection: any SQLConnection)
+    static func entitlements(bundleId: String, account: String, _ connection: any SQLConnection)
         throws(VerificationError) -> [Entitlement] {
         try connection.query("""
             SELECT original_transaction_id, product_id, state, expires_date, source FROM entitlements

@@ -1,6 +1,6 @@
 /// The SQLite ledger's migrations, in order. Append new versions; never edit a released one.
 enum LedgerSchema {
-    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7, v8]
+    static let migrations: [String] = [v1, v2, v3, v4, v5, v6, v7, v8, v9]
 
     /// Times are integer milliseconds since 1970. Nonces are stored as the SHA-256 of their value,
     /// so a copy of the file cannot be used to answer an outstanding challenge.
@@ -125,5 +125,16 @@ enum LedgerSchema {
         ) WITHOUT ROWID;
         CREATE INDEX finish_outbox_due ON finish_outbox (next_attempt_at)
             WHERE finished_at IS NULL AND dropped_at IS NULL;
+        """
+
+    /// The support desk's view of each attempt: the request id the client was answered with, the app
+    /// backend's `X-Client-Version` and what Apple answered; indexed by account and by time for
+    /// `GET .../accounts/{account}/history`, `iapgw audit` and the retention purge.
+    static let v9 = """
+        ALTER TABLE audit_log ADD COLUMN request_id TEXT;
+        ALTER TABLE audit_log ADD COLUMN client_version TEXT;
+        ALTER TABLE audit_log ADD COLUMN apple_status TEXT;
+        CREATE INDEX audit_log_by_account ON audit_log (bundle_id, account, time);
+        CREATE INDEX audit_log_by_time ON audit_log (time);
         """
 }

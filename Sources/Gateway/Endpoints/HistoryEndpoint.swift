@@ -1,0 +1,120 @@
+import HTTPServer
+import IAPCore
+import Ledger
+
+/// GET /v1/apps/{bundleId}/accounts/{account}/history?since=&limit=: what support needs to answer
+/// "I paid but it's locked" (also `iapgw audit`): the account's verification attempts, newest first,
+/// and each purchase chain it owns with its grants, state and notifications. Evidence appears as
+/// the first 16 hex digits of its SHA-256 only.
+public struct HistoryEndpoint: Sendable {
+    public static let defaultLimit = 100
+    public static let maxLimit = 1_000
+    static let queryParameters: [OpenAPIOperation.QueryParameter] = [("since", "integer", false), ("limit", "integer", false)]
+    /// Hex digits of the evidence's SHA-256 shown: enough to match a client's copy, not to look it up.
+    static let digestPrefixLength = 16
+
+    let ledger: any Ledger
+    let now: @Sendable () -> Int64
+
+    func answer(_ request: HTTPRequest, app: AppPolicy, account: String) async throws(VerificationError) -> HTTPResponse {
+        try RequestBody.validateAccount(account)
+        if let unknown = request.query.keys.sorted().first(where: { name in !Self.queryParameters.contains { $0.name == name } }) {
+            throw VerificationError(.malformedRequest, "unknown query parameter \(unknown.prefix(64))")
+        }
+        let since = try Self.integer(request.query["since"], "since", 0...Int64.max) ?? 0
+        let limit = try Self.integer(request.query["limit"], "limit", 1...Int64(Self.maxLimit)) ?? Int64(Self.defaultLimit)
+        let history = try await ledger.supportHistory(bundleId: app.bundleId, subject: .account(account),
+                                                      since: since, limit: Int(limit))
+        return .json(200, Self.json(history, bundleId: app.bundleId, subject: .account(account), policy: app, now: now()).jsonText)
+    }
+
+    /// `iapgw audit`: the history of an account or of the chain holding a transaction, as the route shows it.
+    public static func audit(service: GatewayService, bundleId: String, subject: SupportSubject, since: Int64,
+                             limit: Int) async throws(VerificationError) -> JSONValue {
+        guard let app = service.apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(64)) is configured") }
+        let history = try await service.ledger.supportHistory(bundleId: bundleId, subject: subject, since: since, limit: limit)
+        return json(history, bundleId: bundleId, subject: subject, policy: app, now: service.now())
+    }
+
+    private static func integer(_ text: String?, _ name: String, _ range: ClosedRange<Int64>)
+        throws(VerificationError) -> Int64? {
+        guard let text else { return nil }
+        guard let value = Int64(text), range.contains(value) else {
+            throw VerificationError(.malformedRequest, "\(name) must be an integer in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return value
+    }
+
+    /// The history as the route and `iapgw audit` show it.
+    public static func json(_ history: SupportHistory, bundleId: String, subject: SupportSubject, policy: AppPolicy,
+                            now: Int64) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "bundleId": .string(bundleId),
+            "attempts": .array(history.attempts.map(json)),
+            "chains": .array(history.chains.map { json($0, policy: policy, now: now) }),
+            "truncated": .bool(history.truncated),
+        ]
+        switch subject {
+        case .account(let account): object["account"] = .string(account)
+        case .transaction(let id): object["transactionId"] = .string(id)
+        }
+        return .object(object)
+    }
+
+    static func json(_ a: AuditRecord) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "time": .int(a.time), "evidenceKind": .string(a.evidenceKind),
+            "evidenceSHA256Prefix": .string(String(a.evidenceSHA256.prefix(digestPrefixLength))),
+            "verdict": .string(a.verdict.rawValue),
+            "transactionIds": .array(a.transactionIds.map(JSONValue.string)),
+            "productIds": .array(a.productIds.map(JSONValue.string)),
+        ]
+        if let v = a.account { o["account"] = .string(v) }
+        if let v = a.requestId { o["requestId"] = .string(v) }
+        if let v = a.clientVersion { o["clientVersion"] = .string(v) }
+        if let v = a.environment { o["environment"] = .string(v) }
+        if let v = a.appleStatus { o["appleStatus"] = .string(v) }
+        if let v = a.errorCode { o["code"] = .string(v.rawValue) }
+        if let v = a.adapter { o["adapter"] = .string(v) }
+        return .object(o)
+    }
+
+    static func json(_ c: PurchaseChainHistory, policy: AppPolicy, now: Int64) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "originalTransactionId": .string(c.originalTransactionId), "owner": .string(c.owner),
+            "boundAt": .int(c.boundAt),
+            "grants": .array(c.grants.map { (g) -> JSONValue in
+                var grant: [String: JSONValue] = [
+                    "transactionId": .string(g.transaction.transactionId), "productId": .string(g.transaction.productId),
+                    "firstGrantedAt": .int(g.firstGrantedAt), "updatedAt": .int(g.updatedAt),
+                    "source": .string(g.transaction.source),
+                ]
+                if let v = g.transaction.purchaseDate { grant["purchaseDate"] = .int(v) }
+                if let v = g.transaction.expiresDate { grant["expiresDate"] = .int(v) }
+                if let v = g.transaction.revocationDate { grant["revocationDate"] = .int(v) }
+                if let v = g.transaction.revocationReason { grant["revocationReason"] = .int(v.rawValue) }
+                if let v = g.transaction.environment { grant["environment"] = .string(v.rawValue) }
+                return .object(grant)
+            }),
+            "notifications": .array(c.notifications.map { (n) -> JSONValue in
+                var note: [String: JSONValue] = [
+                    "notificationType": .string(n.notificationType), "signedDate": .int(n.signedDate),
+                    "receivedAt": .int(n.receivedAt), "environment": .string(n.environment), "status": .string(n.status),
+                ]
+                if let v = n.subtype { note["subtype"] = .string(v) }
+                return .object(note)
+            }),
+        ]
+        if let e = c.entitlement {
+            o["entitlement"] = EntitlementsEndpoint.json(EntitlementAccess.current(e, now: now), policy: policy)
+        }
+        if let s = c.subscription {
+            var sub: [String: JSONValue] = ["state": .string(s.state.rawValue), "productId": .string(s.productId),
+                                            "source": .string(s.source), "lastSignedDate": .int(s.lastSignedDate)]
+            if let v = s.expiresDate { sub["expiresDate"] = .int(v) }
+            if let v = s.autoRenewStatus { sub["autoRenewStatus"] = .int(v.rawValue) }
+            o["subscription"] = .object(sub)
+        }
+        return .object(o)
+    }
+}

@@ -1,0 +1,46 @@
+import CommandLineSupport
+import Foundation
+import Gateway
+import IAPCore
+import Ledger
+
+/// `iapgw audit`: what support needs for "I paid but it's locked", read from the ledger directly
+/// (the same answer as `GET /v1/apps/{bundleId}/accounts/{account}/history`).
+struct AuditCommand: Subcommand {
+    let name = "audit"
+    let summary = "an account's (or a transaction's) verification attempts and purchase history, for support"
+    let usage = """
+        usage: iapgw audit --app BUNDLE (--account A | --transaction-id T) [--since ISO8601] [--limit N]
+                           [--config DIR] [--mappings DIR]
+          prints JSON: each attempt (time, request id, evidence kind, SHA-256 prefix of the evidence,
+          X-Client-Version, environment, Apple's status, verdict, code), newest first (--limit, default
+          100), and each purchase chain with its owner, grants, refunds, state and notifications
+        """
+
+    func run(_ args: inout CommandLineArguments) async throws -> Int32 {
+        let config = URL(fileURLWithPath: try args.value("--config") ?? "Config", isDirectory: true)
+        let mappings = URL(fileURLWithPath: try args.value("--mappings") ?? "Mappings", isDirectory: true)
+        guard let bundleId = try args.value("--app") else { throw UsageError(message: "audit needs --app BUNDLE") }
+        let account = try args.value("--account")
+        let transactionId = try args.value("--transaction-id")
+        let since = try args.value("--since").map(NotificationsCommand.parseTime) ?? 0
+        let limitText = try args.value("--limit")
+        try args.finish()
+        let subject: SupportSubject
+        switch (account, transactionId) {
+        case (let account?, nil): subject = .account(account)
+        case (nil, let id?): subject = .transaction(id)
+        default: throw UsageError(message: "exactly one of --account and --transaction-id")
+        }
+        let limit = Int(limitText ?? String(HistoryEndpoint.defaultLimit)) ?? 0
+        guard (1...HistoryEndpoint.maxLimit).contains(limit) else {
+            throw UsageError(message: "--limit must be 1 to \(HistoryEndpoint.maxLimit)")
+        }
+        let service = try GatewayAssembly(configuration: try ConfigLoader.loadAll(configDirectory: config),
+                                          mappingsDirectory: mappings, logger: Logger.standardError()).makeService()
+        let history = try await HistoryEndpoint.audit(service: service, bundleId: bundleId, subject: subject, since: since,
+                                                      limit: limit)
+        print(history.jsonText)
+        return 0
+    }
+}
