@@ -5,7 +5,9 @@
 #   1. JWS verify/s, warm and cold chain cache          / openssl speed ecdsap256 verify/s (one core)
 #   2. the same JWS through Apple's Python library      / iapgw's warm rate (as "iapgw is N× faster")
 #   3. the 187-record receipt parsed+verified/s         / the Python library's receipt utility
-#   4. POST /verify at 64 connections (wrk): req/s, p50, p99, peak RSS   / openssl verify/s (one core)
+#   4. POST /verify at 64 connections (wrk), re-claims and new grants (a pool of signed purchases), and
+#      re-claims offered at 50% / 80% of the peak (hey): req/s, p50/p99/p99.9, errors, peak RSS
+#      / openssl verify/s (one core)
 #   5. notifications accepted/s, durably, on SQLite and on PostgreSQL   / raw durable single-row inserts/s
 #      of the same backend (sqlite3 CLI, WAL + synchronous=FULL; pgbench, 16 clients, one INSERT each)
 #   6. POST /v1/retention (realtime retention request, answered with a signed offer): p50, p99 / Apple's ~700 ms deadline
@@ -52,7 +54,7 @@ else
 fi
 "$iapgw" bench --seconds "$seconds" "${python_args[@]}" --results "$work/bench.json" | sed 's/^/   /'
 
-section "4. POST /verify at 64 connections (Benchmarks/verify-load.sh $seconds)"
+section "4. POST /verify: re-claims, new grants, fixed offered rate (Benchmarks/verify-load.sh $seconds)"
 bash Benchmarks/verify-load.sh "$seconds" --json "$work/verify.json" | sed 's/^/   /'
 
 section "5a. notifications on SQLite ($count notifications, 16 connections)"

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# End-to-end load: POST /verify with a StoreKit 2 signed transaction (local-only policy, so every
-# request is JWS verification + policy checks + a ledger write, no upstream call), driven by wrk at
-# 64 connections on loopback. Prints requests/s, p50, p99 and the gateway's peak RSS beside the
-# single-core `openssl speed ecdsap256` verify rate measured in the same run.
-#   Benchmarks/verify-load.sh [SECONDS] [--json FILE]   (default 10 s; needs wrk: apt-get install wrk)
-# --json FILE also writes the figures (req/s, p50/p99 in ms, peak RSS in MB, openssl verify/s, ratio).
-# IAPGW_SKIP_BUILD=1 uses the release binary as it is (Benchmarks/run.sh has just built it).
+# End-to-end load: POST /verify with StoreKit 2 signed transactions (local-only policy, so every
+# request is JWS verification + policy checks + a durable ledger write, no upstream call), on loopback:
+#   re-claims   wrk, 64 connections, one already-bound purchase claimed again by its owner;
+#   new grants  wrk, 64 connections, every request a different purchase from a pool the simulator
+#               signed before the run (each verifies, binds and grants once, under its own account);
+#   fixed rate  hey, 64 workers, re-claims offered at 50% and 80% of the re-claim peak: p50/p99/p99.9
+#               from every request's time (hey -o csv), and errors.
+# Prints each beside the single-core `openssl speed ecdsap256` verify rate measured in the same run.
+#   Benchmarks/verify-load.sh [SECONDS] [--json FILE]   (default 10 s; needs wrk and hey)
+# IAPGW_SKIP_BUILD=1 uses the release binary as it is (Benchmarks/run.sh has just built it);
+# IAPGW_BENCH_POOL sets the pool size (default 4,000 per second of the run: the new-grant figure is
+# withheld if the run used more requests than the pool had, as some would then be re-claims).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
@@ -17,15 +22,32 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
+command -v hey >/dev/null || { echo "hey is not installed (apt-get install hey)"; exit 1; }
 [[ "${IAPGW_SKIP_BUILD:-0}" == 1 ]] || swift build -c release --product iapgw-dev >/dev/null
-dir="$(mktemp -d)"; pid=""; trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
+pool_size="${IAPGW_BENCH_POOL:-$((4000 * seconds))}"
+dir="$(mktemp -d)"; pid=""
+stop_demo() { if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=""; fi; }
+trap 'stop_demo; rm -rf "$dir"' EXIT
 port=$(free_port); sim=$(free_port)
-.build/release/iapgw-dev demo --port $port --sim-port $sim --dir "$dir" --local-only-jws >"$dir/demo.out" 2>"$dir/demo.log" &
-pid=$!
-for _ in $(seq 1 300); do grep -q "Ctrl-C" "$dir/demo.out" 2>/dev/null && break; sleep 0.1; done
-key=$(grep -o "Bearer [A-Za-z0-9-]*" "$dir/demo.out" | head -1 | cut -d' ' -f2)
-jws=$(cat "$dir/bob-signed-transaction.jws")
-cat >"$dir/post.lua" <<LUA
+url="http://127.0.0.1:$port/v1/apps/com.example.demo/verify"
+# A fresh demo (gateway + simulator in one process, a fresh database) with POOL extra signed purchases.
+start_demo() {  # POOL
+  rm -rf "$dir/demo"; mkdir -p "$dir/demo"
+  .build/release/iapgw-dev demo --port $port --sim-port $sim --dir "$dir/demo" --local-only-jws --pool "$1" \
+      >"$dir/demo.out" 2>"$dir/demo.log" &
+  pid=$!
+  for _ in $(seq 1 1200); do grep -q "Ctrl-C" "$dir/demo.out" 2>/dev/null && break; sleep 0.1; done
+  key=$(grep -o "Bearer [A-Za-z0-9-]*" "$dir/demo.out" | head -1 | cut -d' ' -f2)
+  jws=$(cat "$dir/demo/bob-signed-transaction.jws")
+  echo "{\"account\":\"bob\",\"signedTransaction\":\"$jws\"}" >"$dir/reclaim.json"
+  # One warm-up request binds the re-claimed purchase to bob.
+  curl -s -o /dev/null -w "warm-up: HTTP %{http_code}\n" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+      --data-binary @"$dir/reclaim.json" "$url"
+}
+# Re-claims and the fixed-rate runs first, on a demo without a pool (the simulator keeps every
+# purchase it made in memory, which the peak RSS would otherwise count).
+start_demo 1
+cat >"$dir/reclaim.lua" <<LUA
 wrk.method = "POST"
 wrk.body = '{"account":"bob","signedTransaction":"$jws"}'
 wrk.headers["Content-Type"] = "application/json"
@@ -34,24 +56,88 @@ done = function(summary, latency, requests)
   io.write(string.format("non2xx=%d\n", summary.errors.status))
 end
 LUA
-# One warm-up request binds the purchase to bob; the rest are verified re-claims.
-curl -s -o /dev/null -w "warm-up: HTTP %{http_code}\n" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
-    --data-binary "{\"account\":\"bob\",\"signedTransaction\":\"$jws\"}" "http://127.0.0.1:$port/v1/apps/com.example.demo/verify"
 baseline=$(openssl_verify_rate 5)
-out=$(wrk -t2 -c64 -d"${seconds}s" --latency -s "$dir/post.lua" "http://127.0.0.1:$port/v1/apps/com.example.demo/verify")
-rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-p50=$(awk '$1=="50%" {print $2}' <<<"$out")
-p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-non2xx=$(awk -F= '/non2xx/ {print $2}' <<<"$out")
+
+wrk_run() {  # LUA → the wrk output
+  wrk -t2 -c64 -d"${seconds}s" --latency -s "$1" "$url"
+}
+
+reclaim=$(wrk_run "$dir/reclaim.lua")
+rps=$(awk '/Requests\/sec/ {print $2}' <<<"$reclaim")
+p50=$(awk '$1=="50%" {print $2}' <<<"$reclaim"); p99=$(awk '$1=="99%" {print $2}' <<<"$reclaim")
+non2xx=$(awk -F= '/non2xx/ {print $2}' <<<"$reclaim")
+echo "$reclaim" | sed -n '1,12p'
+echo "re-claims: ${rps} req/s, p50 ${p50}, p99 ${p99}, non-2xx ${non2xx}"
+
+# Fixed offered rate: hey's -q is per worker; every request's time from its CSV.
+fixed_rate() {  # PERCENT → "p50 p99 p999 errors offered achieved" (ms)
+  local offered q
+  offered=$(awk -v r="$rps" -v p="$1" 'BEGIN { printf "%.0f", r * p / 100 }')
+  q=$(awk -v o="$offered" 'BEGIN { printf "%.2f", o / 64 }')
+  hey -z "${seconds}s" -c 64 -q "$q" -m POST -T application/json -H "Authorization: Bearer $key" \
+      -D "$dir/reclaim.json" -o csv "$url" >"$dir/hey-$1.csv"
+  python3 - "$dir/hey-$1.csv" "$offered" "$seconds" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+times = sorted(float(r["response-time"]) * 1000 for r in rows)
+errors = sum(1 for r in rows if not r["status-code"].startswith("2"))
+def pct(p): return times[min(len(times) - 1, int(p / 100 * len(times)))] if times else float("nan")
+print(f"{pct(50):.3f} {pct(99):.3f} {pct(99.9):.3f} {errors} {sys.argv[2]} {len(rows) / float(sys.argv[3]):.0f}")
+PY
+}
+read -r h50_p50 h50_p99 h50_p999 h50_err h50_offered h50_done <<<"$(fixed_rate 50)"
+echo "re-claims offered at 50% of peak (${h50_offered}/s, achieved ${h50_done}/s): p50 ${h50_p50} ms, p99 ${h50_p99} ms, p99.9 ${h50_p999} ms, errors ${h50_err}"
+read -r h80_p50 h80_p99 h80_p999 h80_err h80_offered h80_done <<<"$(fixed_rate 80)"
+echo "re-claims offered at 80% of peak (${h80_offered}/s, achieved ${h80_done}/s): p50 ${h80_p50} ms, p99 ${h80_p99} ms, p99.9 ${h80_p999} ms, errors ${h80_err}"
+
 rss_mb=$(awk '/VmHWM/ {printf "%.1f", $2/1024}' /proc/$pid/status)
-rss="$rss_mb MB"
-echo "$out" | sed -n '1,12p'
+stop_demo
+echo "signing a pool of $pool_size purchases"
+start_demo "$pool_size"
+# Each wrk thread takes every other pool line (thread 0 the odd ones, thread 1 the even ones).
+cat >"$dir/grants.lua" <<LUA
+local threads = 0
+function setup(thread) thread:set("first", threads); threads = threads + 1 end
+local pool, sent = {}, 0
+function init(args)
+  for line in io.lines("$dir/demo/pool-signed-transactions.txt") do
+    if #line > 0 then pool[#pool + 1] = line end
+  end
+end
+function request()
+  local i = ((first + sent * 2) % #pool) + 1
+  sent = sent + 1
+  return wrk.format("POST", nil, {["Content-Type"] = "application/json", ["Authorization"] = "Bearer $key"},
+                    '{"account":"acct-' .. i .. '","signedTransaction":"' .. pool[i] .. '"}')
+end
+done = function(summary, latency, requests)
+  io.write(string.format("non2xx=%d\n", summary.errors.status))
+end
+LUA
+grants=$(wrk_run "$dir/grants.lua")
+g_rps=$(awk '/Requests\/sec/ {print $2}' <<<"$grants")
+g_p50=$(awk '$1=="50%" {print $2}' <<<"$grants"); g_p99=$(awk '$1=="99%" {print $2}' <<<"$grants")
+g_non2xx=$(awk -F= '/non2xx/ {print $2}' <<<"$grants")
+g_requests=$(awk '/requests in/ {print $1}' <<<"$grants")
+g_granted=$(sqlite3 "$dir/demo/iapgw.sqlite" "SELECT COUNT(*) FROM ownership WHERE account LIKE 'acct-%'" 2>/dev/null || echo "?")
+echo "$grants" | sed -n '1,12p'
+g_valid=1
+if (( g_requests > pool_size )); then g_valid=0; fi
+echo "new grants: ${g_rps} req/s, p50 ${g_p50}, p99 ${g_p99}, non-2xx ${g_non2xx}, ${g_requests} requests from a pool of ${pool_size} (${g_granted} accounts bound)"
+[[ $g_valid == 1 ]] || echo "new grants: the pool ran out (some requests were re-claims): no new-grant rate"
+
 echo
-echo "POST /verify (signed transaction, local-only): ${rps} req/s, p50 ${p50}, p99 ${p99}, non-2xx ${non2xx}, peak RSS ${rss} (gateway + simulator process)"
+echo "peak RSS ${rss_mb} MB (gateway + simulator process)"
 echo "openssl speed ecdsap256 verify (one core, same run): ${baseline}/s"
-awk -v r="$rps" -v b="$baseline" 'BEGIN { printf "end-to-end on %d cores / raw single-core verify: %.2f\n", 2, r/b }'
+awk -v r="$rps" -v g="$g_rps" -v v="$g_valid" -v b="$baseline" -v c="$(nproc)" \
+    'BEGIN { printf "on %d cores / raw single-core verify: re-claims %.2f, new grants %s\n", c, r/b, v ? sprintf("%.2f", g/b) : "–" }'
 if [[ -n "$json" ]]; then
+  g_json=$([[ $g_valid == 1 ]] && echo "$g_rps" || echo null)
   cat >"$json" <<JSON
-{"connections":64,"seconds":$seconds,"requests_per_s":$rps,"p50_ms":$(wrk_ms "$p50"),"p99_ms":$(wrk_ms "$p99"),"non2xx":${non2xx:-0},"peak_rss_mb":$rss_mb,"openssl_speed_ecdsap256_verify_per_s":$baseline,"cores":$(nproc)}
+{"connections":64,"seconds":$seconds,"requests_per_s":$rps,"p50_ms":$(wrk_ms "$p50"),"p99_ms":$(wrk_ms "$p99"),"non2xx":${non2xx:-0},
+ "new_grants":{"requests_per_s":$g_json,"p50_ms":$(wrk_ms "$g_p50"),"p99_ms":$(wrk_ms "$g_p99"),"non2xx":${g_non2xx:-0},"requests":$g_requests,"pool":$pool_size},
+ "fixed_rate":{"50":{"offered_per_s":$h50_offered,"achieved_per_s":$h50_done,"p50_ms":$h50_p50,"p99_ms":$h50_p99,"p999_ms":$h50_p999,"errors":$h50_err},
+               "80":{"offered_per_s":$h80_offered,"achieved_per_s":$h80_done,"p50_ms":$h80_p50,"p99_ms":$h80_p99,"p999_ms":$h80_p999,"errors":$h80_err}},
+ "peak_rss_mb":$rss_mb,"openssl_speed_ecdsap256_verify_per_s":$baseline,"cores":$(nproc)}
 JSON
 fi

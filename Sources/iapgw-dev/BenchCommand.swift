@@ -35,13 +35,16 @@ struct BenchCommand: Subcommand {
         // 1. The physical baseline: OpenSSL's own ECDSA P-256 verify loop on one core.
         results.opensslVerifyPerSecond = try Self.opensslSpeedVerify(seconds: seconds)
         report("openssl speed ecdsap256 verify", results.opensslVerifyPerSecond, baseline: nil)
+        // The cold JWS path's floor: two P-384 verifies (the chain) and one P-256 (the signature).
+        results.opensslP384VerifyPerSecond = try Self.opensslSpeedVerify(seconds: seconds, curve: 384)
+        report("openssl speed ecdsap384 verify", results.opensslP384VerifyPerSecond, baseline: nil)
 
         // 2. The same operation from Swift (one ES256 verify of a 1 KiB message).
         let key = try ECPrivateKey.generate(.p256)
         let message = [UInt8](repeating: 0x5A, count: 1024)
         let signature = try key.signES256(message)
         let publicKey = key.publicKey
-        results.swiftES256VerifyPerSecond = measure(seconds) { _ = publicKey.verifyES256(signature: signature, message: message) }
+        results.swiftES256VerifyPerSecond = measure(seconds) { publicKey.verifyES256(signature: signature, message: message) }
         report("ES256 verify from Swift", results.swiftES256VerifyPerSecond, baseline: results.opensslVerifyPerSecond)
 
         // 3. Apple's real StoreKit 2 transaction, verified end to end at its signedDate.
@@ -53,11 +56,12 @@ struct BenchCommand: Subcommand {
                                    environments: [.sandbox], cacheCapacity: cache)
         }
         let warm = try verifier(cache: 64)
-        _ = try warm.verifyAndDecodeTransaction(jws)  // prime the chain cache (and fail loudly if it can't verify)
-        results.jwsWarmPerSecond = measure(seconds) { _ = try? warm.verifyAndDecodeTransaction(jws) }
+        // Primes the chain cache (and fails loudly if it can't verify); every timed call must give this id.
+        let transactionId = try warm.verifyAndDecodeTransaction(jws).transactionId
+        results.jwsWarmPerSecond = measure(seconds) { (try? warm.verifyAndDecodeTransaction(jws))?.transactionId == transactionId }
         report("JWS verify, warm chain cache", results.jwsWarmPerSecond, baseline: results.opensslVerifyPerSecond)
         let cold = try verifier(cache: 0)
-        results.jwsColdPerSecond = measure(seconds) { _ = try? cold.verifyAndDecodeTransaction(jws) }
+        results.jwsColdPerSecond = measure(seconds) { (try? cold.verifyAndDecodeTransaction(jws))?.transactionId == transactionId }
         report("JWS verify, no chain cache", results.jwsColdPerSecond, baseline: results.opensslVerifyPerSecond)
 
         // 4. Apple's real 187-record sandbox receipt: parsed, and parsed + PKCS#7-verified at creation date.
@@ -66,10 +70,10 @@ struct BenchCommand: Subcommand {
         let records = try reader.read(base64: receipt).receipt.inAppPurchases.count
         results.receiptRecords = records
         results.receiptParsePerSecond = measure(seconds) {
-            _ = try? AppReceipt.parseUnverified(pkcs7: StrictBase64.decode(receipt))
+            (try? AppReceipt.parseUnverified(pkcs7: StrictBase64.decode(receipt)))?.inAppPurchases.count == records
         }
         report("receipt parse (\(records) records)", results.receiptParsePerSecond, baseline: results.opensslVerifyPerSecond)
-        results.receiptVerifyPerSecond = measure(seconds) { _ = try? reader.read(base64: receipt) }
+        results.receiptVerifyPerSecond = measure(seconds) { (try? reader.read(base64: receipt))?.receipt.inAppPurchases.count == records }
         report("receipt parse + verify (\(records) records)", results.receiptVerifyPerSecond,
                baseline: results.opensslVerifyPerSecond)
 
@@ -97,6 +101,7 @@ struct BenchCommand: Subcommand {
     struct Results {
         var seconds: Double
         var opensslVerifyPerSecond = 0.0
+        var opensslP384VerifyPerSecond = 0.0
         var swiftES256VerifyPerSecond = 0.0
         var jwsWarmPerSecond = 0.0
         var jwsColdPerSecond = 0.0
@@ -109,6 +114,7 @@ struct BenchCommand: Subcommand {
             var o: [String: JSONValue] = [
                 "seconds_per_measurement": .double(seconds),
                 "openssl_speed_ecdsap256_verify_per_s": .double(opensslVerifyPerSecond),
+                "openssl_speed_ecdsap384_verify_per_s": .double(opensslP384VerifyPerSecond),
                 "swift_es256_verify_per_s": .double(swiftES256VerifyPerSecond),
                 "jws_warm_per_s": .double(jwsWarmPerSecond),
                 "jws_cold_per_s": .double(jwsColdPerSecond),
@@ -124,23 +130,30 @@ struct BenchCommand: Subcommand {
         }
     }
 
-    /// Calls `body` in a loop for `seconds` and returns calls per second (checked in batches so the
-    /// clock is read rarely).
-    func measure(_ seconds: Double, _ body: () -> Void) -> Double {
-        for _ in 0..<50 { body() }  // warm-up
+    /// Calls `body` in a loop for `seconds` and returns calls per second (the clock read every 50
+    /// calls). `body` answers whether its call gave the expected result: a loop with any wrong or
+    /// failed call reports no rate (0, printed as "FAILED"), never the speed of failing.
+    func measure(_ seconds: Double, _ body: () -> Bool) -> Double {
+        var failures = 0
+        for _ in 0..<50 where !body() { failures += 1 }  // warm-up
         let start = DispatchTime.now().uptimeNanoseconds
         let deadline = start + UInt64(seconds * 1e9)
         var count = 0
         var now = start
         repeat {
-            for _ in 0..<50 { body() }
+            for _ in 0..<50 where !body() { failures += 1 }
             count += 50
             now = DispatchTime.now().uptimeNanoseconds
         } while now < deadline
+        guard failures == 0 else {
+            print("  \(failures) of \(count + 50) calls failed or gave a wrong result: no rate")
+            return 0
+        }
         return Double(count) / (Double(now - start) / 1e9)
     }
 
     func report(_ label: String, _ perSecond: Double, baseline: Double?) {
+        guard perSecond > 0 else { print("\(label.padding(toLength: 44, withPad: " ", startingAt: 0))     FAILED"); return }
         let ratio = baseline.map { String(format: "  (%.0f%% of openssl verify)", 100 * perSecond / $0) } ?? ""
         print("\(label.padding(toLength: 44, withPad: " ", startingAt: 0)) \(Self.format(perSecond).leftPadded(10))/s\(ratio)")
     }
@@ -148,12 +161,13 @@ struct BenchCommand: Subcommand {
     static func format(_ v: Double) -> String { v >= 100 ? String(format: "%.0f", v) : String(format: "%.1f", v) }
 
     /// Runs `openssl speed -seconds N ecdsap256` and reads the verify/s column.
-    static func opensslSpeedVerify(seconds: Double) throws -> Double {
-        let output = try runProcess("/usr/bin/env", ["openssl", "speed", "-seconds", String(max(1, Int(seconds.rounded()))), "ecdsap256"])
-        for line in output.split(separator: "\n") where line.contains("ecdsa (nistp256)") {
+    static func opensslSpeedVerify(seconds: Double, curve: Int = 256) throws -> Double {
+        let output = try runProcess("/usr/bin/env", ["openssl", "speed", "-seconds", String(max(1, Int(seconds.rounded()))),
+                                                     "ecdsap\(curve)"])
+        for line in output.split(separator: "\n") where line.contains("ecdsa (nistp\(curve))") {
             if let last = line.split(separator: " ").last, let v = Double(last) { return v }
         }
-        throw UsageError(message: "could not read the verify rate from `openssl speed ecdsap256`")
+        throw UsageError(message: "could not read the verify rate from `openssl speed ecdsap\(curve)`")
     }
 
     static func pythonPeer(python: String, vectors: URL, seconds: Double) throws -> [String: JSONValue] {

@@ -15,11 +15,13 @@ struct DemoCommand: Subcommand {
     let name = "demo"
     let summary = "run the gateway against the built-in App Store simulator, with curl commands to try"
     let usage = """
-        usage: iapgw-dev demo [--port N] [--sim-port N] [--dir DIR] [--once] [--local-only-jws]
+        usage: iapgw-dev demo [--port N] [--sim-port N] [--dir DIR] [--once] [--local-only-jws] [--pool N]
           --port      gateway port (default 8080)      --sim-port  simulator port (default 8090)
           --dir       where the demo's config, keys and SQLite database go (default var/demo)
           --once      run the flows itself, print each answer, and exit (0 if every answer was as expected)
           --local-only-jws  trust a verified signed transaction without asking the Server API (load tests)
+          --pool N    also sign N more purchases, one signed transaction a line in DIR/pool-signed-transactions.txt
+                      (new-grant load tests: each one verifies, binds and grants once)
         """
 
     func run(_ args: inout CommandLineArguments) async throws -> Int32 {
@@ -31,6 +33,10 @@ struct DemoCommand: Subcommand {
         let directory = URL(fileURLWithPath: try args.value("--dir") ?? "var/demo", isDirectory: true)
         let once = args.flag("--once")
         options.localOnlyJWS = args.flag("--local-only-jws")
+        let pool = try args.value("--pool").map { text throws(UsageError) -> Int in
+            guard let n = Int(text), (1...1_000_000).contains(n) else { throw UsageError(message: "--pool must be in 1...1000000") }
+            return n
+        } ?? 0
         try args.finish()
         // A fresh database each run: the demo's purchases are new each time.
         for file in ["iapgw.sqlite", "iapgw.sqlite-wal", "iapgw.sqlite-shm"] {
@@ -49,6 +55,17 @@ struct DemoCommand: Subcommand {
         let signedFile = directory.appendingPathComponent("bob-signed-transaction.jws")
         try alice.receiptBase64.write(to: receiptFile, atomically: true, encoding: .utf8)
         try bob.signedTransaction.write(to: signedFile, atomically: true, encoding: .utf8)
+        if pool > 0 {
+            var lines: [String] = []
+            lines.reserveCapacity(pool)
+            for index in 0..<pool {
+                lines.append(try demo.simulator.purchase(PurchaseRequest(
+                    bundleId: demo.bundleId, productId: "com.example.demo.removeads", type: .nonConsumable,
+                    owner: "device-pool-\(index)", price: 2_990)).signedTransaction)
+            }
+            try (lines.joined(separator: "\n") + "\n").write(to: directory.appendingPathComponent("pool-signed-transactions.txt"),
+                                                          atomically: true, encoding: .utf8)
+        }
         let status: Int32
         if once {
             let flows = try await Self.walkFlows(demo, receipt: alice.receiptBase64, bob: bob)

@@ -13,8 +13,9 @@ extension SQLLedger {
         }
         let eventJSON = try entry.event.map { (event) throws(VerificationError) in try NotificationJSON.encode(event) }
         // The route answers Apple 200 on return, and Apple will not send it again: like every commit of
-        // the ledger, this one is on disk before the call returns.
-        return try database.withConnection { (connection) throws(VerificationError) -> Bool in
+        // the ledger, this one is on disk before the call returns (a transaction, so that on SQLite
+        // concurrent deliveries share one commit and its fsync).
+        return try database.transaction { (connection) throws(VerificationError) -> Bool in
             let inserted = try connection.run("""
                 INSERT INTO notification_inbox (bundle_id, notification_id, version, notification_type, subtype,
                                                 signed_date, environment, received_at, raw_body, event_json)

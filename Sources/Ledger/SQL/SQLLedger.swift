@@ -52,9 +52,13 @@ public final class SQLLedger: Sendable {
         self.database = database
     }
 
-    /// How many calls the engine can run at once: PostgreSQL's pool size; SQLite has one connection
-    /// (a second thread waits on it, so a call is ready the moment the connection is free).
-    public var concurrentCalls: Int { (database as? PostgresDatabase)?.maxConnections ?? 2 }
+    /// How many calls the engine can take at once: PostgreSQL's pool size; SQLite has one connection,
+    /// and the write calls waiting for it are committed together (`SQLiteDatabase`), so a batch can
+    /// hold as many calls as there are threads waiting.
+    public var concurrentCalls: Int { (database as? PostgresDatabase)?.maxConnections ?? Self.sqliteGroupCommitCalls }
+
+    /// Storage threads for SQLite: the largest group commit. Blocked threads cost only their stacks.
+    static let sqliteGroupCommitCalls = 32
 
     // MARK: Nonces
 
