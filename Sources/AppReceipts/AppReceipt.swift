@@ -115,6 +115,27 @@ public struct PKCS7SignedData: Sendable {
     public static let dataOID = "1.2.840.113549.1.7.1"
 
     public let content: [UInt8]
+    /// Where the signer's part lies in the parsed bytes, when it has exactly the shape Apple signs;
+    /// nil for any other shape (which OpenSSL alone then verifies).
+    let signer: SignerRanges?
+
+    /// The parts of a SignedData with definite lengths, certificates, no CRLs and exactly one
+    /// SignerInfo without authenticated or unauthenticated attributes: then the signature is over
+    /// the content itself, and these bytes (with the pinned store) decide everything OpenSSL
+    /// checks except the validity time and the signature value.
+    struct SignerRanges {
+        /// The `certificates [0]` element, whole.
+        let certificates: Range<Int>
+        /// The `digestAlgorithms` SET, whole.
+        let digestAlgorithms: Range<Int>
+        /// The SignerInfo from its version to its digestEncryptionAlgorithm: which certificate
+        /// signs (issuer and serial) and with which algorithms.
+        let signerIdentity: Range<Int>
+        /// The SignerInfo's digestAlgorithm OBJECT IDENTIFIER element, whole.
+        let digestOID: Range<Int>
+        /// The contents of `encryptedDigest`: the signature value.
+        let signature: Range<Int>
+    }
 
     public static func parse(_ bytes: [UInt8]) throws(VerificationError) -> PKCS7SignedData {
         var top = try DERReader(bytes)
@@ -133,11 +154,11 @@ public struct PKCS7SignedData: Sendable {
 
         var sd = try signedData.children()
         _ = try sd.read(.integer, "SignedData version").integer()
-        _ = try sd.read(.set, "digestAlgorithms")
+        let digestAlgorithms = try sd.read(.set, "digestAlgorithms")
         let encap = try sd.read(.sequence, "encapContentInfo")
-        _ = try sd.readIfPresent(.context(0))   // certificates
-        _ = try sd.readIfPresent(.context(1))   // crls
-        _ = try sd.read(.set, "signerInfos")
+        let certificates = try sd.readIfPresent(.context(0))
+        let crls = try sd.readIfPresent(.context(1))
+        let signerInfos = try sd.read(.set, "signerInfos")
         try sd.finish("SignedData")
 
         var ec = try encap.children()
@@ -150,7 +171,29 @@ public struct PKCS7SignedData: Sendable {
         var octets = try eContent.children()
         guard let payload = try octets.next() else { throw VerificationError(.malformedReceipt, "receipt has no content") }
         try octets.finish("eContent")
-        return PKCS7SignedData(content: try payload.octetString())
+        let signer = crls == nil ? certificates.flatMap { Self.signerRanges(digestAlgorithms, $0, signerInfos) } : nil
+        return PKCS7SignedData(content: try payload.octetString(), signer: signer)
+    }
+
+    /// The signer's ranges when the SignedData has Apple's shape (see `SignerRanges`); nil otherwise,
+    /// never an error: what does not have this shape is left to OpenSSL to decide.
+    private static func signerRanges(_ digestAlgorithms: DERElement, _ certificates: DERElement,
+                                     _ signerInfos: DERElement) -> SignerRanges? {
+        func whole(_ e: DERElement) -> Range<Int>? { e.indefiniteLength ? nil : e.offset..<e.contentRange.upperBound }
+        guard var infos = try? signerInfos.children(), let info = try? infos.next(), infos.isAtEnd,
+              info.tag == .sequence, var fields = try? info.children(),
+              let version = try? fields.read(.integer, "version"),
+              (try? fields.read(.sequence, "issuerAndSerialNumber")) != nil,
+              let digestAlgorithm = try? fields.read(.sequence, "digestAlgorithm"),
+              let encryptionAlgorithm = try? fields.read(.sequence, "digestEncryptionAlgorithm"),
+              let signature = try? fields.read(.octetString, "encryptedDigest"), fields.isAtEnd,
+              var algorithm = try? digestAlgorithm.children(), let oid = try? algorithm.read(.objectIdentifier, "OID"),
+              let certificatesRange = whole(certificates), let digestAlgorithmsRange = whole(digestAlgorithms),
+              let identityEnd = whole(encryptionAlgorithm)?.upperBound, whole(info) != nil,
+              let digestOID = whole(oid) else { return nil }
+        return SignerRanges(certificates: certificatesRange, digestAlgorithms: digestAlgorithmsRange,
+                            signerIdentity: version.offset..<identityEnd, digestOID: digestOID,
+                            signature: signature.contentRange)
     }
 }
 

@@ -30,7 +30,7 @@ public final class SignedDataVerifier: Sendable {
     public let maxInputBytes: Int
 
     let policy: PinnedChainPolicy
-    let cache: VerifiedChainCache
+    let cache: VerifiedChainCache<VerifiedChain>
     let revocation: OCSPRevocationCheck
     let now: @Sendable () -> Date
 
