@@ -18,7 +18,8 @@ public struct AppReceipt: Hashable, Sendable {
     public var expirationDate: Int64?
     public var inAppPurchases: [InAppPurchaseRecord] = []
     /// Every top-level attribute as found, in order, in-app records included.
-    public var attributes: [ReceiptAttribute] = []
+    public var attributes: [ReceiptAttribute] { attributeList.attributes }
+    var attributeList = AttributeList()
 
     public init() {}
 
@@ -53,34 +54,32 @@ public struct AppReceipt: Hashable, Sendable {
     public static func parsePayload(_ bytes: [UInt8]) throws(VerificationError) -> AppReceipt {
         let context = "receipt"
         var receipt = AppReceipt()
-        // One receipt repeats most values across records (the 187-record sandbox receipt has
-        // 3,761 attributes but 836 distinct values): equal values share one copy.
-        var interner = AttributeValueInterner()
-        let attributes = try ReceiptAttribute.readSet(bytes, context: context, interner: &interner)
-        receipt.attributes = attributes
+        let list = try AttributeList.read(bytes, in: bytes.indices, context: context)
+        receipt.attributeList = list
         var inAppCount = 0
-        for a in attributes where a.type == Field.inAppPurchase { inAppCount += 1 }
+        for a in list.spans where a.type == Field.inAppPurchase { inAppCount += 1 }
         receipt.inAppPurchases.reserveCapacity(inAppCount)
         var seen = DocumentedFieldSet()
-        for a in attributes {
+        for i in list.spans.indices {
+            let type = list.spans[i].type
             // Undocumented types are Apple's to repeat; a documented one twice is ambiguous.
-            if Field.isDocumentedSingle(a.type) {
-                guard seen.insert(a.type) else {
-                    throw VerificationError(.malformedReceipt, "receipt attribute \(a.type) appears twice")
+            if Field.isDocumentedSingle(type) {
+                guard seen.insert(type) else {
+                    throw VerificationError(.malformedReceipt, "receipt attribute \(type) appears twice")
                 }
             }
-            switch a.type {
-            case Field.receiptType: receipt.receiptType = try a.string(context)
-            case Field.appItemId: receipt.appItemId = try a.integer(context)
-            case Field.bundleId: receipt.bundleId = try a.string(context)
-            case Field.appVersion: receipt.appVersion = try a.string(context)
-            case Field.opaque: receipt.opaque = a.rawValue
-            case Field.sha1Hash: receipt.sha1Hash = a.rawValue
-            case Field.creationDate: receipt.creationDate = try a.date(context)
-            case Field.originalPurchaseDate: receipt.originalPurchaseDate = try a.date(context)
-            case Field.originalAppVersion: receipt.originalAppVersion = try a.string(context)
-            case Field.expirationDate: receipt.expirationDate = try a.date(context)
-            case Field.inAppPurchase: receipt.inAppPurchases.append(try InAppPurchaseRecord.parse(a.rawValue, interner: &interner))
+            switch type {
+            case Field.receiptType: receipt.receiptType = try list.string(i, context)
+            case Field.appItemId: receipt.appItemId = try list.integer(i, context)
+            case Field.bundleId: receipt.bundleId = try list.string(i, context)
+            case Field.appVersion: receipt.appVersion = try list.string(i, context)
+            case Field.opaque: receipt.opaque = list.rawValue(i)
+            case Field.sha1Hash: receipt.sha1Hash = list.rawValue(i)
+            case Field.creationDate: receipt.creationDate = try list.date(i, context)
+            case Field.originalPurchaseDate: receipt.originalPurchaseDate = try list.date(i, context)
+            case Field.originalAppVersion: receipt.originalAppVersion = try list.string(i, context)
+            case Field.expirationDate: receipt.expirationDate = try list.date(i, context)
+            case Field.inAppPurchase: receipt.inAppPurchases.append(try InAppPurchaseRecord.parse(bytes, in: list.spans[i].value))
             default: break
             }
         }

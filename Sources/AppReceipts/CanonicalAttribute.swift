@@ -78,20 +78,22 @@ struct CanonicalAttribute {
     /// What `ReceiptAttributeValue.decode` returns for a value that is exactly one short-form
     /// INTEGER, or UTF8String/IA5String of ASCII; nil for anything else (decoded the usual way).
     static func simpleValue(_ raw: UnsafeBufferPointer<UInt8>) -> ReceiptAttributeValue? {
-        guard raw.count >= 2, raw[1] < 0x80, Int(raw[1]) == raw.count - 2 else { return nil }
-        let content = UnsafeBufferPointer(rebasing: raw[2...])
-        switch raw[0] {
-        case 0x02:
-            guard !content.isEmpty, content.count <= 8, let v = integerValue(content) else { return nil }
-            return .integer(v)
-        case 0x0C, 0x16:
-            var high: UInt8 = 0
-            for byte in content { high |= byte }
-            guard high < 0x80 else { return nil }
-            let s = String(decoding: content, as: UTF8.self)
+        if let text = asciiString(raw) {
+            let s = String(decoding: text, as: UTF8.self)
             return raw[0] == 0x0C ? .utf8String(s) : .ia5String(s)
-        default:
-            return nil
         }
+        guard raw.count >= 3, raw[0] == 0x02, raw[1] < 0x80, Int(raw[1]) == raw.count - 2, raw.count - 2 <= 8,
+              let v = integerValue(UnsafeBufferPointer(rebasing: raw[2...])) else { return nil }
+        return .integer(v)
+    }
+
+    /// The contents of a value that is exactly one short-form UTF8String or IA5String of ASCII
+    /// (what `simpleValue` decodes as a string), in place; nil for anything else.
+    static func asciiString(_ raw: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
+        guard raw.count >= 2, raw[0] == 0x0C || raw[0] == 0x16, raw[1] < 0x80, Int(raw[1]) == raw.count - 2 else { return nil }
+        let content = UnsafeBufferPointer(rebasing: raw[2...])
+        var high: UInt8 = 0
+        for byte in content { high |= byte }
+        return high < 0x80 ? content : nil
     }
 }

@@ -57,13 +57,15 @@ final class ReceiptSignerCacheTests: XCTestCase {
     }
 
     func testTimesOutsideTheCachedChainsValidityAreRefused() throws {
-        let leaf = try X509Certificate(der: Data(Self.leaf.certificateDER))
+        // The chain's window: the latest notBefore and the earliest notAfter of its certificates.
+        let chain = try [Self.leaf, Self.wwdr, Self.root].map { try X509Certificate(der: Data($0.certificateDER)) }
+        let notBefore = chain.map(\.notBefore).max()!, notAfter = chain.map(\.notAfter).min()!
         let der = try good()
-        for second in [leaf.notAfter, leaf.notAfter + 1, leaf.notBefore - 1] {
+        for second in [notAfter, notAfter + 1, notBefore - 1] {
             try assertRefusedAsWhenCold(der, at: Date(timeIntervalSince1970: Double(second)), "checked at \(second)")
         }
         // The last second of validity is accepted both ways.
-        let last = Date(timeIntervalSince1970: Double(leaf.notAfter - 1))
+        let last = Date(timeIntervalSince1970: Double(notAfter - 1))
         XCTAssertNoThrow(try verifier().verify(der, at: last))
         XCTAssertNoThrow(try warmed().verify(der, at: last))
     }
