@@ -166,26 +166,34 @@ struct BenchCommand: Subcommand {
         }
     }
 
-    /// Calls `body` in a loop for `seconds` and returns calls per second (the clock read every 50
-    /// calls). `body` answers whether its call gave the expected result: a loop with any wrong or
-    /// failed call reports no rate (0, printed as "FAILED"), never the speed of failing.
+    /// Calls `body` in a loop for `seconds` and returns calls per second of this thread's CPU time
+    /// (the clock read every 50 calls): `openssl speed` divides by its CPU (user) time too, so the
+    /// ratio holds on a loaded machine, where wall time would count other processes' turns.
+    /// `body` answers whether its call gave the expected result: a loop with any wrong or failed
+    /// call reports no rate (0, printed as "FAILED"), never the speed of failing.
     func measure(_ seconds: Double, _ body: () -> Bool) -> Double {
         var failures = 0
         for _ in 0..<50 where !body() { failures += 1 }  // warm-up
         let start = DispatchTime.now().uptimeNanoseconds
         let deadline = start + UInt64(seconds * 1e9)
+        let cpuStart = Self.threadCPUSeconds()
         var count = 0
-        var now = start
         repeat {
             for _ in 0..<50 where !body() { failures += 1 }
             count += 50
-            now = DispatchTime.now().uptimeNanoseconds
-        } while now < deadline
+        } while DispatchTime.now().uptimeNanoseconds < deadline
+        let cpu = Self.threadCPUSeconds() - cpuStart
         guard failures == 0 else {
             print("  \(failures) of \(count + 50) calls failed or gave a wrong result: no rate")
             return 0
         }
-        return Double(count) / (Double(now - start) / 1e9)
+        return Double(count) / cpu
+    }
+
+    static func threadCPUSeconds() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
 
     func report(_ label: String, _ perSecond: Double, baseline: Double?) {
