@@ -31,6 +31,8 @@ public final class SignedDataVerifier: Sendable {
 
     let policy: PinnedChainPolicy
     let cache: VerifiedChainCache<VerifiedChain>
+    /// Intermediates of chains this verifier verified, by exact DER (see `knownCertificate`).
+    let verifiedIntermediates = VerifiedChainCache<X509Certificate>(capacity: 16)
     let revocation: OCSPRevocationCheck
     let now: @Sendable () -> Date
 
