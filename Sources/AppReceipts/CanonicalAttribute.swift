@@ -24,19 +24,6 @@ struct CanonicalAttribute {
         return CanonicalAttribute(type: type, version: version, value: valueStart..<valueEnd, next: seqEnd)
     }
 
-    /// How many definite-length SEQUENCEs lie between `start` and `end`, counting until the first
-    /// that is not one: a capacity hint only, never a decision. Capped at what the bytes could
-    /// hold as valid attributes (at least 10 bytes each), so hostile input cannot make the
-    /// reservation larger than a real receipt of the same size would need.
-    static func count(_ b: UnsafeBufferPointer<UInt8>, from start: Int, end: Int) -> Int {
-        var p = start, n = 0
-        while p < end, b[p] == 0x30, let (_, next) = definiteLength(b, at: p + 1, end: end) {
-            n += 1
-            p = next
-        }
-        return min(n, (end - start) / 10)
-    }
-
     /// The content range after a definite length at `p` (short form, or minimal long form of at
     /// most 4 octets), if it fits before `end`.
     private static func definiteLength(_ b: UnsafeBufferPointer<UInt8>, at p: Int, end: Int) -> (Int, Int)? {
