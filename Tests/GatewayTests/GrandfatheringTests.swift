@@ -2,6 +2,7 @@ import AppStoreSimulator
 import AppleTrust
 import Foundation
 @testable import Gateway
+import IAPConfig
 import IAPCore
 import TestSupport
 import XCTest

@@ -1,6 +1,7 @@
 import Adapters
 import Foundation
 @testable import Gateway
+import IAPConfig
 import IAPCore
 import IAPMapping
 import Ledger

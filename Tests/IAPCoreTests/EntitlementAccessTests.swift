@@ -35,8 +35,8 @@ final class EntitlementAccessTests: XCTestCase {
     }
 
     func testAccessFollowsThePolicyForGraceAndBillingRetry() {
-        let lenient = AppPolicy.GracePeriodPolicy(grantDuringGracePeriod: true, grantDuringBillingRetry: true)
-        let strict = AppPolicy.GracePeriodPolicy(grantDuringGracePeriod: false, grantDuringBillingRetry: false)
+        let lenient = GracePeriodPolicy(grantDuringGracePeriod: true, grantDuringBillingRetry: true)
+        let strict = GracePeriodPolicy(grantDuringGracePeriod: false, grantDuringBillingRetry: false)
         XCTAssertEqual(Entitlement.State.allCases.filter { EntitlementAccess.grantsAccess($0, policy: lenient) },
                        [.active, .gracePeriod, .billingRetry])
         XCTAssertEqual(Entitlement.State.allCases.filter { EntitlementAccess.grantsAccess($0, policy: strict) }, [.active])

@@ -1,4 +1,5 @@
 import Foundation
+import IAPConfig
 import IAPCore
 
 /// What the cutover verdict is judged against: the app's readiness thresholds, the product types
@@ -9,10 +10,10 @@ public struct ReadinessCriteria: Sendable, Equatable {
     public var productTypes: Set<String>
     /// Production when the app allows it, else Sandbox; the other environment is judged apart.
     public var primaryEnvironment: String
-    public var gracePeriodPolicy: AppPolicy.GracePeriodPolicy
+    public var gracePeriodPolicy: GracePeriodPolicy
 
     public init(thresholds: AppPolicy.Readiness = .standard, productTypes: Set<String>, primaryEnvironment: String,
-                gracePeriodPolicy: AppPolicy.GracePeriodPolicy) {
+                gracePeriodPolicy: GracePeriodPolicy) {
         self.thresholds = thresholds
         self.productTypes = productTypes
         self.primaryEnvironment = primaryEnvironment
@@ -370,7 +371,7 @@ public struct MigrationReport: Sendable {
 
     /// What switching to the Server API changes for this chain, when both paths answered and it changes something.
     private static func impact(_ c: PurchaseComparison, _ p: ComparedPurchase, environment: String,
-                               grace: AppPolicy.GracePeriodPolicy) -> ImpactRow? {
+                               grace: GracePeriodPolicy) -> ImpactRow? {
         guard !failed(c) else { return nil }
         let before = p.legacyState.map { EntitlementAccess.grantsAccess($0, policy: grace) } ?? false
         let after = p.serverAPIState.map { EntitlementAccess.grantsAccess($0, policy: grace) } ?? false

@@ -12,7 +12,7 @@ public enum VerifyVerdict: String, Sendable, CaseIterable {
     case notGranted
 
     /// `entitlements` must already stand at the answer's time (`EntitlementAccess.current`).
-    static func of(_ entitlements: [Entitlement], policy: AppPolicy.GracePeriodPolicy) -> VerifyVerdict {
+    static func of(_ entitlements: [Entitlement], policy: GracePeriodPolicy) -> VerifyVerdict {
         entitlements.contains { EntitlementAccess.grantsAccess($0.state, policy: policy) } ? .granted : .notGranted
     }
 }

@@ -69,7 +69,7 @@ public enum EntitlementAccess {
     }
 
     /// Whether a state grants access under the app's policy (grace and billing retry as it says).
-    public static func grantsAccess(_ state: Entitlement.State, policy: AppPolicy.GracePeriodPolicy) -> Bool {
+    public static func grantsAccess(_ state: Entitlement.State, policy: GracePeriodPolicy) -> Bool {
         switch state {
         case .active: true
         case .gracePeriod: policy.grantDuringGracePeriod
@@ -104,4 +104,15 @@ public enum EntitlementAccess {
 extension SubscriptionState {
     /// The date that ends the current state: the grace period's end while in grace, else `expiresDate`.
     public var periodEnd: Int64? { state == .gracePeriod ? (gracePeriodExpiresDate ?? expiresDate) : expiresDate }
+}
+
+/// An app's choice (its policy file's `gracePeriodPolicy`) whether Apple's grace period and billing
+/// retry still grant access. Here, beside the one reader of it, so the model needs no configuration.
+public struct GracePeriodPolicy: Sendable, Equatable {
+    public var grantDuringGracePeriod: Bool
+    public var grantDuringBillingRetry: Bool
+    public init(grantDuringGracePeriod: Bool, grantDuringBillingRetry: Bool) {
+        self.grantDuringGracePeriod = grantDuringGracePeriod
+        self.grantDuringBillingRetry = grantDuringBillingRetry
+    }
 }

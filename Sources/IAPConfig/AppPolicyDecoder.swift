@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// The one decoder from the generic tree to `AppPolicy`, whichever format the file was in.
 /// Every key is read through `ConfigObject`, which refuses keys nobody read.
@@ -237,12 +238,12 @@ struct AppPolicyDecoder {
         return AppPolicy.NoncePolicy(requiredForReceipts: required, ttlSeconds: ttl)
     }
 
-    private func decodeGracePolicy(_ field: ConfigField) throws(VerificationError) -> AppPolicy.GracePeriodPolicy {
+    private func decodeGracePolicy(_ field: ConfigField) throws(VerificationError) -> GracePeriodPolicy {
         let o = try field.object()
         let grace = try o.required("grantDuringGracePeriod").bool()
         let retry = try o.required("grantDuringBillingRetry").bool()
         try o.finish()
-        return AppPolicy.GracePeriodPolicy(grantDuringGracePeriod: grace, grantDuringBillingRetry: retry)
+        return GracePeriodPolicy(grantDuringGracePeriod: grace, grantDuringBillingRetry: retry)
     }
 
     /// `{sha256: hex}` or a secret reference `{env|file}`.

@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// Gateway-wide settings from `Config/gateway.xml` or `Config/gateway.plist` (root `<gateway>` in
 /// plain XML). Every key is optional; an absent key takes the default shown here.

@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// Everything the gateway knows about one app: which evidence it accepts, from which environments,
 /// verified how, for which products. Loaded from `Config/apps/<bundleId>.plist` or `.xml` (schema:
@@ -252,15 +253,6 @@ public struct AppPolicy: Sendable, Equatable {
 
     public enum FamilySharingPolicy: String, Sendable, CaseIterable {
         case allow, deny
-    }
-
-    public struct GracePeriodPolicy: Sendable, Equatable {
-        public var grantDuringGracePeriod: Bool
-        public var grantDuringBillingRetry: Bool
-        public init(grantDuringGracePeriod: Bool, grantDuringBillingRetry: Bool) {
-            self.grantDuringGracePeriod = grantDuringGracePeriod
-            self.grantDuringBillingRetry = grantDuringBillingRetry
-        }
     }
 }
 
