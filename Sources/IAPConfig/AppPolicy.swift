@@ -245,14 +245,15 @@ public struct AppPolicy: Sendable, Equatable {
         /// Receipts must come with a nonce the gateway issued (replay protection).
         public var requiredForReceipts: Bool
         public var ttlSeconds: Int64
-        public init(requiredForReceipts: Bool, ttlSeconds: Int64) {
-            self.requiredForReceipts = requiredForReceipts
-            self.ttlSeconds = ttlSeconds
-        }
     }
 
     public enum FamilySharingPolicy: String, Sendable, CaseIterable {
         case allow, deny
+    }
+
+    public struct GracePeriodPolicy: Sendable, Equatable {
+        public var grantDuringGracePeriod: Bool
+        public var grantDuringBillingRetry: Bool
     }
 }
 

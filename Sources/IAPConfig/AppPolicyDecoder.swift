@@ -238,12 +238,12 @@ struct AppPolicyDecoder {
         return AppPolicy.NoncePolicy(requiredForReceipts: required, ttlSeconds: ttl)
     }
 
-    private func decodeGracePolicy(_ field: ConfigField) throws(VerificationError) -> GracePeriodPolicy {
+    private func decodeGracePolicy(_ field: ConfigField) throws(VerificationError) -> AppPolicy.GracePeriodPolicy {
         let o = try field.object()
         let grace = try o.required("grantDuringGracePeriod").bool()
         let retry = try o.required("grantDuringBillingRetry").bool()
         try o.finish()
-        return GracePeriodPolicy(grantDuringGracePeriod: grace, grantDuringBillingRetry: retry)
+        return AppPolicy.GracePeriodPolicy(grantDuringGracePeriod: grace, grantDuringBillingRetry: retry)
     }
 
     /// `{sha256: hex}` or a secret reference `{env|file}`.

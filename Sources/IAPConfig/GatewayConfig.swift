@@ -243,11 +243,6 @@ public struct EnvironmentURLs: Sendable, Equatable {
     public var production: String
     public var sandbox: String
 
-    public init(production: String, sandbox: String) {
-        self.production = production
-        self.sandbox = sandbox
-    }
-
     /// Sandbox data goes to the sandbox host; everything else to production.
     public func url(for environment: AppStoreEnvironment) -> String {
         environment == .sandbox ? sandbox : production

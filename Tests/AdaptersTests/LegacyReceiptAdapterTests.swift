@@ -1,6 +1,6 @@
 import Foundation
 import HTTPServer
-import IAPConfig
+@testable import IAPConfig
 import IAPCore
 import UpstreamHTTP
 import XCTest

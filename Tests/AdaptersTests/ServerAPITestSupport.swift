@@ -5,7 +5,7 @@ import XCTest
 @testable import Adapters
 import AppleTrust
 import HTTPServer
-import IAPConfig
+@testable import IAPConfig
 import IAPCore
 import TestPKI
 import UpstreamHTTP

@@ -1,4 +1,4 @@
-import AppStoreSimulator
+@testable import AppStoreSimulator
 import AppleTrust
 import Foundation
 @testable import Gateway

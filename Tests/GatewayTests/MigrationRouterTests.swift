@@ -1,7 +1,7 @@
 import Adapters
 import Foundation
 @testable import Gateway
-import IAPConfig
+@testable import IAPConfig
 import IAPCore
 import IAPMapping
 import Ledger

@@ -1,6 +1,6 @@
 import Foundation
 @testable import Gateway
-import IAPConfig
+@testable import IAPConfig
 import IAPCore
 import XCTest
 

@@ -2,6 +2,7 @@ import AppStoreSimulator
 import AppleTrust
 @testable import Gateway
 import Foundation
+@testable import IAPConfig
 import IAPCore
 import Ledger
 import TestSupport
@@ -122,7 +123,7 @@ final class WebhookBodyTests: XCTestCase {
         let event = WebhookEvent(kind: .entitlementChanged, idempotencyKey: "k1", bundleId: "com.example.demo",
                                  originalTransactionId: "100", transactionId: "101", productId: "p", state: .refunded,
                                  expiresDate: nil, notificationType: "REFUND", subtype: nil, occurredAt: 5)
-        let policy = GracePeriodPolicy(grantDuringGracePeriod: true, grantDuringBillingRetry: false)
+        let policy = AppPolicy.GracePeriodPolicy(grantDuringGracePeriod: true, grantDuringBillingRetry: false)
         let body = WebhookDispatcher.body(event, account: "alice", policy: policy)
         let json = try StrictJSON().parse(body)
         XCTAssertEqual(json["account"], "alice")

@@ -1,6 +1,6 @@
 import Foundation
 import Gateway
-import IAPConfig
+@testable import IAPConfig
 import IAPCore
 import Ledger
 import UpstreamHTTP

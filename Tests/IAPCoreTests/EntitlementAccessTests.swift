@@ -1,4 +1,5 @@
 import XCTest
+@testable import IAPConfig
 import IAPCore
 
 /// The one function that says what an entitlement is at a given time and whether it grants
@@ -35,8 +36,8 @@ final class EntitlementAccessTests: XCTestCase {
     }
 
     func testAccessFollowsThePolicyForGraceAndBillingRetry() {
-        let lenient = GracePeriodPolicy(grantDuringGracePeriod: true, grantDuringBillingRetry: true)
-        let strict = GracePeriodPolicy(grantDuringGracePeriod: false, grantDuringBillingRetry: false)
+        let lenient = AppPolicy.GracePeriodPolicy(grantDuringGracePeriod: true, grantDuringBillingRetry: true)
+        let strict = AppPolicy.GracePeriodPolicy(grantDuringGracePeriod: false, grantDuringBillingRetry: false)
         XCTAssertEqual(Entitlement.State.allCases.filter { EntitlementAccess.grantsAccess($0, policy: lenient) },
                        [.active, .gracePeriod, .billingRetry])
         XCTAssertEqual(Entitlement.State.allCases.filter { EntitlementAccess.grantsAccess($0, policy: strict) }, [.active])

@@ -1,5 +1,6 @@
 import TestSupport
 import XCTest
+@testable import IAPConfig
 import IAPCore
 
 /// A small DSL for synthetic, already-verified lifecycle events of one purchase chain.
@@ -7,7 +8,7 @@ import IAPCore
 /// like a calendar: `day(30)`, `day(30, minute: 1)`.
 struct LifecycleFixture {
     static let epoch: Int64 = 1_700_000_000_000
-    static let policy = GracePeriodPolicy(grantDuringGracePeriod: true, grantDuringBillingRetry: false)
+    static let policy = AppPolicy.GracePeriodPolicy(grantDuringGracePeriod: true, grantDuringBillingRetry: false)
 
     var bundleId = "com.example.app"
     var chainId = "2000000001"

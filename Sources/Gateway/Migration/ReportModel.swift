@@ -10,10 +10,10 @@ public struct ReadinessCriteria: Sendable, Equatable {
     public var productTypes: Set<String>
     /// Production when the app allows it, else Sandbox; the other environment is judged apart.
     public var primaryEnvironment: String
-    public var gracePeriodPolicy: GracePeriodPolicy
+    public var gracePeriodPolicy: AppPolicy.GracePeriodPolicy
 
     public init(thresholds: AppPolicy.Readiness = .standard, productTypes: Set<String>, primaryEnvironment: String,
-                gracePeriodPolicy: GracePeriodPolicy) {
+                gracePeriodPolicy: AppPolicy.GracePeriodPolicy) {
         self.thresholds = thresholds
         self.productTypes = productTypes
         self.primaryEnvironment = primaryEnvironment
@@ -371,7 +371,7 @@ public struct MigrationReport: Sendable {
 
     /// What switching to the Server API changes for this chain, when both paths answered and it changes something.
     private static func impact(_ c: PurchaseComparison, _ p: ComparedPurchase, environment: String,
-                               grace: GracePeriodPolicy) -> ImpactRow? {
+                               grace: AppPolicy.GracePeriodPolicy) -> ImpactRow? {
         guard !failed(c) else { return nil }
         let before = p.legacyState.map { EntitlementAccess.grantsAccess($0, policy: grace) } ?? false
         let after = p.serverAPIState.map { EntitlementAccess.grantsAccess($0, policy: grace) } ?? false

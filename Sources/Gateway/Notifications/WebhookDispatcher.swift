@@ -61,7 +61,7 @@ public final class WebhookDispatcher: Sendable {
     /// The event as JSON, with the account that owns the chain when one does (so the backend
     /// needs no mapping of its own from Apple's ids to its users), and whether its state grants
     /// access under the app's policy.
-    static func body(_ event: WebhookEvent, account: String?, policy: GracePeriodPolicy) -> String {
+    static func body(_ event: WebhookEvent, account: String?, policy: AppPolicy.GracePeriodPolicy) -> String {
         var o: [String: JSONValue] = [
             "kind": .string(event.kind.rawValue), "idempotencyKey": .string(event.idempotencyKey),
             "bundleId": .string(event.bundleId), "notificationType": .string(event.notificationType),

@@ -1,3 +1,4 @@
+import IAPConfig
 import IAPCore
 
 /// The `verdict` of a 200 verify answer, the same for every kind of evidence: decided here alone,
@@ -12,7 +13,7 @@ public enum VerifyVerdict: String, Sendable, CaseIterable {
     case notGranted
 
     /// `entitlements` must already stand at the answer's time (`EntitlementAccess.current`).
-    static func of(_ entitlements: [Entitlement], policy: GracePeriodPolicy) -> VerifyVerdict {
+    static func of(_ entitlements: [Entitlement], policy: AppPolicy.GracePeriodPolicy) -> VerifyVerdict {
         entitlements.contains { EntitlementAccess.grantsAccess($0.state, policy: policy) } ? .granted : .notGranted
     }
 }

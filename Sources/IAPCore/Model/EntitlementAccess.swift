@@ -1,7 +1,8 @@
 /// The one owner of "what state is a purchase in now, and does it grant access". Every answer that
 /// states access asks here, with the stored facts and the current time: the verify answer and
 /// `GET …/entitlements`, the webhook payloads, the subscription lifecycle, the migration comparator
-/// (and so the dashboard), and the sweep that announces access ended by time alone.
+/// (and so the dashboard), and the sweep that announces access ended by time alone. Whether a state
+/// grants access under an app's grace-period policy is `grantsAccess`, in IAPConfig beside that policy.
 ///
 /// A stored state is what Apple's facts said when they arrived; the clock only ever moves it toward
 /// less: `active` ends as `expired` at its `expiresDate`, `gracePeriod` ends as `billingRetry` at
@@ -68,16 +69,6 @@ public enum EntitlementAccess {
         return s
     }
 
-    /// Whether a state grants access under the app's policy (grace and billing retry as it says).
-    public static func grantsAccess(_ state: Entitlement.State, policy: GracePeriodPolicy) -> Bool {
-        switch state {
-        case .active: true
-        case .gracePeriod: policy.grantDuringGracePeriod
-        case .billingRetry: policy.grantDuringBillingRetry
-        case .expired, .revoked, .refunded: false
-        }
-    }
-
     /// The `entitlementChanged` event for a state the clock alone moved, or nil if `now` moves
     /// nothing. Its key names the chain and the transition (the state left and the date that ended
     /// it), so the sweep on any instance and the lifecycle make the same event: the outbox keeps one.
@@ -104,15 +95,4 @@ public enum EntitlementAccess {
 extension SubscriptionState {
     /// The date that ends the current state: the grace period's end while in grace, else `expiresDate`.
     public var periodEnd: Int64? { state == .gracePeriod ? (gracePeriodExpiresDate ?? expiresDate) : expiresDate }
-}
-
-/// An app's choice (its policy file's `gracePeriodPolicy`) whether Apple's grace period and billing
-/// retry still grant access. Here, beside the one reader of it, so the model needs no configuration.
-public struct GracePeriodPolicy: Sendable, Equatable {
-    public var grantDuringGracePeriod: Bool
-    public var grantDuringBillingRetry: Bool
-    public init(grantDuringGracePeriod: Bool, grantDuringBillingRetry: Bool) {
-        self.grantDuringGracePeriod = grantDuringGracePeriod
-        self.grantDuringBillingRetry = grantDuringBillingRetry
-    }
 }

@@ -3,7 +3,7 @@ import AppleTrust
 import Foundation
 import Gateway
 import HTTPServer
-import IAPConfig
+@testable import IAPConfig
 import IAPCore
 import IAPMapping
 import Ledger
