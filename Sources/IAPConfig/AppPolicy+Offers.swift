@@ -10,11 +10,6 @@ extension AppPolicy {
         /// Apple's issuer id, in the StoreKit 2 JWS (`iss`); the Server API's unless given.
         public var issuerId: String
         public var privateKey: SecretReference
-        public init(keyId: String, issuerId: String, privateKey: SecretReference) {
-            self.keyId = keyId
-            self.issuerId = issuerId
-            self.privateKey = privateKey
-        }
     }
 
     /// Who may be offered a subscription offer, judged from the account's entitlements in the

@@ -104,12 +104,6 @@ public struct GatewayConfig: Sendable, Equatable {
         public var privateKeyFile: URL
         /// The oldest protocol version offered; TLS 1.2 unless set.
         public var minimumVersion = Version.tls12
-
-        public init(certificateFile: URL, privateKeyFile: URL, minimumVersion: Version = .tls12) {
-            self.certificateFile = certificateFile
-            self.privateKeyFile = privateKeyFile
-            self.minimumVersion = minimumVersion
-        }
     }
 
     public struct Limits: Sendable, Equatable {
