@@ -17,7 +17,7 @@ public struct AppPolicy: Sendable, Equatable {
     public var trustRoots: TrustRoots
     /// The App Store Connect shared secret for `verifyReceipt`.
     public var sharedSecret: SecretReference?
-    public var serverAPI: ServerAPICredentials?
+    public var serverAPI: InAppPurchaseKey?
     /// Keyed by product id.
     public var productCatalog: [String: Product]
     public var routing: Routing
@@ -42,7 +42,7 @@ public struct AppPolicy: Sendable, Equatable {
     /// Thresholds of the cutover verdict (`readiness` in the app file; defaults otherwise).
     public var readiness: Readiness = .standard
     /// The key offers are signed with, when not the Server API's (`offerSigningKey` decides).
-    public var offerSigning: OfferSigning? = nil
+    public var offerSigning: InAppPurchaseKey? = nil
     /// The promotional offers the gateway signs, and for whom; none unless listed.
     public var promotionalOffers: [PromotionalOffer] = []
     /// How Retention Messaging realtime requests are answered; none: always `{}` (Apple's default message).
@@ -83,7 +83,10 @@ public struct AppPolicy: Sendable, Equatable {
         public var receipts: [URL]
     }
 
-    public struct ServerAPICredentials: Sendable, Equatable {
+    /// An In-App Purchase key from App Store Connect: what the Server API's bearer tokens
+    /// (`serverAPI`) and signed offers (`offerSigning`) are signed with.
+    public struct InAppPurchaseKey: Sendable, Equatable {
+        /// Apple's issuer id (the JWT's and the offer JWS's `iss`).
         public var issuerId: String
         public var keyId: String
         /// The `.p8` key (PEM), as a file or an environment variable.
