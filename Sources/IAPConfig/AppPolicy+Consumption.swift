@@ -16,8 +16,6 @@ extension AppPolicy {
         /// Apple's `refundPreference`: 0 undeclared (the default), 1 grant, 2 decline, 3 no preference.
         public var refundPreference: Int64 = 0
 
-        public init() {}
-
         static func decode(_ field: ConfigField) throws(VerificationError) -> ConsumptionResponse {
             let o = try field.object()
             var response = ConsumptionResponse()

@@ -19,8 +19,6 @@ extension AppPolicy {
 
         public static let standard = Readiness()
 
-        public init() {}
-
         static func decode(_ field: ConfigField) throws(VerificationError) -> Readiness {
             let o = try field.object()
             var r = Readiness()

@@ -19,8 +19,6 @@ extension AppPolicy {
         public var noRefund = false
         public var answer: RetentionAnswer
 
-        public init(answer: RetentionAnswer) { self.answer = answer }
-
         /// Whether the rule asks about the account, so a chain the gateway does not know never matches it.
         public var needsAccount: Bool {
             !states.isEmpty || minimumTenureDays != nil || maximumTenureDays != nil || noRefund

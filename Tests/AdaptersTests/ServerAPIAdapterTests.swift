@@ -4,7 +4,7 @@ import XCTest
 import AppReceipts
 import AppleTrust
 import HTTPServer
-import IAPConfig
+@testable import IAPConfig
 import IAPCore
 import TestPKI
 

@@ -3,7 +3,7 @@ import AppleTrust
 @testable import Gateway
 import Foundation
 @testable import IAPConfig
-import IAPCore
+@testable import IAPCore
 import Ledger
 import TestSupport
 import XCTest

@@ -1,7 +1,7 @@
 import AppStoreSimulator
 import AppleTrust
 import Foundation
-import IAPConfig
+@testable import IAPConfig
 import IAPCore
 import Ledger
 import TestSupport

@@ -1,7 +1,7 @@
 import Foundation
 import Gateway
 @testable import IAPConfig
-import IAPCore
+@testable import IAPCore
 import Ledger
 import UpstreamHTTP
 import XCTest

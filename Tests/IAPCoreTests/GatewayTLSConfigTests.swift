@@ -1,5 +1,5 @@
 import Foundation
-import IAPConfig
+@testable import IAPConfig
 import IAPCore
 import XCTest
 
