@@ -1,0 +1,108 @@
+import Adapters
+import AppleTrust
+import Foundation
+import IAPCore
+import Ledger
+
+/// What a gateway is built from (`GatewayAssembly.makeParts`). The router (`GatewayService`) and
+/// each component beside it (background work, reconciliation, batch comparison, the CLI's operator
+/// actions) are made here from exactly the parts they use; none of them holds the router.
+public struct GatewayParts: Sendable {
+    let apps: [String: AppPolicy]
+    let adapters: AdapterRegistry
+    /// Reconciliation reads it too (chains near expiry, stored receipts): a declared need, not a cast.
+    let ledger: any Ledger & NotificationLedger & ReconciliationLedger
+    let notifications: NotificationDecoder?
+    let checks: [any PurchaseCheck]
+    let sealer: AESGCMSealer?
+    /// The process environment: API keys, offer signing keys and secret references resolve in it.
+    let environment: [String: String]
+    let logger: Logger
+    let now: @Sendable () -> Int64
+    /// Shadow, compare and cutover routing of receipts; nil: receipts take the primary path only.
+    let migration: MigrationRouter?
+    /// Where the comparison routes and the migration report read from; nil: they answer 404.
+    let comparisons: (any ComparisonLedger)?
+    /// Shared with the upstream HTTP client (as its observer) when the assembly builds both.
+    let metrics: GatewayMetrics
+    /// All the upstream work one request does (every call, attempt and retry wait) ends within this.
+    let upstreamBudget: Duration
+    /// One verifier and chain cache per app, shared by the Server API adapter and notifications.
+    let jwsVerifiers: AppVerifiers?
+
+    /// Public for a gateway assembled outside this module (an adapter's own tests).
+    public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger & ReconciliationLedger,
+                notifications: NotificationDecoder? = nil, checks: [any PurchaseCheck] = .standard, sealer: AESGCMSealer? = nil,
+                environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = .disabled,
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+                migration: MigrationRouter? = nil, comparisons: (any ComparisonLedger)? = nil,
+                metrics: GatewayMetrics = GatewayMetrics(), upstreamBudget: Duration = .seconds(20),
+                jwsVerifiers: AppVerifiers? = nil) {
+        self.apps = apps
+        self.adapters = adapters
+        self.ledger = ledger
+        self.notifications = notifications
+        self.checks = checks
+        self.sealer = sealer
+        self.environment = environment
+        self.logger = logger
+        self.now = now
+        self.migration = migration
+        self.comparisons = comparisons
+        self.metrics = metrics
+        self.upstreamBudget = upstreamBudget
+        self.jwsVerifiers = jwsVerifiers
+    }
+}
+
+extension GatewayParts {
+    /// The app's policy, or UNKNOWN_APP: what every per-app action checks first.
+    func app(_ bundleId: String) throws(VerificationError) -> AppPolicy {
+        guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
+        return app
+    }
+
+    /// The reconciler of this gateway; `apps` overrides its policies (tests, a single-app CLI run).
+    public func reconciler(apps: [String: AppPolicy]? = nil, options: Reconciler.Options = Reconciler.Options(),
+                           logger: Logger? = nil) throws(VerificationError) -> Reconciler {
+        guard let notifications else { throw VerificationError(.invalidConfiguration, "notifications are not enabled") }
+        return Reconciler(apps: apps ?? self.apps, ledger: ledger, decoder: notifications,
+                          serverAPI: adapters.capability((any ReconciliationSource).self),
+                          legacy: adapters.capability((any ReceiptReverifying).self), sealer: sealer, options: options,
+                          logger: logger ?? self.logger, now: now)
+    }
+
+    /// `iapgw compare`: one app's backlog of receipts through the generations its routing compares.
+    public func batchComparer(bundleId: String, options: BatchComparer.Options = BatchComparer.Options())
+        throws(VerificationError) -> BatchComparer {
+        let app = try app(bundleId)
+        guard let migration else {
+            throw VerificationError(.invalidConfiguration, "comparisons are not enabled (no comparison ledger)")
+        }
+        return try BatchComparer(app: app, router: migration, adapters: adapters, options: options, now: now)
+    }
+
+    /// The operator's actions on the notification inbox (`iapgw notifications`, `iapgw reconcile`).
+    public func notificationMaintenance(apps: [String: AppPolicy]? = nil) -> NotificationMaintenance {
+        NotificationMaintenance(apps: apps ?? self.apps, ledger: ledger, logger: logger, now: now)
+    }
+
+    /// `iapgw audit`: the history of an account or of the chain holding a transaction, as the route shows it.
+    public func audit(bundleId: String, subject: SupportSubject, since: Int64, limit: Int)
+        async throws(VerificationError) -> JSONValue {
+        try await HistoryEndpoint(ledger: ledger, now: now).audit(app: try app(bundleId), subject: subject, since: since,
+                                                                   limit: limit)
+    }
+
+    /// The migration report for an app's stored comparisons, as the self-contained HTML page the
+    /// dashboard serves (`iapgw compare --report`).
+    public func migrationReportHTML(bundleId: String) async throws(VerificationError) -> String {
+        MigrationReportHTML.render(try await migrationReport(bundleId: bundleId))
+    }
+
+    /// The report (verdict, failures, cutover impact) over every stored comparison of the app.
+    public func migrationReport(bundleId: String) async throws(VerificationError) -> MigrationReport {
+        guard let comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
+        return try await DashboardEndpoint.report(app: try app(bundleId), ledger: comparisons)
+    }
+}
