@@ -8,50 +8,36 @@ import Ledger
 /// each component beside it (background work, reconciliation, batch comparison, the CLI's operator
 /// actions) are made here from exactly the parts they use; none of them holds the router.
 public struct GatewayParts: Sendable {
-    let apps: [String: AppPolicy]
-    let adapters: AdapterRegistry
+    var apps: [String: AppPolicy]
+    var adapters: AdapterRegistry
     /// Reconciliation reads it too (chains near expiry, stored receipts): a declared need, not a cast.
-    let ledger: any Ledger & NotificationLedger & ReconciliationLedger
-    let notifications: NotificationDecoder?
-    let checks: [any PurchaseCheck]
-    let sealer: AESGCMSealer?
+    var ledger: any Ledger & NotificationLedger & ReconciliationLedger
+    var notifications: NotificationDecoder?
+    var checks: [any PurchaseCheck] = .standard
+    var sealer: AESGCMSealer?
     /// The process environment: API keys, offer signing keys and secret references resolve in it.
-    let environment: [String: String]
-    let logger: Logger
-    let now: @Sendable () -> Int64
+    var environment: [String: String] = ProcessInfo.processInfo.environment
+    var logger: Logger = .disabled
+    var now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     /// Shadow, compare and cutover routing of receipts; nil: receipts take the primary path only.
-    let migration: MigrationRouter?
+    var migration: MigrationRouter?
     /// Where the comparison routes and the migration report read from; nil: they answer 404.
-    let comparisons: (any ComparisonLedger)?
+    var comparisons: (any ComparisonLedger)?
     /// Shared with the upstream HTTP client (as its observer) when the assembly builds both.
-    let metrics: GatewayMetrics
+    var metrics = GatewayMetrics()
     /// All the upstream work one request does (every call, attempt and retry wait) ends within this.
-    let upstreamBudget: Duration
+    var upstreamBudget: Duration = .seconds(20)
     /// One verifier and chain cache per app, shared by the Server API adapter and notifications.
-    let jwsVerifiers: AppVerifiers?
+    var jwsVerifiers: AppVerifiers?
+}
 
-    /// Public for a gateway assembled outside this module (an adapter's own tests).
-    public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger & ReconciliationLedger,
-                notifications: NotificationDecoder? = nil, checks: [any PurchaseCheck] = .standard, sealer: AESGCMSealer? = nil,
-                environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = .disabled,
-                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-                migration: MigrationRouter? = nil, comparisons: (any ComparisonLedger)? = nil,
-                metrics: GatewayMetrics = GatewayMetrics(), upstreamBudget: Duration = .seconds(20),
-                jwsVerifiers: AppVerifiers? = nil) {
+extension GatewayParts {
+    /// A gateway assembled outside this module (an adapter's own tests), the rest at its defaults.
+    /// In an extension, so the assembly keeps the memberwise initializer.
+    public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger & ReconciliationLedger) {
         self.apps = apps
         self.adapters = adapters
         self.ledger = ledger
-        self.notifications = notifications
-        self.checks = checks
-        self.sealer = sealer
-        self.environment = environment
-        self.logger = logger
-        self.now = now
-        self.migration = migration
-        self.comparisons = comparisons
-        self.metrics = metrics
-        self.upstreamBudget = upstreamBudget
-        self.jwsVerifiers = jwsVerifiers
     }
 }
 
