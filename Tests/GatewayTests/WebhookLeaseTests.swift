@@ -1,5 +1,5 @@
 import Foundation
-import Gateway
+@testable import Gateway
 import IAPCore
 import Ledger
 import UpstreamHTTP

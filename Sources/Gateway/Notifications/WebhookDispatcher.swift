@@ -17,11 +17,6 @@ public final class WebhookDispatcher: Sendable {
         public var id: String
         public var isStable: Bool
 
-        public init(id: String, isStable: Bool) {
-            self.id = id
-            self.isStable = isStable
-        }
-
         public static func ephemeral() -> Identity { Identity(id: "gw-" + UUID().uuidString, isStable: false) }
     }
 
