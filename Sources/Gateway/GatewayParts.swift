@@ -65,7 +65,16 @@ extension GatewayParts {
         guard let migration else {
             throw VerificationError(.invalidConfiguration, "comparisons are not enabled (no comparison ledger)")
         }
-        return try BatchComparer(app: app, router: migration, adapters: adapters, options: options, now: now)
+        // The generations the app's receipt routing compares, or, where it compares nothing yet, shadow's.
+        let receipts = app.routing.receipt.generations ?? AppPolicy.RoutingMode.shadow.generations!
+        guard let legacy = adapters.adapter(receipts.from), let serverAPI = adapters.adapter(receipts.to) else {
+            throw VerificationError(.invalidConfiguration,
+                                    "batch comparison needs both the \(receipts.from) and \(receipts.to) adapters")
+        }
+        guard (1...256).contains(options.concurrency) else {
+            throw VerificationError(.invalidConfiguration, "concurrency must be 1 to 256")
+        }
+        return BatchComparer(app: app, router: migration, legacy: legacy, serverAPI: serverAPI, options: options, now: now)
     }
 
     /// The operator's actions on the notification inbox (`iapgw notifications`, `iapgw reconcile`).

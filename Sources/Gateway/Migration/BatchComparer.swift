@@ -26,32 +26,14 @@ public struct BatchComparer: Sendable {
         public init() {}
     }
 
+    /// Made by `GatewayParts.batchComparer`: the app, the gateway's router and the two generations'
+    /// adapters the app's receipt routing compares.
     let app: AppPolicy
     let router: MigrationRouter
     let legacy: any VerificationAdapter
     let serverAPI: any VerificationAdapter
-    let now: @Sendable () -> Int64
     public let options: Options
-
-    /// Made by `GatewayParts.batchComparer` from the gateway's router and adapters.
-    init(app: AppPolicy, router: MigrationRouter, adapters: AdapterRegistry, options: Options,
-         now: @escaping @Sendable () -> Int64) throws(VerificationError) {
-        // The generations the app's receipt routing compares, or, where it compares nothing yet, shadow's.
-        let receipts = app.routing.receipt.generations ?? AppPolicy.RoutingMode.shadow.generations!
-        guard let legacy = adapters.adapter(receipts.from), let serverAPI = adapters.adapter(receipts.to) else {
-            throw VerificationError(.invalidConfiguration,
-                                    "batch comparison needs both the \(receipts.from) and \(receipts.to) adapters")
-        }
-        guard (1...256).contains(options.concurrency) else {
-            throw VerificationError(.invalidConfiguration, "concurrency must be 1 to 256")
-        }
-        self.app = app
-        self.router = router
-        self.legacy = legacy
-        self.serverAPI = serverAPI
-        self.options = options
-        self.now = now
-    }
+    let now: @Sendable () -> Int64
 
     private enum Attempt: Sendable {
         case compared(PurchaseComparison)
