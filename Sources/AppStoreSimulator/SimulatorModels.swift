@@ -205,9 +205,4 @@ struct NotificationRecord: Sendable {
 public struct AppPurchase: Sendable, Equatable {
     public var originalApplicationVersion: String
     public var originalPurchaseDate: Int64
-
-    public init(originalApplicationVersion: String, originalPurchaseDate: Int64) {
-        self.originalApplicationVersion = originalApplicationVersion
-        self.originalPurchaseDate = originalPurchaseDate
-    }
 }

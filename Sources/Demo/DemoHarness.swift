@@ -3,6 +3,7 @@ import AppleTrust
 import Foundation
 import Gateway
 import HTTPServer
+import IAPConfig
 import IAPCore
 
 /// A gateway wired to a local App Store simulator on loopback, configured through real files

@@ -2,6 +2,7 @@ import CommandLineSupport
 import Dispatch
 import Foundation
 import Gateway
+import IAPConfig
 import IAPCore
 
 /// `iapgw compare`: a backlog of stored receipts through both generations, each comparison stored

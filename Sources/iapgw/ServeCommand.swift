@@ -1,6 +1,7 @@
 import CommandLineSupport
 import Foundation
 import Gateway
+import IAPConfig
 import IAPCore
 
 /// `iapgw serve`: the gateway service, configured from `Config/` and `Mappings/`.

@@ -2,6 +2,7 @@ import Adapters
 import AppStoreSimulator
 import Foundation
 @testable import Gateway
+import IAPConfig
 import IAPCore
 import Ledger
 import TestSupport

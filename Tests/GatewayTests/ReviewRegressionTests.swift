@@ -2,6 +2,7 @@ import AppStoreSimulator
 import AppleTrust
 @testable import Gateway
 import Foundation
+@testable import IAPConfig
 import IAPCore
 import Ledger
 import TestSupport

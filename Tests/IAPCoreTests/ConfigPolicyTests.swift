@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+@testable import IAPConfig
 @testable import IAPCore
 
 /// What the policy decoder refuses, and where it says the problem is.

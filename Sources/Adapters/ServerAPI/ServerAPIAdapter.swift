@@ -1,6 +1,7 @@
 import AppReceipts
 import AppleTrust
 import Foundation
+import IAPConfig
 import IAPCore
 import IAPMapping
 import Synchronization

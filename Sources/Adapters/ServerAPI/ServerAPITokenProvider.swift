@@ -1,5 +1,6 @@
 import AppleTrust
 import Foundation
+import IAPConfig
 import IAPCore
 import Synchronization
 

@@ -1,4 +1,5 @@
 import Adapters
+import IAPConfig
 import IAPCore
 
 /// Who presents evidence: an app backend for one of its accounts, or Apple itself (a notification,

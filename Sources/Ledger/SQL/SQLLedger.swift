@@ -1,5 +1,6 @@
 import AppleTrust
 import Foundation
+import IAPConfig
 import IAPCore
 
 /// The ledger's logic, written once over `SQLDatabase`: SQLite (`sqlite:PATH`, the default for one

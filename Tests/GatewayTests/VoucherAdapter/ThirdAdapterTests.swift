@@ -3,6 +3,7 @@ import AppleTrust
 import Foundation
 import Gateway
 import HTTPServer
+@testable import IAPConfig
 import IAPCore
 import IAPMapping
 import Ledger

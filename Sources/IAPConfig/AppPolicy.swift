@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// Everything the gateway knows about one app: which evidence it accepts, from which environments,
 /// verified how, for which products. Loaded from `Config/apps/<bundleId>.plist` or `.xml` (schema:
@@ -244,10 +245,6 @@ public struct AppPolicy: Sendable, Equatable {
         /// Receipts must come with a nonce the gateway issued (replay protection).
         public var requiredForReceipts: Bool
         public var ttlSeconds: Int64
-        public init(requiredForReceipts: Bool, ttlSeconds: Int64) {
-            self.requiredForReceipts = requiredForReceipts
-            self.ttlSeconds = ttlSeconds
-        }
     }
 
     public enum FamilySharingPolicy: String, Sendable, CaseIterable {
@@ -257,10 +254,6 @@ public struct AppPolicy: Sendable, Equatable {
     public struct GracePeriodPolicy: Sendable, Equatable {
         public var grantDuringGracePeriod: Bool
         public var grantDuringBillingRetry: Bool
-        public init(grantDuringGracePeriod: Bool, grantDuringBillingRetry: Bool) {
-            self.grantDuringGracePeriod = grantDuringGracePeriod
-            self.grantDuringBillingRetry = grantDuringBillingRetry
-        }
     }
 }
 

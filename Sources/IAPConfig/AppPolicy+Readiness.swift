@@ -1,3 +1,5 @@
+import IAPCore
+
 /// When a migration team may switch an app's receipts from verifyReceipt to the Server API: the
 /// thresholds of the cutover verdict (the rule itself is `MigrationReport`'s; README, "Migration").
 /// Absent from the app file: the documented defaults.

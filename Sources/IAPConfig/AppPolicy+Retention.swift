@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// How the gateway answers the App Store's Retention Messaging realtime requests for an app
 /// (`retentionMessages` in the app file; README, "Retention messages"): rules tried in order, the

@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// The one decoder from the generic tree to `AppPolicy`, whichever format the file was in.
 /// Every key is read through `ConfigObject`, which refuses keys nobody read.

@@ -1,3 +1,5 @@
+import IAPCore
+
 /// Whether and how the gateway answers Apple's CONSUMPTION_REQUEST (Send Consumption Information)
 /// for an app. Absent from the app file: requests are recorded but never answered. Every value the
 /// gateway cannot know about the customer is sent as "undeclared" (0); only what the app's operator

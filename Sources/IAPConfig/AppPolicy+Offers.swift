@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// Which subscription offers the gateway signs for an app, for whom, and with which key
 /// (`offerSigning`, `promotionalOffers` in the app file; README, "Signed offers").

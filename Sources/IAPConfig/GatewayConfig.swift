@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// Gateway-wide settings from `Config/gateway.xml` or `Config/gateway.plist` (root `<gateway>` in
 /// plain XML). Every key is optional; an absent key takes the default shown here.
@@ -241,11 +242,6 @@ struct GatewayConfigDecoder {
 public struct EnvironmentURLs: Sendable, Equatable {
     public var production: String
     public var sandbox: String
-
-    public init(production: String, sandbox: String) {
-        self.production = production
-        self.sandbox = sandbox
-    }
 
     /// Sandbox data goes to the sandbox host; everything else to production.
     public func url(for environment: AppStoreEnvironment) -> String {
