@@ -79,7 +79,9 @@ public struct AppReceipt: Hashable, Sendable {
             case Field.originalPurchaseDate: receipt.originalPurchaseDate = try list.date(i, context)
             case Field.originalAppVersion: receipt.originalAppVersion = try list.string(i, context)
             case Field.expirationDate: receipt.expirationDate = try list.date(i, context)
-            case Field.inAppPurchase: receipt.inAppPurchases.append(try InAppPurchaseRecord.parse(bytes, in: list.spans[i].value))
+            case Field.inAppPurchase:
+                receipt.inAppPurchases.append(InAppPurchaseRecord())
+                try receipt.inAppPurchases[receipt.inAppPurchases.count - 1].read(bytes, in: list.spans[i].value)
             default: break
             }
         }

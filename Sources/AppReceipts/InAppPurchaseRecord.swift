@@ -56,11 +56,13 @@ public struct InAppPurchaseRecord: Hashable, Sendable {
     /// Reads the nested SET of one in-app attribute (`range` of the payload `bytes`). A documented
     /// field with the wrong type is MALFORMED_RECEIPT; a field given twice is refused rather than
     /// resolved by "last one wins".
-    static func parse(_ bytes: [UInt8], in range: Range<Int>) throws(VerificationError) -> InAppPurchaseRecord {
+    ///
+    /// Reads into this new record where it is kept: a record returned by value and then appended
+    /// was copied (a retain and a release per field, for each of a receipt's records).
+    mutating func read(_ bytes: [UInt8], in range: Range<Int>) throws(VerificationError) {
         let context = "in-app"
-        var record = InAppPurchaseRecord()
         let list = try AttributeList.read(bytes, in: range, context: context)
-        record.attributeList = list
+        self.attributeList = list
         var seen = DocumentedFieldSet()
         for i in list.spans.indices {
             let type = list.spans[i].type
@@ -70,23 +72,22 @@ public struct InAppPurchaseRecord: Hashable, Sendable {
                 }
             }
             switch type {
-            case Field.quantity: record.quantity = try list.integer(i, context)
-            case Field.productId: record.productId = try list.string(i, context)
-            case Field.transactionId: record.transactionId = try list.string(i, context)
-            case Field.originalTransactionId: record.originalTransactionId = try list.string(i, context)
-            case Field.purchaseDate: record.purchaseDate = try list.date(i, context)
-            case Field.originalPurchaseDate: record.originalPurchaseDate = try list.date(i, context)
-            case Field.expiresDate: record.expiresDate = try list.date(i, context)
-            case Field.cancellationDate: record.cancellationDate = try list.date(i, context)
-            case Field.webOrderLineItemId: record.webOrderLineItemId = try list.integer(i, context)
-            case Field.isTrialPeriod: record.isTrialPeriod = try list.integer(i, context) != 0
-            case Field.isInIntroOfferPeriod: record.isInIntroOfferPeriod = try list.integer(i, context) != 0
+            case Field.quantity: self.quantity = try list.integer(i, context)
+            case Field.productId: self.productId = try list.string(i, context)
+            case Field.transactionId: self.transactionId = try list.string(i, context)
+            case Field.originalTransactionId: self.originalTransactionId = try list.string(i, context)
+            case Field.purchaseDate: self.purchaseDate = try list.date(i, context)
+            case Field.originalPurchaseDate: self.originalPurchaseDate = try list.date(i, context)
+            case Field.expiresDate: self.expiresDate = try list.date(i, context)
+            case Field.cancellationDate: self.cancellationDate = try list.date(i, context)
+            case Field.webOrderLineItemId: self.webOrderLineItemId = try list.integer(i, context)
+            case Field.isTrialPeriod: self.isTrialPeriod = try list.integer(i, context) != 0
+            case Field.isInIntroOfferPeriod: self.isInIntroOfferPeriod = try list.integer(i, context) != 0
             case Field.promotionalOfferId:
                 let s = try list.string(i, context)
-                record.promotionalOfferId = s.isEmpty ? nil : s
+                self.promotionalOfferId = s.isEmpty ? nil : s
             default: break
             }
         }
-        return record
     }
 }
