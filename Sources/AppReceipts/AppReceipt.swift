@@ -59,15 +59,7 @@ public struct AppReceipt: Hashable, Sendable {
         var inAppCount = 0
         for a in list.spans where a.type == Field.inAppPurchase { inAppCount += 1 }
         receipt.inAppPurchases.reserveCapacity(inAppCount)
-        var seen = DocumentedFieldSet()
-        for i in list.spans.indices {
-            let type = list.spans[i].type
-            // Undocumented types are Apple's to repeat; a documented one twice is ambiguous.
-            if Field.isDocumentedSingle(type) {
-                guard seen.insert(type) else {
-                    throw VerificationError(.malformedReceipt, "receipt attribute \(type) appears twice")
-                }
-            }
+        try list.forEach(context, refusingRepeatsOf: Field.isDocumentedSingle) { (i, type) throws(VerificationError) in
             switch type {
             case Field.receiptType: receipt.receiptType = try list.string(i, context)
             case Field.appItemId: receipt.appItemId = try list.integer(i, context)

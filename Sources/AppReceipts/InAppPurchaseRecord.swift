@@ -63,14 +63,7 @@ public struct InAppPurchaseRecord: Hashable, Sendable {
         let context = "in-app"
         let list = try AttributeList.read(bytes, in: range, context: context)
         self.attributeList = list
-        var seen = DocumentedFieldSet()
-        for i in list.spans.indices {
-            let type = list.spans[i].type
-            if Field.isTyped(type) {
-                guard seen.insert(type) else {
-                    throw VerificationError(.malformedReceipt, "in-app attribute \(type) appears twice")
-                }
-            }
+        try list.forEach(context, refusingRepeatsOf: Field.isTyped) { (i, type) throws(VerificationError) in
             switch type {
             case Field.quantity: self.quantity = try list.integer(i, context)
             case Field.productId: self.productId = try list.string(i, context)

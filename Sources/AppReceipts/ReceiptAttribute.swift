@@ -69,6 +69,21 @@ struct AttributeList: Hashable, Sendable {
     static func == (a: AttributeList, b: AttributeList) -> Bool { a.attributes == b.attributes }
     func hash(into hasher: inout Hasher) { hasher.combine(attributes) }
 
+    /// Calls `body` with each attribute's index and type, in order, refusing as MALFORMED_RECEIPT
+    /// a second attribute of a type `isSingle` says appears at most once (a documented field given
+    /// twice is ambiguous; undocumented types are Apple's to repeat).
+    func forEach(_ context: String, refusingRepeatsOf isSingle: (Int64) -> Bool,
+                 _ body: (Int, Int64) throws(VerificationError) -> Void) throws(VerificationError) {
+        var seen = DocumentedFieldSet()
+        for i in spans.indices {
+            let type = spans[i].type
+            if isSingle(type) && !seen.insert(type) {
+                throw VerificationError(.malformedReceipt, "\(context) attribute \(type) appears twice")
+            }
+            try body(i, type)
+        }
+    }
+
     func rawValue(_ i: Int) -> [UInt8] { Array(bytes[spans[i].value]) }
 
     private func withRaw<R>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
