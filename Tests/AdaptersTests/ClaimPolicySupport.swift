@@ -1,5 +1,5 @@
 import Adapters
-import Gateway
+@testable import Gateway
 import IAPConfig
 import IAPCore
 

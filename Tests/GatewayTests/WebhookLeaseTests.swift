@@ -1,5 +1,5 @@
 import Foundation
-import Gateway
+@testable import Gateway
 @testable import IAPConfig
 @testable import IAPCore
 import Ledger

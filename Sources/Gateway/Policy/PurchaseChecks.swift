@@ -76,11 +76,6 @@ public struct ClaimPolicy: EvidencePolicy {
     public let app: AppPolicy
     public let claimant: Claimant
 
-    public init(app: AppPolicy, claimant: Claimant) {
-        self.app = app
-        self.claimant = claimant
-    }
-
     public func accepts(_ environment: AppStoreEnvironment) -> Bool {
         EnvironmentRule.accepts(environment, app: app, claimant: claimant)
     }
