@@ -4,23 +4,24 @@ import Synchronization
 import XCTest
 @testable import Ledger
 
-/// SQLite's group commit: write calls waiting while one commits share the next transaction and its
-/// one COMMIT (one WAL fsync), each in a savepoint of its own.
+/// Group commit, on whichever engine the suite runs (SQLite, or PostgreSQL with
+/// `IAPGW_TEST_POSTGRES_URL`): write calls waiting while one commits share the next transaction and
+/// its one COMMIT (one WAL flush), each in a savepoint of its own.
 final class GroupCommitTests: InboxTestCase {
-    private func sqlite(_ ledger: SQLLedger) throws -> SQLiteDatabase {
-        try skipOnPostgres("SQLite's group commit")
-        return try XCTUnwrap(ledger.database as? SQLiteDatabase)
+    private func grouped(_ ledger: SQLLedger) throws -> GroupCommit {
+        try XCTUnwrap((ledger.database as? any GroupCommittingDatabase)?.writes, "the engine does not group-commit")
     }
 
     /// Holds the connection in a transaction of its own until `count` write calls wait behind it,
     /// so that they form one batch once it commits; returns once it holds the connection.
-    private func holdConnection(_ database: SQLiteDatabase, until count: Int, then: @escaping @Sendable () -> Void) {
+    private func holdConnection(_ ledger: SQLLedger, until count: Int, then: @escaping @Sendable () -> Void) throws {
+        let writes = try grouped(ledger)
         let holding = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            _ = try? database.transaction { (_) throws(VerificationError) in
+            _ = try? ledger.database.transaction { (_) throws(VerificationError) in
                 holding.signal()
                 let deadline = Date().addingTimeInterval(5)
-                while database.waitingWrites < count, Date() < deadline { usleep(1_000) }
+                while writes.waitingWrites < count, Date() < deadline { usleep(1_000) }
             }
             then()
         }
@@ -29,13 +30,13 @@ final class GroupCommitTests: InboxTestCase {
 
     func testConcurrentInboxInsertsShareOneCommit() throws {
         let ledger = try openLedger()
-        let database = try sqlite(ledger)
-        let before = database.commits
+        let writes = try grouped(ledger)
+        let before = writes.commits
         let callers = 15
         let done = DispatchGroup()
         let results = Mutex<[Bool]>([])
         done.enter()
-        holdConnection(database, until: callers) { done.leave() }
+        try holdConnection(ledger, until: callers) { done.leave() }
         for index in 0..<callers {
             let entry = entry("n\(index)", signedDate: t0 + Int64(index))
             done.enter()
@@ -49,17 +50,17 @@ final class GroupCommitTests: InboxTestCase {
         XCTAssertEqual(results.withLock { $0 }, Array(repeating: true, count: callers))
         XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM notification_inbox"), Int64(callers))
         // The holder's commit, then one for all fifteen inserts (sixteen without group commit).
-        XCTAssertEqual(database.commits - before, 2)
+        XCTAssertEqual(writes.commits - before, 2)
     }
 
     func testAFailingCallOfABatchIsRolledBackAloneAndTheOthersCommit() throws {
         let ledger = try openLedger()
-        let database = try sqlite(ledger)
-        let before = database.commits
+        let writes = try grouped(ledger)
+        let before = writes.commits
         let done = DispatchGroup()
         let outcomes = Mutex<[String: String]>([:])
         done.enter()
-        holdConnection(database, until: 3) { done.leave() }
+        try holdConnection(ledger, until: 3) { done.leave() }
         for id in ["before", "after"] {
             let entry = entry(id, signedDate: t0)
             done.enter()
@@ -73,7 +74,7 @@ final class GroupCommitTests: InboxTestCase {
                 done.enter()
                 Thread.detachNewThread {
                     do throws(VerificationError) {
-                        _ = try database.transaction { (connection) throws(VerificationError) in
+                        _ = try ledger.database.transaction { (connection) throws(VerificationError) in
                             try connection.run("""
                                 INSERT INTO nonces (value_sha256, bundle_id, account, issued_at, expires_at)
                                 VALUES ('doomed', 'com.example.app', 'alice', 1, 2)
@@ -92,6 +93,6 @@ final class GroupCommitTests: InboxTestCase {
         XCTAssertEqual(outcomes.withLock { $0 }, ["before": "inserted", "after": "inserted", "doomed": "refused after writing"])
         XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM nonces WHERE value_sha256 = 'doomed'"), 0)
         XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM notification_inbox"), 2)
-        XCTAssertEqual(database.commits - before, 2)
+        XCTAssertEqual(writes.commits - before, 2)
     }
 }

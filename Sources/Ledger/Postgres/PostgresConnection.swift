@@ -7,7 +7,7 @@ import IAPCore
 ///
 /// Error messages name the operation and the SQLSTATE with its class's generic meaning, never
 /// `PQerrorMessage`/`PQresultErrorMessage`: those may quote values, keys or the connection's password.
-final class PostgresConnection: SQLConnection, @unchecked Sendable {
+final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
     var dialect: SQLDialect { .postgres }
     private let handle: OpaquePointer
     /// Server-side prepared statements of this session, by the ledger's SQL text (`?` placeholders).
@@ -68,6 +68,14 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     }
 
     var isBroken: Bool { PQstatus(handle) != CONNECTION_OK }
+
+    /// Inside a transaction block, failed or not (the batch must roll back to its savepoint).
+    var inTransaction: Bool {
+        let status = PQtransactionStatus(handle)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
+    }
+
+    var lastFailureIsTransient: Bool { ["40001", "40P01"].contains(lastFailureState ?? "") }
 
     // MARK: SQLConnection
 
