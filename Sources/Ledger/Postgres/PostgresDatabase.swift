@@ -21,6 +21,8 @@ final class PostgresDatabase: GroupCommittingDatabase, @unchecked Sendable {
     private let permits: DispatchSemaphore
     /// The longest any wait lasts: for a pooled connection, a statement, a lock.
     private let waitMilliseconds: Int
+    /// Round trips to the server so far, over every connection of the pool.
+    let roundTrips = RoundTripCounter()
 
     /// Transient conflicts between instances (a deadlock, a serialization failure) are retried
     /// this many times in all before the error reaches the caller.
@@ -67,7 +69,8 @@ final class PostgresDatabase: GroupCommittingDatabase, @unchecked Sendable {
     /// session of a paused instance idle in its transaction is ended by the server, freeing its locks.
     /// (The connect itself gives up after `connect_timeout`.)
     private func open() throws(VerificationError) -> PostgresConnection {
-        let connection = try PostgresConnection.open(url: url, connectTimeoutSeconds: max(1, (waitMilliseconds + 999) / 1000))
+        let connection = try PostgresConnection.open(url: url, connectTimeoutSeconds: max(1, (waitMilliseconds + 999) / 1000),
+                                                     roundTrips: roundTrips)
         try connection.executeScript("""
             SET statement_timeout = \(waitMilliseconds); SET lock_timeout = \(waitMilliseconds);
             SET idle_in_transaction_session_timeout = \(2 * waitMilliseconds)
@@ -87,7 +90,9 @@ final class PostgresDatabase: GroupCommittingDatabase, @unchecked Sendable {
         throws(VerificationError) -> R {
         let connection = try checkOut()
         defer { checkIn(connection) }
-        return try body(connection)
+        let result = try body(connection)
+        try connection.flushDeferred()
+        return result
     }
 
     /// Runs `body` in a write transaction shared with the write calls waiting beside it

@@ -164,13 +164,15 @@ final class GroupCommit: Sendable {
     /// Runs one call of the batch inside a savepoint of its own.
     private func apply(_ write: GroupedWrite, on connection: any GroupCommitConnection) -> Applied {
         do throws(VerificationError) {
-            try connection.executeScript("SAVEPOINT grouped_write", operation: "savepoint")
+            // Sent with the call's first statement (PostgreSQL's pipeline); RELEASE below flushes.
+            try connection.deferScript("SAVEPOINT grouped_write", operation: "savepoint")
         } catch {
             return .transactionLost(error)
         }
         connection.resetFailure()
         guard let error = write.run(connection) else {
             do throws(VerificationError) {
+                // Also reports the call's deferred writes: a call is applied only once they succeeded.
                 try connection.executeScript("RELEASE SAVEPOINT grouped_write", operation: "savepoint")
                 return .applied
             } catch {
