@@ -32,6 +32,7 @@ final class GroupCommitTests: InboxTestCase {
         let ledger = try openLedger()
         let writes = try grouped(ledger)
         let before = writes.commits
+        let roundTripsBefore = (ledger.database as? PostgresDatabase)?.roundTrips.total
         let callers = 15
         let done = DispatchGroup()
         let results = Mutex<[Bool]>([])
@@ -47,10 +48,16 @@ final class GroupCommitTests: InboxTestCase {
             }
         }
         XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        let roundTripsAfter = (ledger.database as? PostgresDatabase)?.roundTrips.total
         XCTAssertEqual(results.withLock { $0 }, Array(repeating: true, count: callers))
         XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM notification_inbox"), Int64(callers))
         // The holder's commit, then one for all fifteen inserts (sixteen without group commit).
         XCTAssertEqual(writes.commits - before, 2)
+        if let roundTripsBefore, let roundTripsAfter {
+            // One round trip per insert (its SAVEPOINT, and the RELEASE of the one before, go in one
+            // pipeline with it), BEGIN and COMMIT per batch, preparing the INSERT once: not three each.
+            XCTAssertLessThanOrEqual(roundTripsAfter - roundTripsBefore, callers + 6)
+        }
     }
 
     func testAFailingCallOfABatchIsRolledBackAloneAndTheOthersCommit() throws {

@@ -308,7 +308,10 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
     private func check(_ result: OpaquePointer?, _ operation: String) throws(VerificationError) {
         let status = PQresultStatus(result)
         if result != nil, status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY {
-            return
+            // COMMIT of a transaction an unseen error aborted rolls it back and still "succeeds".
+            guard operation == "commit", String(cString: PQcmdStatus(result)) != "COMMIT" else { return }
+            lastFailureState = "25P02"
+            throw Self.storageError(operation, state: "25P02", connectionLost: false)
         }
         let state = Self.sqlState(result)
         lastFailureState = state ?? ""

@@ -123,8 +123,10 @@ final class GroupCommit: Sendable {
             }
             var applied: [GroupedWrite] = []
             var lost: VerificationError?
+            var calls = 0
             while lost == nil, let write = batch.popFirst() {
-                switch apply(write, on: connection) {
+                calls += 1
+                switch apply(write, savepoint: "grouped_write_\(calls)", on: connection) {
                 case .applied:
                     applied.append(write)
                 case .failed(let error, let transient):
@@ -161,19 +163,21 @@ final class GroupCommit: Sendable {
         case transactionLost(VerificationError)
     }
 
-    /// Runs one call of the batch inside a savepoint of its own.
-    private func apply(_ write: GroupedWrite, on connection: any GroupCommitConnection) -> Applied {
+    /// Runs one call of the batch inside a savepoint of its own. SAVEPOINT and RELEASE are deferred
+    /// (on PostgreSQL they go in one pipeline with the call's first statement and with the next
+    /// call's, or the COMMIT): one round trip per call. Each call's savepoint has a name of its own,
+    /// so a RELEASE that failed unseen can never make the next call's rollback undo this call's work:
+    /// that rollback then finds no savepoint of its name and the whole transaction is given up.
+    private func apply(_ write: GroupedWrite, savepoint: String, on connection: any GroupCommitConnection) -> Applied {
         do throws(VerificationError) {
-            // Sent with the call's first statement (PostgreSQL's pipeline); RELEASE below flushes.
-            try connection.deferScript("SAVEPOINT grouped_write", operation: "savepoint")
+            try connection.deferScript("SAVEPOINT \(savepoint)", operation: "savepoint")
         } catch {
             return .transactionLost(error)
         }
         connection.resetFailure()
         guard let error = write.run(connection) else {
             do throws(VerificationError) {
-                // Also reports the call's deferred writes: a call is applied only once they succeeded.
-                try connection.executeScript("RELEASE SAVEPOINT grouped_write", operation: "savepoint")
+                try connection.deferScript("RELEASE SAVEPOINT \(savepoint)", operation: "savepoint")
                 return .applied
             } catch {
                 return .transactionLost(error)
@@ -182,7 +186,7 @@ final class GroupCommit: Sendable {
         let transient = connection.lastFailureIsTransient
         guard connection.inTransaction else { return .transactionLost(error) }
         do throws(VerificationError) {
-            try connection.executeScript("ROLLBACK TO SAVEPOINT grouped_write; RELEASE SAVEPOINT grouped_write",
+            try connection.executeScript("ROLLBACK TO SAVEPOINT \(savepoint); RELEASE SAVEPOINT \(savepoint)",
                                          operation: "rollback to savepoint")
             return .failed(error, transient: transient)
         } catch {
