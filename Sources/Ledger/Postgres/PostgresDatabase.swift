@@ -28,10 +28,8 @@ final class PostgresDatabase: GroupCommittingDatabase, @unchecked Sendable {
     /// this many times in all before the error reaches the caller.
     static let transactionAttempts = 3
 
-    /// Explicit, whatever the server's default: READ COMMITTED, so that the chain locks serialise
-    /// work (each statement after the lock takes a fresh snapshot; a REPEATABLE READ snapshot is taken
-    /// before the lock is granted and would not see what its holder committed).
-    let writes = GroupCommit(begin: "BEGIN ISOLATION LEVEL READ COMMITTED", attempts: transactionAttempts)
+    /// Half the pool commits batches, side by side; the rest serves reads.
+    let writes: GroupCommit
 
     /// Connects once (so a wrong URL fails at start, not at the first request) and applies
     /// `migrations` not yet applied.
@@ -41,6 +39,11 @@ final class PostgresDatabase: GroupCommittingDatabase, @unchecked Sendable {
         self.maxConnections = max(1, maxConnections)
         self.permits = DispatchSemaphore(value: max(1, maxConnections))
         self.waitMilliseconds = waitMilliseconds
+        // Explicit, whatever the server's default: READ COMMITTED, so that the chain locks serialise
+        // work (each statement after the lock takes a fresh snapshot; a REPEATABLE READ snapshot is
+        // taken before the lock is granted and would not see what its holder committed).
+        writes = GroupCommit(begin: "BEGIN ISOLATION LEVEL READ COMMITTED", attempts: Self.transactionAttempts,
+                             batchesInFlight: max(1, maxConnections / 2))
         let first = try open()
         idle.withLock { $0.append(first) }
         try SchemaMigrator.migrate(self, migrations: migrations)
@@ -97,7 +100,7 @@ final class PostgresDatabase: GroupCommittingDatabase, @unchecked Sendable {
 
     /// Runs `body` in a write transaction shared with the write calls waiting beside it
     /// (`GroupCommit`: one COMMIT, one WAL flush, for the batch; each call in a savepoint of its own).
-    /// Each batch runs on one pooled connection; a deadlock or serialization failure rolls the call
+    /// Each batch runs on a pooled connection of its own; a deadlock or serialization failure rolls the call
     /// back to its savepoint and runs it again in a later transaction, as does a connection lost
     /// before BEGIN reached the server.
     @discardableResult

@@ -24,24 +24,30 @@ protocol GroupCommittingDatabase: SQLDatabase {
 /// savepoint of its own (a call that throws is rolled back to it and fails alone), then one COMMIT
 /// (one durable flush) for all, and each caller is answered only after that COMMIT returned, so a
 /// 200 still means "on disk". A leader commits only its own batch, then passes the leading to the
-/// oldest call that arrived meanwhile. One batch is in flight at a time.
+/// oldest call that arrived meanwhile. Up to `batchesInFlight` batches run at once, each on its own
+/// connection (SQLite has one; PostgreSQL's backends run batches side by side, and its WAL writer
+/// flushes their commits together).
 final class GroupCommit: Sendable {
     /// Opens each batch's transaction.
     private let begin: String
     /// Runs of one call in all (the first included) when it meets a transient conflict, or a
     /// connection found lost before BEGIN reached the server.
     private let attempts: Int
-    /// Calls waiting for the next batch, in arrival order, and whether a caller is leading.
+    /// The most batches committing at once.
+    let batchesInFlight: Int
+    /// Calls waiting for a batch, in arrival order, and how many callers are leading one. Calls
+    /// wait only while every leading slot is taken.
     private let batching = Mutex(Batching())
     private struct Batching {
         var waiting: [GroupedWrite] = []
-        var leading = false
+        var leaders = 0
     }
     private let commitCount = Atomic<Int>(0)
 
-    init(begin: String, attempts: Int) {
+    init(begin: String, attempts: Int, batchesInFlight: Int = 1) {
         self.begin = begin
         self.attempts = max(1, attempts)
+        self.batchesInFlight = max(1, batchesInFlight)
     }
 
     /// COMMITs of batches so far: fewer than the `run` calls when batches formed.
@@ -69,14 +75,17 @@ final class GroupCommit: Sendable {
                 }
             }
             let leads = batching.withLock { state -> Bool in
-                state.waiting.append(write)
-                defer { state.leading = true }
-                return !state.leading
+                guard state.leaders < batchesInFlight else {
+                    state.waiting.append(write)
+                    return false
+                }
+                state.leaders += 1
+                return true
             }
-            // A follower sleeps (no spinning on a mutex) until the leader answered it, or passed it
+            // A follower sleeps (no spinning on a mutex) until a leader answered it, or passed it
             // the leading: then this call's batch is the next one.
             if !leads { write.waitForTurn() }
-            if !write.finished { lead(lend) }
+            if !write.finished { lead(write, lend) }
             return write.failure
         }
         if let failure { throw failure }
@@ -84,11 +93,11 @@ final class GroupCommit: Sendable {
         return value
     }
 
-    /// Commits the waiting calls (the leader's own among them), then passes the leading on.
-    private func lead(_ lend: Lend) {
+    /// Commits the leader's own call and the waiting ones, then passes the leading on.
+    private func lead(_ own: GroupedWrite, _ lend: Lend) {
         var batch = batching.withLock { state in
             defer { state.waiting.removeAll(keepingCapacity: true) }
-            return state.waiting
+            return [own] + state.waiting
         }
         // Normally one pass; another for calls to be run again (on a fresh connection if it was lost).
         while !batch.isEmpty {
@@ -100,8 +109,9 @@ final class GroupCommit: Sendable {
                 pending.forEach { $0.finish(error) }
             }
         }
+        // The call handed the leading leaves the queue, so no other leader hands it on too.
         batching.withLock { state in
-            if let next = state.waiting.first { next.takeTurn() } else { state.leading = false }
+            if state.waiting.isEmpty { state.leaders -= 1 } else { state.waiting.removeFirst().takeTurn() }
         }
     }
 
