@@ -15,29 +15,18 @@ count="${4:-3000}"
 pg_bin="${PG_BIN:-/usr/lib/postgresql/15/bin}"
 work=$(mktemp -d /tmp/iapgw-pg-ab.XXXXXX)
 pg_up=0
-as_pg() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 cleanup() {
-  if [[ $pg_up == 1 ]]; then as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -m immediate stop >/dev/null 2>&1 || true; fi
+  pg_stop_cluster
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-mkdir -p "$work/pg/sock" Benchmarks/results; chmod 755 "$work"
-if [[ $(id -u) == 0 ]]; then chown -R postgres "$work/pg"; fi
-as_pg "$pg_bin/initdb" -D "$work/pg/data" -A trust -U postgres >"$work/pg-initdb.log" 2>&1
-pg_port=$(free_port)
-as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -l "$work/pg/log" -w \
-  -o "-p $pg_port -k $work/pg/sock -c listen_addresses=127.0.0.1 -c max_connections=100" start >/dev/null
-pg_up=1
-pg=(-h 127.0.0.1 -p "$pg_port" -U postgres)
-"$pg_bin/createdb" "${pg[@]}" pgbench_baseline
-"$pg_bin/psql" "${pg[@]}" -q -d pgbench_baseline -c "CREATE TABLE inbox(id bigserial PRIMARY KEY, payload text NOT NULL)"
-echo "INSERT INTO inbox(payload) SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 125);" >"$work/insert.sql"
+mkdir -p Benchmarks/results
+pg_start_cluster
 out="Benchmarks/results/postgres-ab-$(date -u +%Y%m%dT%H%M%SZ).jsonl"
 
 for round in $(seq 1 "$rounds"); do
-  "$pg_bin/pgbench" "${pg[@]}" -n -c 16 -j 2 -T 5 -f "$work/insert.sql" pgbench_baseline >"$work/pgbench.out" 2>&1
-  tps=$(awk '/^tps = / {print $3; exit}' "$work/pgbench.out")
+  tps=$(pgbench_insert_rate 5)
   if (( round % 2 )); then order=(a b); else order=(b a); fi
   for which in "${order[@]}"; do
     if [[ $which == a ]]; then bin="$bin_a"; else bin="$bin_b"; fi
