@@ -247,6 +247,8 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
         if let failure {
             PQclear(finalResult)
             lastFailureState = failure.state ?? ""
+            // As `SQLConnection.run` reports it: a deferred write has no violation its caller handles.
+            if failure.state?.hasPrefix("23") == true { throw SQLConnectionErrors.constraintViolated }
             throw Self.storageError(failure.operation, state: failure.state, connectionLost: isBroken)
         }
         guard sent else {
