@@ -224,42 +224,45 @@ struct BenchCommand: Subcommand {
         return o
     }
 
-    /// Runs a child with stdout captured, stderr discarded, and every signal unblocked and at its
-    /// default: `openssl speed -seconds` stops on SIGALRM, and a child inheriting a Swift thread's
-    /// blocked SIGALRM (as `Foundation.Process` children do) never stops.
+    /// Runs `executable` with `arguments` and returns its standard output. Spawned with no signal
+    /// blocked and default handlers: Foundation's `Process` passes on the spawning thread's mask, and
+    /// the Swift runtime's threads block SIGALRM, with which `openssl speed` ends each timed loop (it
+    /// ran on for many minutes under `bench` and `bench-notifications`).
     static func runProcess(_ executable: String, _ arguments: [String]) throws -> String {
         var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw UsageError(message: "pipe failed") }
+        guard pipe(&fds) == 0 else { throw UsageError(message: "\(executable): no pipe") }
+        let output = FileHandle(fileDescriptor: fds[0], closeOnDealloc: true)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addclose(&actions, fds[0])
         posix_spawn_file_actions_addclose(&actions, fds[1])
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), all = sigset_t()
+        var none = sigset_t()
         sigemptyset(&none)
-        sigfillset(&all)
         posix_spawnattr_setsigmask(&attributes, &none)
+        var all = sigset_t()
+        sigfillset(&all)
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for arg in argv { free(arg) } }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        let argv = ([executable] + arguments).map { strdup($0) }
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv + [nil], environ)
         close(fds[1])
-        defer { close(fds[0]) }
-        guard spawned == 0 else { throw UsageError(message: "cannot run \(executable)") }
-        let output = FileHandle(fileDescriptor: fds[0], closeOnDealloc: false).readDataToEndOfFile()
+        guard spawned == 0 else { throw UsageError(message: "\(executable) could not be started (\(spawned))") }
+        let data = output.readDataToEndOfFile()
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        guard status == 0 else {
+        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+        // Exited normally (no signal) with status 0.
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
             throw UsageError(message: "\(arguments.first ?? executable) exited with status \(status)")
         }
-        return String(decoding: output, as: UTF8.self)
+        return String(decoding: data, as: UTF8.self)
     }
 }
 
