@@ -73,14 +73,16 @@ final class ReceiptSignerCacheTests: XCTestCase {
         }
     }
 
-    func testApplesRealReceiptIsVerifiedFromTheCacheTheSecondTime() throws {
+    func testApplesRealReceiptsAreVerifiedFromTheCacheTheSecondTime() throws {
         // Apple's shape (primitive content, only the chain's certificates) is the one cached.
-        let v = try ReceiptVerifier(rootCertificates: [AppleRealVectors.data(AppleRealVectors.appleIncRoot)])
-        let der = try productionDER()
-        try v.verify(der)
-        try v.verify(der)
-        XCTAssertEqual(v.appleTrust.signers.misses, 1)
-        XCTAssertEqual(v.appleTrust.signers.hits, 1)
+        for name in [AppleRealVectors.receiptProduction, AppleRealVectors.receiptSandboxLegacy] {
+            let v = try ReceiptVerifier(rootCertificates: [AppleRealVectors.data(AppleRealVectors.appleIncRoot)])
+            let der = try StrictBase64.decode(AppleRealVectors.text(name))
+            try v.verify(der)
+            try v.verify(der)
+            XCTAssertEqual(v.appleTrust.signers.misses, 1, name)
+            XCTAssertEqual(v.appleTrust.signers.hits, 1, name)
+        }
     }
 
     func testContentNestedDeeperThanOpenSSLParsesIsRefusedAsWhenCold() throws {
@@ -99,7 +101,10 @@ final class ReceiptSignerCacheTests: XCTestCase {
         // intermediate's subject, valid only from tomorrow, is passed over today and chosen (and
         // refused) the day after. A cached signer from today must not answer for that day.
         let decoy = Self.decoy(subjectOf: Self.wwdr, notBeforeFromNow: 86_400)
-        let der = try Self.pkcs7(content: try payload(), certificates: [decoy.certificate, Self.wwdr.certificate])
+        let content = try payload()
+        let der = withExtendedLifetime(decoy) {
+            TestSigner.pkcs7(content: content, signers: [Self.leaf], extraX509: [decoy.certificate, Self.wwdr.certificate], signedAttributes: false)
+        }
         let today = Date(), later = Date().addingTimeInterval(2 * 86_400)
         XCTAssertNil(code { try self.verifier().verify(der, at: today) }, "today: the real chain")
         let cold = code { try self.verifier().verify(der, at: later) }
@@ -109,6 +114,20 @@ final class ReceiptSignerCacheTests: XCTestCase {
         try warm.verify(der, at: today)
         XCTAssertEqual(code { try warm.verify(der, at: later) }, cold)
         XCTAssertEqual(warm.appleTrust.signers.hits, 0, "verified, but never from the cache")
+    }
+
+    func testChangedContentUnderTheCachedSignerIsAnInvalidSignature() throws {
+        // One letter of the bundle id changed: the payload still parses, only the signature fails.
+        var content = try payload()
+        let bundle = try XCTUnwrap(content.firstRange(of: Array("org.getpure.pure-iphone".utf8)))
+        content[bundle.upperBound - 1] ^= 0x01
+        var der = try good()
+        // Same certificates and SignerInfo, the content swapped for the changed one.
+        let original = try payload()
+        let at = try XCTUnwrap(der.firstRange(of: original))
+        der.replaceSubrange(at, with: content)
+        try assertRefusedAsWhenCold(der, "content changed after signing")
+        XCTAssertEqual(code { try self.warmed().verify(der) }, .invalidSignature)
     }
 
     // MARK: - Inputs
@@ -178,38 +197,5 @@ final class ReceiptSignerCacheTests: XCTestCase {
         let certificate: OpaquePointer
         init(_ certificate: OpaquePointer) { self.certificate = certificate }
         deinit { X509_free(certificate) }
-    }
-
-    /// A receipt signed by `leaf` (no authenticated attributes) whose certificate set is
-    /// `certificates` in this order, then the leaf.
-    static func pkcs7(content: [UInt8], certificates: [OpaquePointer]) throws -> [UInt8] {
-        let certs = iapgw_sk_X509_new_null()!
-        defer { iapgw_sk_X509_free(certs) }
-        for c in certificates { _ = iapgw_sk_X509_push(certs, c) }
-        let p7 = PKCS7_sign(nil, nil, certs, nil, Int32(PKCS7_BINARY | PKCS7_PARTIAL))!
-        defer { PKCS7_free(p7) }
-        precondition(PKCS7_sign_add_signer(p7, leaf.certificate, leaf.key, EVP_sha256(), Int32(PKCS7_NOATTR)) != nil)
-        let bio = content.withUnsafeBufferPointer { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }!
-        defer { BIO_free(bio) }
-        precondition(PKCS7_final(p7, bio, Int32(PKCS7_BINARY)) == 1)
-        var out: UnsafeMutablePointer<UInt8>?
-        let n = i2d_PKCS7(p7, &out)
-        precondition(n > 0)
-        defer { CRYPTO_free(out, #file, #line) }
-        return Array(UnsafeBufferPointer(start: out, count: Int(n)))
-    }
-
-    func testChangedContentUnderTheCachedSignerIsAnInvalidSignature() throws {
-        // One letter of the bundle id changed: the payload still parses, only the signature fails.
-        var content = try payload()
-        let bundle = try XCTUnwrap(content.firstRange(of: Array("org.getpure.pure-iphone".utf8)))
-        content[bundle.upperBound - 1] ^= 0x01
-        var der = try good()
-        // Same certificates and SignerInfo, the content swapped for the changed one.
-        let original = try payload()
-        let at = try XCTUnwrap(der.firstRange(of: original))
-        der.replaceSubrange(at, with: content)
-        try assertRefusedAsWhenCold(der, "content changed after signing")
-        XCTAssertEqual(code { try self.warmed().verify(der) }, .invalidSignature)
     }
 }
