@@ -82,7 +82,7 @@ var targets: [Target] = [
     .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "IAPMapping", "AppleTrust", "AppReceipts",
                                                                "IAPCore", "UpstreamHTTP"]),
     .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "Gateway", "IAPMapping", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
-                                                     "UpstreamHTTP", "TestPKI", "IAPCore", "AppleTrust"]),
+                                                     "UpstreamHTTP", "TestPKI", "IAPCore", "AppleTrust", "CommandLineSupport"]),
     .testTarget(name: "IAPGatewayClientTests", dependencies: ["IAPGatewayClient", "Demo", "Gateway", "AppStoreSimulator",
                                                              "HTTPServer", "UpstreamHTTP", "IAPCore", "AppleTrust", "TestPKI"]),
     .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "TestPKI", "IAPCore", "COpenSSL"]),

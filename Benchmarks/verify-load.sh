@@ -23,7 +23,7 @@ while [[ $# -gt 0 ]]; do
 done
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
 command -v hey >/dev/null || { echo "hey is not installed (apt-get install hey)"; exit 1; }
-[[ "${IAPGW_SKIP_BUILD:-0}" == 1 ]] || swift build -c release --product iapgw-dev >/dev/null
+[[ "${IAPGW_SKIP_BUILD:-0}" == 1 ]] || within 1800 swift build -c release --product iapgw-dev >/dev/null
 pool_size="${IAPGW_BENCH_POOL:-$((4000 * seconds))}"
 dir="$(mktemp -d)"; pid=""
 stop_demo() { if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=""; fi; }
@@ -37,11 +37,12 @@ start_demo() {  # POOL
       >"$dir/demo.out" 2>"$dir/demo.log" &
   pid=$!
   for _ in $(seq 1 1200); do grep -q "Ctrl-C" "$dir/demo.out" 2>/dev/null && break; sleep 0.1; done
+  grep -q "Ctrl-C" "$dir/demo.out" || { echo "the demo did not start within 120 s:"; tail -5 "$dir/demo.log"; exit 1; }
   key=$(grep -o "Bearer [A-Za-z0-9-]*" "$dir/demo.out" | head -1 | cut -d' ' -f2)
   jws=$(cat "$dir/demo/bob-signed-transaction.jws")
   echo "{\"account\":\"bob\",\"signedTransaction\":\"$jws\"}" >"$dir/reclaim.json"
   # One warm-up request binds the re-claimed purchase to bob.
-  curl -s -o /dev/null -w "warm-up: HTTP %{http_code}\n" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+  curl -s -m 30 -o /dev/null -w "warm-up: HTTP %{http_code}\n" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
       --data-binary @"$dir/reclaim.json" "$url"
 }
 # Re-claims and the fixed-rate runs first, on a demo without a pool (the simulator keeps every
@@ -59,7 +60,7 @@ LUA
 baseline=$(openssl_verify_rate 5)
 
 wrk_run() {  # LUA → the wrk output
-  wrk -t2 -c64 -d"${seconds}s" --latency -s "$1" "$url"
+  within $((seconds + 60)) wrk -t2 -c64 -d"${seconds}s" --timeout 10s --latency -s "$1" "$url"
 }
 
 reclaim=$(wrk_run "$dir/reclaim.lua")
@@ -74,7 +75,7 @@ fixed_rate() {  # PERCENT → "p50 p99 p999 errors offered achieved" (ms)
   local offered q
   offered=$(awk -v r="$rps" -v p="$1" 'BEGIN { printf "%.0f", r * p / 100 }')
   q=$(awk -v o="$offered" 'BEGIN { printf "%.2f", o / 64 }')
-  hey -z "${seconds}s" -c 64 -q "$q" -m POST -T application/json -H "Authorization: Bearer $key" \
+  within $((seconds + 60)) hey -z "${seconds}s" -t 10 -c 64 -q "$q" -m POST -T application/json -H "Authorization: Bearer $key" \
       -D "$dir/reclaim.json" -o csv "$url" >"$dir/hey-$1.csv"
   python3 - "$dir/hey-$1.csv" "$offered" "$seconds" <<'PY'
 import csv, sys
@@ -119,7 +120,7 @@ g_rps=$(awk '/Requests\/sec/ {print $2}' <<<"$grants")
 g_p50=$(awk '$1=="50%" {print $2}' <<<"$grants"); g_p99=$(awk '$1=="99%" {print $2}' <<<"$grants")
 g_non2xx=$(awk -F= '/non2xx/ {print $2}' <<<"$grants")
 g_requests=$(awk '/requests in/ {print $1}' <<<"$grants")
-g_granted=$(sqlite3 "$dir/demo/iapgw.sqlite" "SELECT COUNT(*) FROM ownership WHERE account LIKE 'acct-%'" 2>/dev/null || echo "?")
+g_granted=$(within 60 sqlite3 "$dir/demo/iapgw.sqlite" "SELECT COUNT(*) FROM ownership WHERE account LIKE 'acct-%'" 2>/dev/null || echo "?")
 echo "$grants" | sed -n '1,12p'
 g_valid=1
 if (( g_requests > pool_size )); then g_valid=0; fi

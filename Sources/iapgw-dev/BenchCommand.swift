@@ -162,8 +162,10 @@ struct BenchCommand: Subcommand {
 
     /// Runs `openssl speed -seconds N ecdsap256` and reads the verify/s column.
     static func opensslSpeedVerify(seconds: Double, curve: Int = 256) throws -> Double {
-        let output = try runProcess("/usr/bin/env", ["openssl", "speed", "-seconds", String(max(1, Int(seconds.rounded()))),
-                                                     "ecdsap\(curve)"])
+        // It signs for N seconds, then verifies for N: a deadline of 4 N + 30 s.
+        let whole = max(1, Int(seconds.rounded()))
+        let output = try runProcess("/usr/bin/env", ["openssl", "speed", "-seconds", String(whole), "ecdsap\(curve)"],
+                                    deadline: .seconds(4 * whole + 30))
         for line in output.split(separator: "\n") where line.contains("ecdsa (nistp\(curve))") {
             if let last = line.split(separator: " ").last, let v = Double(last) { return v }
         }
@@ -173,27 +175,23 @@ struct BenchCommand: Subcommand {
     static func pythonPeer(python: String, vectors: URL, seconds: Double) throws -> [String: JSONValue] {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Benchmarks/peer_python.py").path
-        let output = try runProcess("/usr/bin/env", [python, script, "--vectors", vectors.path, "--seconds", String(seconds)])
+        // Three measurements of `seconds` each, plus the library's import and set-up.
+        let output = try runProcess("/usr/bin/env", [python, script, "--vectors", vectors.path, "--seconds", String(seconds)],
+                                    deadline: .seconds(6 * seconds + 60))
         guard case .object(let o) = try StrictJSON().parse(output) else {
             throw UsageError(message: "the Python peer did not print a JSON object")
         }
         return o
     }
 
-    static func runProcess(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw UsageError(message: "\(arguments.first ?? executable) exited with \(process.terminationStatus)")
+    /// A helper program run to completion within `deadline` (ChildProcess: a clean signal mask, so
+    /// `openssl speed`'s alarm fires even when spawned from the task pool; killed if it overruns).
+    static func runProcess(_ executable: String, _ arguments: [String], deadline: Duration) throws -> String {
+        do {
+            return try ChildProcess.run(executable, arguments, deadline: deadline)
+        } catch let failure as ChildProcess.Failure {
+            throw UsageError(message: failure.description)
         }
-        return String(decoding: data, as: UTF8.self)
     }
 }
 
