@@ -14,15 +14,19 @@ var targets: [Target] = [
     .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                    providers: [.apt(["libcurl4-openssl-dev"])]),
 
-    // Canonical model, error codes, strict JSON, per-app policy, lifecycle, logging. Foundation only.
+    // Canonical model, error codes, strict JSON, lifecycle, logging. Foundation only.
     .target(name: "IAPCore", dependencies: []),
+
+    // Configuration: the gateway and per-app policy files (plist / XML / JSON readers with file and
+    // line), secret references, storage choice.
+    .target(name: "IAPConfig", dependencies: ["IAPCore"]),
 
     // Mapping files: how Apple's fields become canonical records, and which differences between the
     // two generations are known (the purchase comparator reads them).
     .target(name: "IAPMapping", dependencies: ["IAPCore"]),
 
     // Apple's chain of trust: ES256, X.509 against pinned roots, JWS, JWT signing.
-    .target(name: "AppleTrust", dependencies: ["IAPCore", "COpenSSL"]),
+    .target(name: "AppleTrust", dependencies: ["IAPCore", "IAPConfig", "COpenSSL"]),
 
     // Legacy receipts: BER/DER reader, PKCS#7 SignedData, receipt payload, signature check.
     .target(name: "AppReceipts", dependencies: ["IAPCore", "AppleTrust", "COpenSSL"]),
@@ -32,7 +36,7 @@ var targets: [Target] = [
     .target(name: "TestPKI", dependencies: ["IAPCore", "AppleTrust", "COpenSSL"]),
 
     // Durable state after verification: nonces, ownership, grants, entitlements, audit (SQLite or PostgreSQL).
-    .target(name: "Ledger", dependencies: ["IAPCore", "AppleTrust", "CSQLite", "CLibPQ"]),
+    .target(name: "Ledger", dependencies: ["IAPCore", "IAPConfig", "AppleTrust", "CSQLite", "CLibPQ"]),
 
     // HTTP/1.1 serving on libmicrohttpd: transport only; handlers are plain async functions.
     .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
@@ -41,10 +45,11 @@ var targets: [Target] = [
     .target(name: "UpstreamHTTP", dependencies: ["IAPCore", "CCurl"]),
 
     // The plugin protocol (VerificationAdapter) and the adapters: verifyReceipt, App Store Server API.
-    .target(name: "Adapters", dependencies: ["IAPCore", "IAPMapping", "AppleTrust", "AppReceipts", "UpstreamHTTP"]),
+    .target(name: "Adapters", dependencies: ["IAPCore", "IAPConfig", "IAPMapping", "AppleTrust", "AppReceipts", "UpstreamHTTP"]),
 
     // The gateway: policy checks, entitlements, routes, auth, nonces (transport-free handlers).
-    .target(name: "Gateway", dependencies: ["IAPCore", "IAPMapping", "AppleTrust", "Adapters", "Ledger", "HTTPServer", "UpstreamHTTP"]),
+    .target(name: "Gateway", dependencies: ["IAPCore", "IAPConfig", "IAPMapping", "AppleTrust", "Adapters", "Ledger",
+                                            "HTTPServer", "UpstreamHTTP"]),
 
     // A local App Store on loopback: its own test PKI, receipts, verifyReceipt, the Server API,
     // notifications and fault injection. For tests, the demo and benchmarks; never for production.
@@ -52,7 +57,7 @@ var targets: [Target] = [
                                                        "UpstreamHTTP", "COpenSSL"]),
 
     // A gateway wired to the simulator through real config files: `iapgw-dev demo` and end-to-end tests.
-    .target(name: "Demo", dependencies: ["Gateway", "AppStoreSimulator", "AppleTrust", "IAPCore", "HTTPServer"]),
+    .target(name: "Demo", dependencies: ["Gateway", "AppStoreSimulator", "AppleTrust", "IAPCore", "IAPConfig", "HTTPServer"]),
 
     // A Swift client for app backends (Foundation only): typed nonce / verify / entitlements, appAccountToken.
     .target(name: "IAPGatewayClient", dependencies: []),
@@ -61,10 +66,11 @@ var targets: [Target] = [
     .target(name: "CommandLineSupport", dependencies: []),
 
     // Production: links no test machinery (CommandLineTests checks its symbols for TestPKI and the simulator).
-    .executableTarget(name: "iapgw", dependencies: ["CommandLineSupport", "IAPCore", "IAPMapping", "AppleTrust", "AppReceipts", "Gateway", "Ledger"]),
+    .executableTarget(name: "iapgw", dependencies: ["CommandLineSupport", "IAPCore", "IAPConfig", "IAPMapping", "AppleTrust",
+                                                    "AppReceipts", "Gateway", "Ledger"]),
 
     // Development: the demo, the simulator alone and the benchmarks, on the test PKI.
-    .executableTarget(name: "iapgw-dev", dependencies: ["CommandLineSupport", "IAPCore", "AppleTrust", "AppReceipts",
+    .executableTarget(name: "iapgw-dev", dependencies: ["CommandLineSupport", "IAPCore", "IAPConfig", "AppleTrust", "AppReceipts",
                                                         "TestPKI", "Gateway", "Ledger", "AppStoreSimulator", "Demo",
                                                         "UpstreamHTTP"]),
 
@@ -72,17 +78,17 @@ var targets: [Target] = [
     .target(name: "TestSupport", dependencies: ["Demo", "AppStoreSimulator", "AppleTrust", "IAPCore", "HTTPServer",
                                                 "UpstreamHTTP"], path: "Tests/TestSupport"),
 
-    .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore", "IAPMapping", "TestSupport"], exclude: ["Fixtures"]),
+    .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore", "IAPConfig", "IAPMapping", "TestSupport"], exclude: ["Fixtures"]),
     .testTarget(name: "AppleTrustTests", dependencies: ["AppleTrust", "TestPKI", "IAPCore"]),
     .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore", "AppleTrust"]),
     .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
     .testTarget(name: "UpstreamHTTPTests", dependencies: ["UpstreamHTTP"]),
-    .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "IAPMapping", "Gateway", "TestPKI", "IAPCore", "AppleTrust",
+    .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "IAPMapping", "Gateway", "TestPKI", "IAPCore", "IAPConfig", "AppleTrust",
                                                       "UpstreamHTTP", "HTTPServer", "AppReceipts"]),
     .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "IAPMapping", "AppleTrust", "AppReceipts",
                                                                "IAPCore", "UpstreamHTTP"]),
     .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "Gateway", "IAPMapping", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
-                                                     "UpstreamHTTP", "TestPKI", "IAPCore", "AppleTrust", "CommandLineSupport"]),
+                                                     "UpstreamHTTP", "TestPKI", "IAPCore", "IAPConfig", "AppleTrust", "CommandLineSupport"]),
     .testTarget(name: "IAPGatewayClientTests", dependencies: ["IAPGatewayClient", "Demo", "Gateway", "AppStoreSimulator",
                                                              "HTTPServer", "UpstreamHTTP", "IAPCore", "AppleTrust", "TestPKI"]),
     .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "TestPKI", "IAPCore", "COpenSSL"]),
@@ -99,10 +105,10 @@ if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
                          ("FuzzDER", ["AppReceipts"]),
                          ("FuzzPKCS7", ["AppReceipts", "AppStoreSimulator", "IAPCore", "TestPKI"]),
                          ("FuzzOCSP", ["AppleTrust", "IAPCore", "TestPKI"]),
-                         ("FuzzConfig", ["IAPCore"]),
+                         ("FuzzConfig", ["IAPCore", "IAPConfig"]),
                          ("FuzzJSON", ["IAPCore", "IAPMapping"]),
                          ("FuzzMappings", ["IAPCore", "IAPMapping"]),
-                         ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore", "IAPMapping"]),
+                         ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore", "IAPConfig", "IAPMapping"]),
                          ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "UpstreamHTTP"]),
                          ("FuzzRequest", ["Adapters", "Gateway", "HTTPServer", "IAPCore"]),
                          ("FuzzCompareInput", ["Gateway", "IAPCore"])] {

@@ -8,6 +8,7 @@
 // itself leaks the CFError it builds for every XML and property-list parse error (seen in CF and
 // FoundationXML frames, never ours), which would otherwise stop the run at the first bad input.
 import Foundation
+import IAPConfig
 import IAPCore
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -7,6 +7,7 @@
 import Foundation
 import Gateway
 import HTTPServer
+import IAPConfig
 import IAPCore
 import IAPMapping
 

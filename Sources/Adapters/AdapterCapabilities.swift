@@ -1,4 +1,5 @@
 import AppleTrust
+import IAPConfig
 import IAPCore
 
 // What some adapters can do besides verifying presented evidence. The gateway finds them by

@@ -1,3 +1,4 @@
+import IAPConfig
 import IAPCore
 
 // Steps one kind of evidence needs around its verification, beyond verifying it: a receipt's nonce

@@ -1,3 +1,4 @@
+import IAPConfig
 import IAPCore
 
 /// The purchase evidence an app backend forwards for one account: its kind, the text of the

@@ -30,8 +30,6 @@ public struct FaultSettings: Sendable, Equatable {
     /// The next N requests are held this long before a 503: a client with a shorter timeout sees a hang.
     public var hangNext: Int = 0
     public var hangMilliseconds: Int = 30_000
-
-    public init() {}
 }
 
 /// What the injector has seen: every request to Apple's surface and the ones it made fail
@@ -61,8 +59,6 @@ public final class FaultInjector: Sendable {
         var counts = FaultCounts()
     }
     private let state = Mutex(State())
-
-    public init() {}
 
     public func settings(for scope: FaultScope = .all) -> FaultSettings {
         state.withLock { $0.settings[scope] ?? FaultSettings() }

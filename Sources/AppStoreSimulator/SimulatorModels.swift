@@ -143,6 +143,14 @@ struct TransactionRecord: Sendable {
     /// Order of last change, for history sorting.
     var modifiedSequence: Int64
 
+    /// No revocation, as a renewal starts and a reversed refund leaves it (Apple removes the fields).
+    mutating func clearRevocation() {
+        revocationDate = nil
+        revocationReason = nil
+        revocationType = nil
+        revocationPercentage = nil
+    }
+
     var offerType: OfferType? {
         switch offer {
         case .freeTrial, .introductory: .introductory
@@ -205,9 +213,4 @@ struct NotificationRecord: Sendable {
 public struct AppPurchase: Sendable, Equatable {
     public var originalApplicationVersion: String
     public var originalPurchaseDate: Int64
-
-    public init(originalApplicationVersion: String, originalPurchaseDate: Int64) {
-        self.originalApplicationVersion = originalApplicationVersion
-        self.originalPurchaseDate = originalPurchaseDate
-    }
 }

@@ -42,6 +42,13 @@ final class SimulatorStore: Sendable {
 
         mutating func nextSequence() -> Int64 { sequence += 1; return sequence }
 
+        /// Stores a new or changed transaction, stamped with the next sequence (the revision the
+        /// history and refund lookups page by).
+        mutating func save(_ t: inout TransactionRecord) {
+            t.modifiedSequence = nextSequence()
+            transactions[t.transactionId] = t
+        }
+
         mutating func appTransactionId(owner: String, bundleId: String, environment: AppStoreEnvironment) -> String {
             let key = "\(environment.rawValue)|\(bundleId)|\(owner)"
             if let id = appTransactionIds[key] { return id }
@@ -133,8 +140,7 @@ final class SimulatorStore: Sendable {
                 start = max(at, latest.purchaseDate)
                 latest.isUpgraded = true
                 latest.revocationDate = at
-                latest.modifiedSequence = s.nextSequence()
-                s.transactions[latest.transactionId] = latest
+                s.save(&latest)
             } else {
                 start = max(latest.expiresDate ?? at, at)
             }
@@ -147,10 +153,7 @@ final class SimulatorStore: Sendable {
             next.productId = productId ?? chain.autoRenewProductId
             next.purchaseDate = start
             next.expiresDate = start + chain.periodSeconds * 1000
-            next.revocationDate = nil
-            next.revocationReason = nil
-            next.revocationType = nil
-            next.revocationPercentage = nil
+            next.clearRevocation()
             // The next month of a commitment; past its last month a new commitment starts.
             next.commitment = latest.commitment.map { c in
                 c.billingPeriodNumber < c.totalBillingPeriods
@@ -165,8 +168,7 @@ final class SimulatorStore: Sendable {
             next.price = chain.price
             next.transactionReason = upgrade ? .purchase : .renewal
             next.orderId = s.newOrderId()
-            next.modifiedSequence = s.nextSequence()
-            s.transactions[id] = next
+            s.save(&next)
             chain.latestTransactionId = id
             chain.autoRenewProductId = next.productId
             chain.autoRenewStatus = 1
@@ -191,8 +193,7 @@ final class SimulatorStore: Sendable {
             // its dates: it lapses at its own end. Pulling its expiry before its start would let a
             // later recovery start before the failed period, which no real chain does.
             if let e = latest.expiresDate, e >= at, latest.purchaseDate <= at { latest.expiresDate = at - 1000 }
-            latest.modifiedSequence = s.nextSequence()
-            s.transactions[latest.transactionId] = latest
+            s.save(&latest)
             chain.autoRenewStatus = billingRetry ? 1 : 0
             chain.expirationIntent = intent
             chain.isInBillingRetryPeriod = billingRetry
@@ -212,8 +213,7 @@ final class SimulatorStore: Sendable {
             t.revocationReason = reason
             t.revocationType = type
             t.revocationPercentage = percentage
-            t.modifiedSequence = s.nextSequence()
-            s.transactions[transactionId] = t
+            s.save(&t)
             if var chain = s.chains[t.originalTransactionId], chain.latestTransactionId == transactionId {
                 chain.autoRenewStatus = 0
                 s.chains[t.originalTransactionId] = chain
@@ -229,12 +229,8 @@ final class SimulatorStore: Sendable {
             guard var t = s.transactions[transactionId], t.revocationDate != nil else {
                 return .failure(SimulatorError("no refunded transaction \(transactionId)"))
             }
-            t.revocationDate = nil
-            t.revocationReason = nil
-            t.revocationType = nil
-            t.revocationPercentage = nil
-            t.modifiedSequence = s.nextSequence()
-            s.transactions[transactionId] = t
+            t.clearRevocation()
+            s.save(&t)
             return .success(t)
         }
         return try result.get()

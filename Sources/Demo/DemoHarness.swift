@@ -3,6 +3,7 @@ import AppleTrust
 import Foundation
 import Gateway
 import HTTPServer
+import IAPConfig
 import IAPCore
 
 /// A gateway wired to a local App Store simulator on loopback, configured through real files
@@ -54,6 +55,8 @@ public final class DemoHarness: Sendable {
 
     public let simulator: AppStoreSimulator
     public let service: GatewayService
+    /// What the gateway is made of: reconciliation, batch comparison and inbox maintenance are made from it.
+    public let parts: GatewayParts
     public let server: HTTPServer
     /// The inbox processor and webhook dispatcher.
     public let background: Task<Void, Never>
@@ -97,21 +100,24 @@ public final class DemoHarness: Sendable {
         if let seconds = options.entitlementSweepSeconds { environment["IAPGW_ENTITLEMENT_SWEEP_SECONDS"] = String(seconds) }
         let assembly = GatewayAssembly(configuration: configuration, mappingsDirectory: mappings, environment: environment,
                                        logger: logger)
-        let service = try assembly.makeService()
+        let parts = try assembly.makeParts()
+        let service = GatewayService(parts)
         let server = try assembly.makeServer(service: service)
         try server.start()
-        let background = try assembly.startBackgroundWork(service: service)
-        return DemoHarness(simulator: simulator, service: service, server: server, background: background,
+        let background = try assembly.startBackgroundWork(parts)
+        return DemoHarness(simulator: simulator, service: service, parts: parts, server: server, background: background,
                            directory: directory, apiKey: apiKey, sharedSecret: sharedSecret,
                            webhookSecret: webhookSecret, options: options)
     }
 
-    private init(simulator: AppStoreSimulator, service: GatewayService, server: HTTPServer, background: Task<Void, Never>,
-                 directory: URL, apiKey: String, sharedSecret: String, webhookSecret: String, options: Options) {
+    private init(simulator: AppStoreSimulator, service: GatewayService, parts: GatewayParts, server: HTTPServer,
+                 background: Task<Void, Never>, directory: URL, apiKey: String, sharedSecret: String, webhookSecret: String,
+                 options: Options) {
         self.webhookSecret = webhookSecret
         self.simulator = simulator
         self.background = background
         self.service = service
+        self.parts = parts
         self.server = server
         self.directory = directory
         self.apiKey = apiKey

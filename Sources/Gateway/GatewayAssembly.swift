@@ -2,6 +2,7 @@ import Adapters
 import AppleTrust
 import Foundation
 import HTTPServer
+import IAPConfig
 import IAPCore
 import IAPMapping
 import Ledger
@@ -23,7 +24,14 @@ public struct GatewayAssembly {
         self.logger = logger
     }
 
+    /// The router of the gateway `makeParts` builds.
     public func makeService() throws(VerificationError) -> GatewayService {
+        GatewayService(try makeParts())
+    }
+
+    /// Everything a gateway is made of, built and checked once; the router, the background work and
+    /// the CLI's one-off components are each made from it.
+    public func makeParts() throws(VerificationError) -> GatewayParts {
         let gateway = configuration.gateway
         // Refuse to start on a policy that could verify nothing (a missing trust root); secrets that
         // are not readable now are logged, since they may be mounted later.
@@ -69,23 +77,22 @@ public struct GatewayAssembly {
                                         store: ledger, legacyMappingVersion: legacyMapping.id,
                                         serverAPIMappingVersion: serverMapping.id, logger: logger,
                                         onShadowDropped: { metrics.recordLostWrite("shadow_comparison") })
-        return GatewayService(apps: configuration.apps, adapters: registry, ledger: ledger,
-                              notifications: try NotificationDecoder(mappings: mappings, environment: environment,
-                                                                     verifiers: jwsVerifiers),
-                              receiptSealer: try ReceiptSealKey.load(environment: environment,
-                                                                     configured: gateway.receiptSealKey,
-                                                                     storage: gateway.storage, logger: logger),
-                              environment: environment, logger: logger, migration: migration, comparisons: ledger,
-                              metrics: metrics, upstreamBudget: budget, jwsVerifiers: jwsVerifiers)
+        return GatewayParts(apps: configuration.apps, adapters: registry, ledger: ledger,
+                            notifications: try NotificationDecoder(mappings: mappings, environment: environment,
+                                                                   verifiers: jwsVerifiers),
+                            sealer: try ReceiptSealKey.load(environment: environment, configured: gateway.receiptSealKey,
+                                                            storage: gateway.storage, logger: logger),
+                            environment: environment, logger: logger, migration: migration, comparisons: ledger,
+                            metrics: metrics, upstreamBudget: budget, jwsVerifiers: jwsVerifiers)
     }
 
     /// The background work of a running gateway: the inbox drained through the state machine, the
     /// webhook outbox delivered, reconciliation, the sweep of entitlements the clock ends, and the
     /// finish outbox (Finish Transaction) drained.
     /// Cancel the returned task to stop them all.
-    public func startBackgroundWork(service: GatewayService) throws(VerificationError) -> Task<Void, Never> {
+    public func startBackgroundWork(_ parts: GatewayParts) throws(VerificationError) -> Task<Void, Never> {
         let gateway = configuration.gateway
-        let processor = NotificationProcessor(apps: service.apps, ledger: service.ledger, logger: logger, now: service.now)
+        let processor = NotificationProcessor(apps: parts.apps, ledger: parts.ledger, logger: logger, now: parts.now)
         let client: UpstreamHTTPClient
         do {
             client = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(
@@ -95,17 +102,17 @@ public struct GatewayAssembly {
             throw VerificationError(.invalidConfiguration, "webhook HTTP client: \(error)")
         }
         let (identity, instanceLock) = webhookIdentity()
-        let dispatcher = WebhookDispatcher(apps: service.apps, ledger: service.ledger, client: client,
+        let dispatcher = WebhookDispatcher(apps: parts.apps, ledger: parts.ledger, client: client,
                                            environment: environment, logger: logger, identity: identity,
-                                           leaseMillis: gateway.webhooks.leaseSeconds * 1000, now: service.now)
+                                           leaseMillis: gateway.webhooks.leaseSeconds * 1000, now: parts.now)
         let settings = try configuration.gateway.background.overridden(by: environment)
-        // Each component is handed what it uses, here, from the parts the service was built from.
-        let maintenance = ReconciliationSchedule(reconciler: try Reconciler(service: service, logger: logger),
-                                                 ledger: service.ledger, settings: settings, logger: logger, now: service.now)
-        let sweep = EntitlementSweep(ledger: service.ledger, settings: settings, logger: logger, now: service.now)
-        let finisher = (service.ledger as? any FinishLedger).map {
-            TransactionFinisher(apps: service.apps, ledger: $0, serverAPI: service.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
-                                upstreamBudget: service.upstreamBudget, logger: logger, now: service.now)
+        // Each component is handed what it uses, here, from the parts the gateway is made of.
+        let maintenance = ReconciliationSchedule(reconciler: try parts.reconciler(logger: logger),
+                                                 ledger: parts.ledger, settings: settings, logger: logger, now: parts.now)
+        let sweep = EntitlementSweep(ledger: parts.ledger, settings: settings, logger: logger, now: parts.now)
+        let finisher = (parts.ledger as? any FinishLedger).map {
+            TransactionFinisher(apps: parts.apps, ledger: $0, serverAPI: parts.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
+                                upstreamBudget: parts.upstreamBudget, logger: logger, now: parts.now)
         }
         return Task {
             await withTaskGroup(of: Void.self) { group in

@@ -2,6 +2,7 @@ import Adapters
 import AppleTrust
 import Foundation
 import HTTPServer
+import IAPConfig
 import IAPCore
 import Ledger
 import UpstreamHTTP
@@ -11,20 +12,9 @@ import UpstreamHTTP
 /// It routes, authenticates and turns refusals into JSON errors; each route's work is its endpoint's.
 public final class GatewayService: Sendable {
     public let apps: [String: AppPolicy]
-    /// The parts the gateway was built from, for the components that run beside it (background
-    /// work, reconciliation, batch comparison, the CLI).
-    let adapters: AdapterRegistry
-    /// Reconciliation reads it too (chains near expiry, stored receipts): a declared need, not a cast.
-    let ledger: any Ledger & NotificationLedger & ReconciliationLedger
-    let notifications: NotificationDecoder?
-    let sealer: AESGCMSealer?
     let logger: Logger
-    let now: @Sendable () -> Int64
-    /// Shadow, compare and cutover routing of receipts; nil: receipts take the primary path only.
+    /// Its shadow work is drained at shutdown.
     let migration: MigrationRouter?
-    /// Where the comparison routes read from; nil: they answer 404.
-    let comparisons: (any ComparisonLedger)?
-    /// Shared with the upstream HTTP client (as its observer) when the assembly builds both.
     public let metrics: GatewayMetrics
     /// All the upstream work one request does (every call, attempt and retry wait) ends within this.
     let upstreamBudget: Duration
@@ -32,47 +22,35 @@ public final class GatewayService: Sendable {
     let authenticator: APIKeyAuthenticator
     let endpoints: GatewayEndpoints
 
-    public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger & ReconciliationLedger,
-                notifications: NotificationDecoder? = nil,
-                checks: [any PurchaseCheck] = .standard, receiptSealer: AESGCMSealer?,
-                environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = .disabled,
-                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-                migration: MigrationRouter? = nil, comparisons: (any ComparisonLedger)? = nil,
-                metrics: GatewayMetrics = GatewayMetrics(), upstreamBudget: Duration = .seconds(20),
-                jwsVerifiers: AppVerifiers? = nil) {
-        self.metrics = metrics
-        self.upstreamBudget = upstreamBudget
-        self.migration = migration
-        self.comparisons = comparisons
+    /// The router of the gateway `parts` make up, each endpoint handed the parts it uses.
+    public init(_ parts: GatewayParts) {
+        let (apps, ledger, logger, now) = (parts.apps, parts.ledger, parts.logger, parts.now)
         self.apps = apps
-        self.adapters = adapters
-        self.ledger = ledger
-        self.notifications = notifications
-        self.sealer = receiptSealer
         self.logger = logger
-        self.now = now
-        authenticator = APIKeyAuthenticator(environment: environment)
-        // One verifier and chain cache per app, shared by the Server API adapter and notifications.
-        let chainCaches: [MetricsEndpoint.ChainCacheCounts] = jwsVerifiers.map { verifiers in [{ verifiers.chainCacheCounts }] } ?? []
-        let offerSigners = OfferSigners(environment: environment)
+        self.migration = parts.migration
+        self.metrics = parts.metrics
+        self.upstreamBudget = parts.upstreamBudget
+        authenticator = APIKeyAuthenticator(environment: parts.environment)
+        let chainCaches: [MetricsEndpoint.ChainCacheCounts] = parts.jwsVerifiers.map { verifiers in [{ verifiers.chainCacheCounts }] } ?? []
+        let offerSigners = OfferSigners(environment: parts.environment)
         endpoints = GatewayEndpoints(
-            readiness: ReadinessEndpoint(apps: apps, ledger: ledger, environment: environment, logger: logger),
-            metrics: MetricsEndpoint(metrics: metrics, ledger: ledger, comparisons: comparisons,
+            readiness: ReadinessEndpoint(apps: apps, ledger: ledger, environment: parts.environment, logger: logger),
+            metrics: MetricsEndpoint(metrics: parts.metrics, ledger: ledger, comparisons: parts.comparisons,
                                      bundleIds: apps.keys.sorted(), chainCaches: chainCaches),
-            openAPI: OpenAPIDocument.json(evidence: adapters.evidenceForms),
+            openAPI: OpenAPIDocument.json(evidence: parts.adapters.evidenceForms),
             nonces: NoncesEndpoint(ledger: ledger, now: now),
-            verify: VerifyEndpoint(adapters: adapters, ledger: ledger, checks: checks, migration: migration,
-                                   sealer: receiptSealer, metrics: metrics, logger: logger, now: now),
+            verify: VerifyEndpoint(adapters: parts.adapters, ledger: ledger, checks: parts.checks, migration: parts.migration,
+                                   sealer: parts.sealer, metrics: parts.metrics, logger: logger, now: now),
             entitlements: EntitlementsEndpoint(ledger: ledger, now: now),
             offerSignatures: OfferSignaturesEndpoint(ledger: ledger, signers: offerSigners, now: now),
             history: HistoryEndpoint(ledger: ledger, now: now),
-            notifications: NotificationsEndpoint(apps: apps, decoder: notifications,
-                                                 legacy: adapters.capability((any ReceiptReverifying).self),
-                                                 ledger: ledger, metrics: metrics, logger: logger, now: now),
+            notifications: NotificationsEndpoint(apps: apps, decoder: parts.notifications,
+                                                 legacy: parts.adapters.capability((any ReceiptReverifying).self),
+                                                 ledger: ledger, metrics: parts.metrics, logger: logger, now: now),
             retention: RetentionEndpoint(apps: apps, ledger: ledger, signers: offerSigners,
-                                         verifiers: jwsVerifiers ?? notifications?.verifiers ?? AppVerifiers(),
+                                         verifiers: parts.jwsVerifiers ?? parts.notifications?.verifiers ?? AppVerifiers(),
                                          logger: logger, now: now),
-            comparisons: comparisons)
+            comparisons: parts.comparisons)
     }
 
     /// For shutdown, once the server takes no more requests: waits for the shadow comparisons

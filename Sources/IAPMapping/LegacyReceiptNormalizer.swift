@@ -55,7 +55,7 @@ public struct LegacyReceiptNormalizer: Sendable {
         var unmapped: Set<String> = []
         let top = try mapping.object(json, "verifyReceipt response")
         let responseSlots = try response.apply(top, path: "response", unmapped: &unmapped)
-        let facts = buildRecord(LegacyResponseFacts(), ResponseFields.setters, responseSlots)
+        let facts = buildRecord(LegacyResponseFacts(), LegacyResponseFacts.fields, responseSlots)
         var inherited = response.named(responseSlots)
 
         var appTransaction: CanonicalAppTransaction?

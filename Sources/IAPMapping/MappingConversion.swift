@@ -33,7 +33,7 @@ public enum MappingConversion: String, Sendable, CaseIterable {
 
     /// What the conversion produces, or nil when the type comes from the target (`enum`) or it
     /// produces nothing itself (`flag`).
-    var output: MappingFieldType? {
+    var output: RecordFieldType? {
         switch self {
         case .string: .string
         case .int, .msString, .intString: .integer
@@ -48,7 +48,7 @@ public enum MappingConversion: String, Sendable, CaseIterable {
 /// A compiled `enum` table: raw input (as text) → canonical value.
 struct EnumTable: Sendable {
     let values: [String: MappedValue]
-    let output: MappingFieldType
+    let output: RecordFieldType
 }
 
 extension MappingConversion {

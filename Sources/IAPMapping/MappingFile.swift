@@ -298,7 +298,7 @@ private struct MappingFileCompiler {
             guard from != nil else { throw fail(place, "missing \"from\"") }
             guard !slots.isEmpty else { throw fail(place, "missing \"to\" (or \"ignore\" to silence the field)") }
             var table: EnumTable?
-            let output: MappingFieldType
+            let output: RecordFieldType
             if conversion == .enum {
                 output = schema.types[slots[0]]
                 var values: [String: MappedValue] = [:]

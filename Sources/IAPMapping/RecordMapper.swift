@@ -97,19 +97,19 @@ extension MappingFile {
                      inherited: [String: MappedValue] = [:], unmapped: inout Set<String>) throws(VerificationError) -> CanonicalTransaction {
         let slots = try kind.apply(object, path: path, inherited: inherited, unmapped: &unmapped)
         return buildRecord(CanonicalTransaction(transactionId: "", productId: "", source: source, mappingVersion: id),
-                           TransactionFields.setters, slots)
+                           CanonicalTransaction.fields, slots)
     }
 
     func renewal(_ kind: CompiledKind, _ object: [String: JSONValue], path: String,
                  inherited: [String: MappedValue] = [:], unmapped: inout Set<String>) throws(VerificationError) -> CanonicalRenewal {
         let slots = try kind.apply(object, path: path, inherited: inherited, unmapped: &unmapped)
         return buildRecord(CanonicalRenewal(originalTransactionId: "", source: source, mappingVersion: id),
-                           RenewalFields.setters, slots)
+                           CanonicalRenewal.fields, slots)
     }
 
     func appTransaction(_ kind: CompiledKind, slots: [MappedValue?]) -> CanonicalAppTransaction {
         buildRecord(CanonicalAppTransaction(bundleId: "", source: source, mappingVersion: id),
-                    AppTransactionFields.setters, slots)
+                    CanonicalAppTransaction.fields, slots)
     }
 }
 

@@ -31,13 +31,6 @@ public struct PendingFinish: Hashable, Sendable {
     public var transactionId: String
     public var environment: AppStoreEnvironment
     public var attempts: Int
-
-    public init(bundleId: String, transactionId: String, environment: AppStoreEnvironment, attempts: Int) {
-        self.bundleId = bundleId
-        self.transactionId = transactionId
-        self.environment = environment
-        self.attempts = attempts
-    }
 }
 
 /// One row of the finish outbox as stored.

@@ -71,11 +71,6 @@ public struct IssuedNonce: Hashable, Sendable {
     public let value: String
     /// Milliseconds since 1970 after which the nonce is refused.
     public let expiresAt: Int64
-
-    public init(value: String, expiresAt: Int64) {
-        self.value = value
-        self.expiresAt = expiresAt
-    }
 }
 
 /// What the gateway asks the ledger to record once an adapter has verified a purchase.
@@ -127,13 +122,7 @@ public struct ClaimOutcome: Hashable, Sendable {
     public var alreadyGranted: [String]
     /// The account's stored entitlements of the claimed chains right after the claim (a newer
     /// notification's facts included), ordered by original transaction id.
-    public var entitlements: [Entitlement]
-
-    public init(newlyGranted: [String], alreadyGranted: [String], entitlements: [Entitlement] = []) {
-        self.newlyGranted = newlyGranted
-        self.alreadyGranted = alreadyGranted
-        self.entitlements = entitlements
-    }
+    public var entitlements: [Entitlement] = []
 }
 
 public enum AuditVerdict: String, Codable, Hashable, Sendable {

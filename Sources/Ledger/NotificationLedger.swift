@@ -171,12 +171,6 @@ public struct InboxDepth: Hashable, Sendable {
     /// Pending entries that have failed at least once.
     public var retrying: Int
     public var parked: Int
-
-    public init(pending: Int, retrying: Int, parked: Int) {
-        self.pending = pending
-        self.retrying = retrying
-        self.parked = parked
-    }
 }
 
 public struct ParkedInboxEntry: Hashable, Sendable {
@@ -193,12 +187,6 @@ public struct InboxRetryPolicy: Hashable, Sendable {
     public var maxAttempts: Int
     public var baseDelayMillis: Int64
     public var maxDelayMillis: Int64
-
-    public init(maxAttempts: Int, baseDelayMillis: Int64, maxDelayMillis: Int64) {
-        self.maxAttempts = maxAttempts
-        self.baseDelayMillis = baseDelayMillis
-        self.maxDelayMillis = maxDelayMillis
-    }
 
     public static let standard = InboxRetryPolicy(maxAttempts: 5, baseDelayMillis: 1_000, maxDelayMillis: 3_600_000)
 

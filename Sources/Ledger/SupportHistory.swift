@@ -14,12 +14,6 @@ public struct SupportHistory: Hashable, Sendable {
     public var chains: [PurchaseChainHistory]
     /// More attempts matched than `limit`: the oldest were left out.
     public var truncated: Bool
-
-    public init(attempts: [AuditRecord], chains: [PurchaseChainHistory], truncated: Bool) {
-        self.attempts = attempts
-        self.chains = chains
-        self.truncated = truncated
-    }
 }
 
 /// One purchase chain as the ledger knows it: who owns it since when, each granted transaction

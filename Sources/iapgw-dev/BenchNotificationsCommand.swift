@@ -3,6 +3,7 @@ import CommandLineSupport
 import Demo
 import Foundation
 import Gateway
+import IAPConfig
 import IAPCore
 import Ledger
 import Synchronization

@@ -208,7 +208,7 @@ struct DemoCommand: Subcommand {
         }
         // Shadow comparisons are stored off the request: wait for them (bounded).
         let deadline = Date().addingTimeInterval(10)
-        while (try await demo.service.migrationReport(bundleId: demo.bundleId).overall.total) < owners.count + 1, Date() < deadline {
+        while (try await demo.parts.migrationReport(bundleId: demo.bundleId).overall.total) < owners.count + 1, Date() < deadline {
             try await Task.sleep(for: .milliseconds(50))
         }
 
@@ -220,9 +220,9 @@ struct DemoCommand: Subcommand {
             return BatchReceipt(receipt: p.receiptBase64, account: "backlog-\(i)", line: i)
         }
         print("migration: iapgw compare over a backlog of \(backlog.count) stored receipts")
-        let summary = try await BatchComparer(service: demo.service, bundleId: demo.bundleId).run(backlog)
+        let summary = try await demo.parts.batchComparer(bundleId: demo.bundleId).run(backlog)
         print(summary.text)
-        let report = try await demo.service.migrationReport(bundleId: demo.bundleId)
+        let report = try await demo.parts.migrationReport(bundleId: demo.bundleId)
         print(report.verdictText)
         print("""
             dashboard: \(demo.gatewayURL)/dashboard?app=\(demo.bundleId)  (the app's key in the header, never in the URL)

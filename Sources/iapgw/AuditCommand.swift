@@ -1,6 +1,7 @@
 import CommandLineSupport
 import Foundation
 import Gateway
+import IAPConfig
 import IAPCore
 import Ledger
 
@@ -36,10 +37,9 @@ struct AuditCommand: Subcommand {
         guard (1...HistoryEndpoint.maxLimit).contains(limit) else {
             throw UsageError(message: "--limit must be 1 to \(HistoryEndpoint.maxLimit)")
         }
-        let service = try GatewayAssembly(configuration: try ConfigLoader.loadAll(configDirectory: config),
-                                          mappingsDirectory: mappings, logger: Logger.standardError()).makeService()
-        let history = try await HistoryEndpoint.audit(service: service, bundleId: bundleId, subject: subject, since: since,
-                                                      limit: limit)
+        let parts = try GatewayAssembly(configuration: try ConfigLoader.loadAll(configDirectory: config),
+                                        mappingsDirectory: mappings, logger: Logger.standardError()).makeParts()
+        let history = try await parts.audit(bundleId: bundleId, subject: subject, since: since, limit: limit)
         print(history.jsonText)
         return 0
     }

@@ -2,6 +2,7 @@ import CommandLineSupport
 import Dispatch
 import Foundation
 import Gateway
+import IAPConfig
 import IAPCore
 
 /// `iapgw compare`: a backlog of stored receipts through both generations, each comparison stored
@@ -44,13 +45,13 @@ struct CompareCommand: Subcommand {
         let receipts = try BatchReceipt.readJSONLines(URL(fileURLWithPath: input))
         let assembly = GatewayAssembly(configuration: try ConfigLoader.loadAll(configDirectory: config),
                                        mappingsDirectory: mappings, logger: Logger.standardError(minimumLevel: .warning))
-        let service = try assembly.makeService()
-        let comparer = try BatchComparer(service: service, bundleId: bundleId, options: options)
+        let parts = try assembly.makeParts()
+        let comparer = try parts.batchComparer(bundleId: bundleId, options: options)
         let printer = BatchProgressPrinter.standardOutput()
         let summary = try await Self.runInterruptibly { try await comparer.run(receipts) { printer.update($0, final: $1) } }
 
         print(summary.text)
-        let report = try await service.migrationReport(bundleId: bundleId)
+        let report = try await parts.migrationReport(bundleId: bundleId)
         print(report.verdictText)
         if let jsonPath {
             guard FileManager.default.createFile(atPath: jsonPath, contents: Data((summary.json.jsonText + "\n").utf8)) else {

@@ -1,6 +1,7 @@
 import CommandLineSupport
 import Foundation
 import Gateway
+import IAPConfig
 import IAPCore
 
 /// `iapgw config check [DIR]`: loads the gateway file and every app policy, checks trust roots exist

@@ -1,6 +1,7 @@
 import AppleTrust
 import CommandLineSupport
 import Foundation
+import IAPConfig
 import IAPCore
 
 /// `iapgw jws verify`: one compact JWS per stdin line in, one JSON verdict per stdout line out.

@@ -1,6 +1,7 @@
 import CommandLineSupport
 import Foundation
 import Gateway
+import IAPConfig
 import IAPCore
 
 /// `iapgw notifications replay|purge`: operator actions on the notification inbox.
@@ -26,16 +27,15 @@ struct NotificationsCommand: Subcommand {
         }
         try args.finish()
         let logger = Logger.standardError()
-        func makeService() throws -> GatewayService {
+        func makeMaintenance() throws -> NotificationMaintenance {
             try GatewayAssembly(configuration: try ConfigLoader.loadAll(configDirectory: config),
-                                mappingsDirectory: mappings, logger: logger).makeService()
+                                mappingsDirectory: mappings, logger: logger).makeParts().notificationMaintenance()
         }
         if action == "replay" {
             guard let sinceText else { throw UsageError(message: "replay needs --since") }
             guard daysText == nil else { throw UsageError(message: "--older-than-days is for purge") }
             let since = try Self.parseTime(sinceText)
-            let service = try makeService()
-            let (reset, report) = try await NotificationMaintenance.replay(service: service, since: since, bundleId: bundleId)
+            let (reset, report) = try await makeMaintenance().replay(since: since, bundleId: bundleId)
             guard case .object(var summary) = NotificationMaintenance.json(report) else { return 1 }
             summary["reset"] = .int(Int64(reset))
             print(JSONValue.object(summary).jsonText)
@@ -45,8 +45,7 @@ struct NotificationsCommand: Subcommand {
         guard let daysText, let days = Int64(daysText), (1...3_650).contains(days) else {
             throw UsageError(message: "purge needs --older-than-days 1 to 3650")
         }
-        let service = try makeService()
-        let purged = try await NotificationMaintenance.purge(service: service, olderThanDays: days)
+        let purged = try await makeMaintenance().purge(olderThanDays: days)
         print(JSONValue.object(["purged": .int(Int64(purged)), "olderThanDays": .int(days)]).jsonText)
         return 0
     }

@@ -1,6 +1,7 @@
 import CommandLineSupport
 import Foundation
 import Gateway
+import IAPConfig
 import IAPCore
 
 /// `iapgw reconcile`: one reconciliation pass (notification history, subscription statuses,
@@ -32,11 +33,11 @@ struct ReconcileCommand: Subcommand {
         let logger = Logger.standardError()
         let assembly = GatewayAssembly(configuration: try ConfigLoader.loadAll(configDirectory: config),
                                        mappingsDirectory: mappings, logger: logger)
-        let service = try assembly.makeService()
-        let reconciler = try Reconciler(service: service, logger: logger)
+        let parts = try assembly.makeParts()
+        let reconciler = try parts.reconciler(logger: logger)
         let start = since
         let report = await reconciler.reconcile(since: start) ?? ReconciliationReport()
-        let drained = try await NotificationMaintenance.drain(service: service)
+        let drained = try await parts.notificationMaintenance().drain()
         guard case .object(var summary) = report.json else { return 1 }
         summary["inbox"] = NotificationMaintenance.json(drained)
         print(JSONValue.object(summary).jsonText)

@@ -1,6 +1,7 @@
 import CommandLineSupport
 import Foundation
 import Gateway
+import IAPConfig
 import IAPCore
 
 /// `iapgw serve`: the gateway service, configured from `Config/` and `Mappings/`.
@@ -21,10 +22,11 @@ struct ServeCommand: Subcommand {
         let logger = Logger.standardError()
         let configuration = try ConfigLoader.loadAll(configDirectory: config)
         let assembly = GatewayAssembly(configuration: configuration, mappingsDirectory: mappings, logger: logger)
-        let service = try assembly.makeService()
+        let parts = try assembly.makeParts()
+        let service = GatewayService(parts)
         let server = try assembly.makeServer(service: service)
         try server.start()
-        let background = try assembly.startBackgroundWork(service: service)
+        let background = try assembly.startBackgroundWork(parts)
         logger.info("listening", ["address": configuration.gateway.listenAddress, "port": String(server.port),
                                   "scheme": configuration.gateway.tls == nil ? "http" : "https",
                                   "apps": configuration.apps.keys.sorted().joined(separator: ",")])

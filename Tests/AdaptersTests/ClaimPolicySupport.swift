@@ -1,5 +1,6 @@
 import Adapters
-import Gateway
+@testable import Gateway
+import IAPConfig
 import IAPCore
 
 extension VerificationAdapter {

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+@testable import IAPConfig
 import IAPCore
 import UpstreamHTTP
 import XCTest

@@ -4,6 +4,7 @@ import XCTest
 import AppReceipts
 import AppleTrust
 import HTTPServer
+@testable import IAPConfig
 import IAPCore
 import TestPKI
 

@@ -3,6 +3,7 @@ import XCTest
 @testable import Adapters
 import AppleTrust
 import HTTPServer
+@testable import IAPConfig
 import IAPCore
 import TestPKI
 import UpstreamHTTP

@@ -3,6 +3,7 @@ import XCTest
 @testable import Adapters
 import AppReceipts
 import HTTPServer
+import IAPConfig
 import IAPCore
 import TestPKI
 

@@ -5,6 +5,7 @@ import XCTest
 @testable import Adapters
 import AppleTrust
 import HTTPServer
+@testable import IAPConfig
 import IAPCore
 import TestPKI
 import UpstreamHTTP
@@ -110,8 +111,8 @@ final class ServerAPIFixture {
 
     func app(environments: Set<AppStoreEnvironment> = [.production], sandboxAccounts: Set<String> = [],
              localOnlyJWS: Bool = false, bundleId: String = ServerAPIFixture.bundleId,
-             receiptRoots: [URL]? = nil, serverAPI: AppPolicy.ServerAPICredentials?? = nil) -> AppPolicy {
-        let credentials = serverAPI ?? AppPolicy.ServerAPICredentials(
+             receiptRoots: [URL]? = nil, serverAPI: AppPolicy.InAppPurchaseKey?? = nil) -> AppPolicy {
+        let credentials = serverAPI ?? AppPolicy.InAppPurchaseKey(
             issuerId: Self.issuerId, keyId: Self.keyId, privateKey: SecretReference(.file(keyFile)))
         return AppPolicy(
             bundleId: bundleId, appAppleId: nil, allowedEnvironments: environments, sandboxAccounts: sandboxAccounts,

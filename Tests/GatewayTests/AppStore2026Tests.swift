@@ -124,7 +124,7 @@ final class AppStore2026Tests: XCTestCase {
         let malformed = try await e2e.postRaw(Array(#"{"signedPayload": 7}"#.utf8))
         XCTAssertEqual(malformed.status, 400, malformed.text)
 
-        let database = try XCTUnwrap(e2e.gw.harness.service.storedLedger.database as? SQLiteDatabase)
+        let database = try XCTUnwrap(e2e.gw.harness.parts.storedLedger.database as? SQLiteDatabase)
         try database.withConnection { (connection) throws(VerificationError) in
             try connection.executeScript("PRAGMA max_page_count = 1", operation: "configure")
         }

@@ -35,10 +35,10 @@ final class BatchComparerTests: XCTestCase {
         var options = BatchComparer.Options()
         options.concurrency = concurrency
         options.stateFile = b.stateFile
-        return try BatchComparer(service: b.gw.harness.service, bundleId: b.gw.bundleId, options: options)
+        return try b.gw.harness.parts.batchComparer(bundleId: b.gw.bundleId, options: options)
     }
 
-    private func ledger(_ b: Backlog) throws -> SQLLedger { b.gw.harness.service.storedLedger }
+    private func ledger(_ b: Backlog) throws -> SQLLedger { b.gw.harness.parts.storedLedger }
 
     /// The report's numbers against the ledger's own counts and queries.
     private func assertReportMatchesStoredComparisons(_ summary: BatchSummary, _ b: Backlog,
@@ -88,14 +88,14 @@ final class BatchComparerTests: XCTestCase {
         XCTAssertTrue(summary.text.contains("  comparisons with entitlementMismatch: 2"), summary.text)
 
         // What `iapgw compare` prints after the batch and `--report` renders: the cutover impact.
-        let report = try await b.gw.harness.service.migrationReport(bundleId: b.gw.bundleId)
+        let report = try await b.gw.harness.parts.migrationReport(bundleId: b.gw.bundleId)
         XCTAssertEqual(report.impact.map { "\($0.change.rawValue) \($0.account ?? "-")" },
                        ["losesAccess acct-7", "gainsAccess acct-150", "differentExpiry acct-40"])
         let text = report.verdictText
         XCTAssertTrue(text.hasPrefix("verdict (Production, over distinct purchase chains): not ready"), text)
         XCTAssertTrue(text.contains("if you cut over now: 1 purchase(s) would lose access, 1 would gain access, 1 would see another expiry"), text)
         XCTAssertTrue(text.contains("  losesAccess: account acct-7, "), text)
-        let html = try await b.gw.harness.service.migrationReportHTML(bundleId: b.gw.bundleId)
+        let html = try await b.gw.harness.parts.migrationReportHTML(bundleId: b.gw.bundleId)
         XCTAssertTrue(html.contains("<table id=\"impact-accounts\">"))
         print(text)
     }

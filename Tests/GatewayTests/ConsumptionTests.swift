@@ -2,6 +2,7 @@ import Adapters
 import AppStoreSimulator
 import Foundation
 @testable import Gateway
+@testable import IAPConfig
 import IAPCore
 import Ledger
 import TestSupport
@@ -12,7 +13,7 @@ import XCTest
 final class ConsumptionTests: XCTestCase {
     func testConsumptionRequestIsAnsweredOnceWithinTheWindowOnlyWhereThePolicyEnablesIt() async throws {
         let gw = try await GatewayE2E.start(self)
-        let service = gw.harness.service
+        let parts = gw.harness.parts
         let coins = try gw.simulator.purchase(PurchaseRequest(
             bundleId: gw.bundleId, productId: "com.example.demo.coins100", type: .consumable, owner: "device-erin", price: 990))
         let claimed = try await gw.verifyTransactionId(coins.transactionId, account: "erin")
@@ -20,18 +21,18 @@ final class ConsumptionTests: XCTestCase {
         try await gw.simulator.sendNotification(type: "CONSUMPTION_REQUEST", purchase: coins, to: gw.harness.notificationURL)
         try await gw.waitUntilInboxIsDrained()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let pending = try service.storedLedger.pendingConsumptionRequests(notBefore: now - ConsumptionResponder.windowMillis, limit: 10)
+        let pending = try parts.storedLedger.pendingConsumptionRequests(notBefore: now - ConsumptionResponder.windowMillis, limit: 10)
         XCTAssertEqual(pending.map(\.transactionId), [coins.transactionId])
 
-        var enabled = service.apps
+        var enabled = parts.apps
         enabled[gw.bundleId]?.consumptionResponse = AppPolicy.ConsumptionResponse()
-        let serverAPI = service.adapters.capability((any ReconciliationSource).self)
+        let serverAPI = parts.adapters.capability((any ReconciliationSource).self)
         func responder(_ apps: [String: AppPolicy], at time: Int64) -> ConsumptionResponder {
-            ConsumptionResponder(apps: apps, ledger: service.ledger, serverAPI: serverAPI, now: { time })
+            ConsumptionResponder(apps: apps, ledger: parts.ledger, serverAPI: serverAPI, now: { time })
         }
         var failures: [String] = []
 
-        let withoutPolicy = await responder(service.apps, at: now).answerPending(failures: &failures)
+        let withoutPolicy = await responder(parts.apps, at: now).answerPending(failures: &failures)
         let pastTheWindow = await responder(enabled, at: now + ConsumptionResponder.windowMillis + 60_000)
             .answerPending(failures: &failures)
         let answered = await responder(enabled, at: now).answerPending(failures: &failures)
@@ -42,7 +43,7 @@ final class ConsumptionTests: XCTestCase {
         XCTAssertEqual(pastTheWindow, 0)
         XCTAssertEqual(answered, 1)
         XCTAssertEqual(again, 0)
-        XCTAssertEqual(try service.storedLedger.pendingConsumptionRequests(notBefore: 0, limit: 10), [])
+        XCTAssertEqual(try parts.storedLedger.pendingConsumptionRequests(notBefore: 0, limit: 10), [])
     }
 
     func testConsumptionBodyDeclaresOnlyWhatThePolicyStatesAndLeavesTheRestUndeclared() {

@@ -3,6 +3,7 @@ import AppleTrust
 import Demo
 import Foundation
 @testable import Gateway
+@testable import IAPConfig
 import IAPCore
 import TestSupport
 import XCTest

@@ -50,7 +50,7 @@ final class DashboardTests: XCTestCase {
         let answer = try await dashboard(gw)
 
         // As the ledger reads them back (it adds the products the differences name to each comparison's).
-        let stored = try await XCTUnwrap(gw.harness.service.comparisons).comparisons(ComparisonQuery(bundleId: gw.bundleId, limit: 1000))
+        let stored = try await XCTUnwrap(gw.harness.parts.comparisons).comparisons(ComparisonQuery(bundleId: gw.bundleId, limit: 1000))
         XCTAssertEqual(Set(stored.map(\.id)), Set(planted.map(\.id)))
         XCTAssertEqual(answer.status, 200, answer.text)
         XCTAssertEqual(answer.headers["content-type"], "text/html; charset=utf-8")

@@ -2,6 +2,7 @@ import Adapters
 import AppStoreSimulator
 import Foundation
 @testable import Gateway
+import IAPConfig
 import IAPCore
 import Ledger
 import TestSupport
@@ -35,10 +36,10 @@ final class FinishTransactionTests: XCTestCase {
     /// The finisher as the test drives it: the gateway's own apps, ledger and Server API client,
     /// with a clock `aheadMillis` in the future.
     private func finisher(_ gw: GatewayE2E, aheadMillis: Int64) throws -> TransactionFinisher {
-        let service = gw.harness.service
-        let ledger = try XCTUnwrap(service.ledger as? any FinishLedger)
-        return TransactionFinisher(apps: service.apps, ledger: ledger,
-                                   serverAPI: service.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
+        let parts = gw.harness.parts
+        let ledger = try XCTUnwrap(parts.ledger as? any FinishLedger)
+        return TransactionFinisher(apps: parts.apps, ledger: ledger,
+                                   serverAPI: parts.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
                                    upstreamBudget: .seconds(5), now: { Self.millis() + aheadMillis })
     }
 
@@ -59,9 +60,9 @@ final class FinishTransactionTests: XCTestCase {
 
     private func firstAttemptRateLimited(_ gw: GatewayE2E, transactionId: String, since: Int64) async throws {
         try await eventually("the first finish attempt is recorded") {
-            try gw.harness.service.storedLedger.finishEntries(bundleId: gw.bundleId).first?.attempts == 1
+            try gw.harness.parts.storedLedger.finishEntries(bundleId: gw.bundleId).first?.attempts == 1
         }
-        let entry = try XCTUnwrap(try gw.harness.service.storedLedger.finishEntries(bundleId: gw.bundleId).first)
+        let entry = try XCTUnwrap(try gw.harness.parts.storedLedger.finishEntries(bundleId: gw.bundleId).first)
         XCTAssertEqual(entry.transactionId, transactionId)
         XCTAssertEqual(entry.lastErrorCode, "RATE_LIMITED")
         XCTAssertGreaterThanOrEqual(entry.nextAttemptAt, since + 30_000)
@@ -87,7 +88,7 @@ final class FinishTransactionTests: XCTestCase {
         XCTAssertEqual(afterReclaim, 0)
         XCTAssertEqual(gw.simulator.finishTransactionCalls.map(\.transactionId), [purchase.transactionId])
         XCTAssertEqual(gw.simulator.finishTransactionCalls.map(\.environment), [.production])
-        let entries = try gw.harness.service.storedLedger.finishEntries(bundleId: gw.bundleId)
+        let entries = try gw.harness.parts.storedLedger.finishEntries(bundleId: gw.bundleId)
         XCTAssertEqual(entries.count, 1)
         XCTAssertNotNil(entries.first?.finishedAt)
         XCTAssertEqual(entries.first?.attempts, 2)
@@ -112,7 +113,7 @@ final class FinishTransactionTests: XCTestCase {
         XCTAssertEqual(refused.errorCode, "TRANSACTION_REVOKED")
         XCTAssertEqual(finished, 0)
         XCTAssertEqual(gw.simulator.finishTransactionCalls, [])
-        let entries = try gw.harness.service.storedLedger.finishEntries(bundleId: gw.bundleId)
+        let entries = try gw.harness.parts.storedLedger.finishEntries(bundleId: gw.bundleId)
         XCTAssertEqual(entries.map(\.transactionId), [granted.transactionId])
         XCTAssertNotNil(entries.first?.droppedAt)
         XCTAssertEqual(entries.first?.lastErrorCode, "TRANSACTION_REVOKED")
@@ -123,16 +124,16 @@ final class FinishTransactionTests: XCTestCase {
         let purchase = try gw.buy(GatewayE2E.removeAds, owner: "device-hal")
 
         let answer = try await gw.verifyTransactionId(purchase.transactionId, account: "hal")
-        var enabled = gw.harness.service.apps
+        var enabled = gw.harness.parts.apps
         enabled[gw.bundleId]?.finishTransactions = true
-        let service = gw.harness.service
-        let sent = try await TransactionFinisher(apps: enabled, ledger: try XCTUnwrap(service.ledger as? any FinishLedger),
-                                                 serverAPI: service.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
+        let parts = gw.harness.parts
+        let sent = try await TransactionFinisher(apps: enabled, ledger: try XCTUnwrap(parts.ledger as? any FinishLedger),
+                                                 serverAPI: parts.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
                                                  upstreamBudget: .seconds(5), now: { Self.millis() }).finishDue()
 
         XCTAssertEqual(answer.status, 200, answer.text)
         XCTAssertEqual(sent, 0)
-        XCTAssertEqual(try service.storedLedger.finishEntries(bundleId: gw.bundleId), [])
+        XCTAssertEqual(try parts.storedLedger.finishEntries(bundleId: gw.bundleId), [])
         XCTAssertEqual(gw.simulator.finishTransactionCalls, [])
     }
 

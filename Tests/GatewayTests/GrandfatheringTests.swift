@@ -1,7 +1,8 @@
-import AppStoreSimulator
+@testable import AppStoreSimulator
 import AppleTrust
 import Foundation
 @testable import Gateway
+import IAPConfig
 import IAPCore
 import TestSupport
 import XCTest

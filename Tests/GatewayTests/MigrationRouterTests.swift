@@ -1,6 +1,7 @@
 import Adapters
 import Foundation
 @testable import Gateway
+@testable import IAPConfig
 import IAPCore
 import IAPMapping
 import Ledger

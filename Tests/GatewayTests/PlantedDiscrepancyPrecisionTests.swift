@@ -71,11 +71,11 @@ final class PlantedDiscrepancyPrecisionTests: XCTestCase {
         let receipts = try (0..<60).map { i in
             BatchReceipt(receipt: try sim.receipt(owner: "\(Self.owners)-\(i)", bundleId: gw.bundleId), account: "acct-\(i)")
         }
-        let summary = try await BatchComparer(service: gw.harness.service, bundleId: gw.bundleId).run(receipts)
+        let summary = try await gw.harness.parts.batchComparer(bundleId: gw.bundleId).run(receipts)
         XCTAssertEqual(summary.total, 60)
         XCTAssertEqual(summary.failed, 0, "\(summary.failedByCode)")
 
-        let stored = try gw.harness.service.storedLedger.comparisons(ComparisonQuery(bundleId: gw.bundleId, limit: 1000))
+        let stored = try gw.harness.parts.storedLedger.comparisons(ComparisonQuery(bundleId: gw.bundleId, limit: 1000))
         XCTAssertEqual(stored.count, 60)
         let reported = stored.flatMap(\.differences)
         let expected = Set(planted.map(ExpectedDifference.init))
@@ -84,7 +84,7 @@ final class PlantedDiscrepancyPrecisionTests: XCTestCase {
         XCTAssertEqual(summary.disagreed, 11)
         XCTAssertEqual(summary.agreed, 49)
 
-        let known = gw.harness.service.migration!.comparator.knownDifferences
+        let known = gw.harness.parts.migration!.comparator.knownDifferences
         XCTAssertTrue(known.transaction.contains("price"), "the mappings declare price as a benign difference: \(known)")
         XCTAssertTrue(reported.allSatisfy { d in d.field.map { !known.transaction.contains($0) } ?? true },
                       "declared benign differences are never reported")

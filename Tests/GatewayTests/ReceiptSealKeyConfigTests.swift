@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+import IAPConfig
 import IAPCore
 import XCTest
 

@@ -26,7 +26,7 @@ final class ReconciliationTests: XCTestCase {
         let before = try await gw.entitlements("alice")
         XCTAssertEqual(before.first?["state"]?.stringValue, "active")
 
-        let report = try await runPass(Reconciler(service: gw.harness.service))
+        let report = try await runPass(gw.harness.parts.reconciler())
         try await gw.waitUntilInboxIsDrained()
 
         XCTAssertEqual(report.failures, [])
@@ -42,7 +42,7 @@ final class ReconciliationTests: XCTestCase {
         let purchase = try gw.buy(owner: "device-alice")
         _ = try await gw.verifyTransactionId(purchase.transactionId, account: "alice")
         try await gw.simulator.sendNotification(type: "SUBSCRIBED", subtype: "INITIAL_BUY", purchase: purchase, to: nil)
-        let reconciler = try Reconciler(service: gw.harness.service)
+        let reconciler = try gw.harness.parts.reconciler()
 
         let first = try await runPass(reconciler)
         let second = try await runPass(reconciler)
@@ -65,7 +65,7 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(carol.status, 200, carol.text)
         _ = try gw.simulator.expire(originalTransactionId: nearExpiry.originalTransactionId)
 
-        let report = try await runPass(Reconciler(service: gw.harness.service))
+        let report = try await runPass(gw.harness.parts.reconciler())
         try await gw.waitUntilInboxIsDrained()
 
         XCTAssertEqual(report.failures, [])
@@ -80,7 +80,7 @@ final class ReconciliationTests: XCTestCase {
 
     func testLegacyOnlyAppFollowsItsStoredReceiptReverifiedAfterARefund() async throws {
         let gw = try await GatewayE2E.start(self)
-        var apps = gw.harness.service.apps
+        var apps = gw.harness.parts.apps
         apps[gw.bundleId]?.serverAPI = nil
         // verifyReceipt returns a latest_receipt (which the gateway keeps sealed) for subscribers.
         _ = try gw.buy(owner: "device-dora")
@@ -88,7 +88,7 @@ final class ReconciliationTests: XCTestCase {
         let claimed = try await gw.verifyReceipt(receipt, account: "dora")
         XCTAssertEqual(claimed.status, 200, claimed.text)
         let transactionId = try XCTUnwrap(claimed.json["transactions"]?.arrayValue?.first?["transactionId"]?.stringValue)
-        let reconciler = try Reconciler(service: gw.harness.service, apps: apps)
+        let reconciler = try gw.harness.parts.reconciler(apps: apps)
 
         let unchanged = try await runPass(reconciler)
         try await gw.waitUntilInboxIsDrained()
@@ -114,7 +114,7 @@ final class ReconciliationTests: XCTestCase {
         try await gw.simulator.sendNotification(type: "SUBSCRIBED", subtype: "INITIAL_BUY", purchase: purchase, to: nil)
         // Holds the first pass inside the history call while the second one starts.
         gw.simulator.faults.setLatency(milliseconds: 300)
-        let reconciler = try Reconciler(service: gw.harness.service)
+        let reconciler = try gw.harness.parts.reconciler()
 
         async let first = reconciler.reconcile()
         async let second = reconciler.reconcile()
@@ -126,20 +126,20 @@ final class ReconciliationTests: XCTestCase {
     func testPassThatLosesItsLeaseStopsAndLeavesTheNewHoldersLeaseAlone() async throws {
         let capture = LogCapture()
         let gw = try await GatewayE2E.start(self)
-        let service = gw.harness.service
-        let ledger = service.storedLedger
+        let parts = gw.harness.parts
+        let ledger = parts.storedLedger
         let purchase = try gw.buy(owner: "device-alice")
         try await gw.simulator.sendNotification(type: "SUBSCRIBED", subtype: "INITIAL_BUY", purchase: purchase, to: nil)
         gw.simulator.faults.setLatency(milliseconds: 400)
         var options = Reconciler.Options()
         options.leaseMillis = 300
-        let reconciler = try Reconciler(service: service, options: options, logger: capture.logger)
+        let reconciler = try parts.reconciler(options: options, logger: capture.logger)
 
         async let pass = reconciler.reconcile()
         try await Task.sleep(for: .milliseconds(50))
         // Another instance takes over (as if this one had stalled past its lease).
         try ledger.releaseLease("reconciliation", holder: reconciler.leaseHolder)
-        XCTAssertTrue(try ledger.acquireLease("reconciliation", holder: "other-instance", now: service.now(),
+        XCTAssertTrue(try ledger.acquireLease("reconciliation", holder: "other-instance", now: parts.now(),
                                               ttlMillis: 60_000))
         _ = await pass
 
@@ -147,23 +147,23 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertTrue(events.contains("reconciliation_lease_lost"), "\(events)")
         XCTAssertTrue(events.contains("reconciliation_pass_abandoned"), "\(events)")
         XCTAssertFalse(events.contains("reconciliation_pass"), "the pass did not run to its end")
-        XCTAssertFalse(try ledger.acquireLease("reconciliation", holder: "third-instance", now: service.now(),
+        XCTAssertFalse(try ledger.acquireLease("reconciliation", holder: "third-instance", now: parts.now(),
                                                ttlMillis: 60_000), "the new holder's lease was not released")
     }
 
     func testPassIsSkippedWhileAnotherInstanceHoldsTheLeaseAndRunsOnceItIsFree() async throws {
         let gw = try await GatewayE2E.start(self)
-        let service = gw.harness.service
-        let ledger = service.storedLedger
-        let reconciler = try Reconciler(service: service)
-        XCTAssertTrue(try ledger.acquireLease("reconciliation", holder: "another-instance", now: service.now(),
+        let parts = gw.harness.parts
+        let ledger = parts.storedLedger
+        let reconciler = try parts.reconciler()
+        XCTAssertTrue(try ledger.acquireLease("reconciliation", holder: "another-instance", now: parts.now(),
                                               ttlMillis: 60_000))
         let skipped = await reconciler.reconcile()
         XCTAssertNil(skipped, "another instance is reconciling")
 
         try ledger.releaseLease("reconciliation", holder: "another-instance")
         _ = try await runPass(reconciler)
-        XCTAssertTrue(try ledger.acquireLease("reconciliation", holder: "another-instance", now: service.now(),
+        XCTAssertTrue(try ledger.acquireLease("reconciliation", holder: "another-instance", now: parts.now(),
                                               ttlMillis: 60_000), "the pass gave the lease back when it ended")
     }
 }
@@ -179,8 +179,8 @@ extension GatewayE2E {
     /// background worker may hold an entry in its transaction when this looks.
     func waitUntilInboxIsDrained() async throws {
         for _ in 0..<200 {
-            try await NotificationMaintenance.drain(service: harness.service)
-            if try harness.service.storedLedger.inboxDepth().pending == 0 { return }
+            try await harness.parts.notificationMaintenance().drain()
+            if try harness.parts.storedLedger.inboxDepth().pending == 0 { return }
             try await Task.sleep(for: .milliseconds(25))
         }
         XCTFail("the inbox did not drain")

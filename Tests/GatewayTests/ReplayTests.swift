@@ -20,13 +20,13 @@ final class ReplayTests: XCTestCase {
         let refunded = try gw.simulator.refund(transactionId: renewal.transactionId)
         try await gw.simulator.sendNotification(type: "REFUND", purchase: refunded, to: gw.harness.notificationURL)
         try await gw.waitUntilInboxIsDrained()
-        let ledger = gw.harness.service.storedLedger
+        let ledger = gw.harness.parts.storedLedger
         let stateBefore = try ledger.subscriptionState(bundleId: gw.bundleId, originalTransactionId: purchase.originalTransactionId)
         let entitlementsBefore = try await gw.entitlements("alice")
         let outboxBefore = try ledger.outboxDepth()
 
         let since = Int64(Date().timeIntervalSince1970 * 1000) - 3_600_000
-        let (reset, report) = try await NotificationMaintenance.replay(service: gw.harness.service, since: since, bundleId: gw.bundleId)
+        let (reset, report) = try await gw.harness.parts.notificationMaintenance().replay(since: since, bundleId: gw.bundleId)
         try await gw.waitUntilInboxIsDrained()
 
         XCTAssertEqual(reset, 3)
@@ -44,7 +44,7 @@ final class ReplayTests: XCTestCase {
         let gw = try await GatewayE2E.start(self)
 
         do {
-            _ = try await NotificationMaintenance.replay(service: gw.harness.service, since: 0, bundleId: "com.example.other")
+            _ = try await gw.harness.parts.notificationMaintenance().replay(since: 0, bundleId: "com.example.other")
             XCTFail("replayed an unknown app")
         } catch {
             XCTAssertEqual(error.code, .unknownApp)
@@ -57,11 +57,11 @@ final class ReplayTests: XCTestCase {
         try await gw.simulator.sendNotification(type: "SUBSCRIBED", subtype: "INITIAL_BUY", purchase: purchase,
                                                 to: gw.harness.notificationURL)
         try await gw.waitUntilInboxIsDrained()
-        let ledger = gw.harness.service.storedLedger
+        let ledger = gw.harness.parts.storedLedger
 
-        let keptByRetention = try await NotificationMaintenance.purge(service: gw.harness.service, olderThanDays: 30)
+        let keptByRetention = try await gw.harness.parts.notificationMaintenance().purge(olderThanDays: 30)
         // Received now: a body older than "now + 1 ms" is every body there is.
-        let purged = try await ReconciliationSchedule.purge(gw.harness.service.ledger, days: 0, now: Int64(Date().timeIntervalSince1970 * 1000) + 1)
+        let purged = try await ReconciliationSchedule.purge(gw.harness.parts.ledger, days: 0, now: Int64(Date().timeIntervalSince1970 * 1000) + 1)
 
         XCTAssertEqual(keptByRetention, 0)
         XCTAssertEqual(purged, 1)
@@ -75,7 +75,7 @@ final class ReplayTests: XCTestCase {
         let gw = try await GatewayE2E.start(self)
 
         do {
-            _ = try await NotificationMaintenance.purge(service: gw.harness.service, olderThanDays: 0)
+            _ = try await gw.harness.parts.notificationMaintenance().purge(olderThanDays: 0)
             XCTFail("purged with a retention of 0 days")
         } catch {
             XCTAssertEqual(error.code, .invalidConfiguration)

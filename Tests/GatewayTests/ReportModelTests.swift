@@ -1,5 +1,6 @@
 import Foundation
 @testable import Gateway
+@testable import IAPConfig
 import IAPCore
 import XCTest
 

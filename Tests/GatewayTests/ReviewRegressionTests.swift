@@ -2,7 +2,8 @@ import AppStoreSimulator
 import AppleTrust
 @testable import Gateway
 import Foundation
-import IAPCore
+@testable import IAPConfig
+@testable import IAPCore
 import Ledger
 import TestSupport
 import XCTest

@@ -69,9 +69,9 @@ final class ShadowWorkTests: XCTestCase {
         gw.simulator.faults.setLatency(milliseconds: 400)
 
         let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
-        let storedAtAnswer = try gw.harness.service.storedLedger.comparisons(ComparisonQuery(bundleId: gw.bundleId, limit: 10))
+        let storedAtAnswer = try gw.harness.parts.storedLedger.comparisons(ComparisonQuery(bundleId: gw.bundleId, limit: 10))
         await gw.harness.service.finishShadowWork()
-        let storedAfter = try gw.harness.service.storedLedger.comparisons(ComparisonQuery(bundleId: gw.bundleId, limit: 10))
+        let storedAfter = try gw.harness.parts.storedLedger.comparisons(ComparisonQuery(bundleId: gw.bundleId, limit: 10))
 
         XCTAssertEqual(answer.status, 200, answer.text)
         XCTAssertEqual(storedAtAnswer.count, 0, "the answer waited for the shadow comparison")

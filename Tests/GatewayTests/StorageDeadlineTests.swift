@@ -96,7 +96,7 @@ final class StorageDeadlineTests: XCTestCase {
         let gw = try await GatewayE2E.start(self)
         let ready = try await gw.get("/readyz")
         XCTAssertEqual(ready.status, 200, ready.text)
-        let database = try XCTUnwrap(gw.harness.service.storedLedger.database as? SQLiteDatabase)
+        let database = try XCTUnwrap(gw.harness.parts.storedLedger.database as? SQLiteDatabase)
         // No page beyond those the file has now: what a full filesystem does to SQLite.
         try database.withConnection { (connection) throws(VerificationError) in
             try connection.executeScript("PRAGMA max_page_count = 1", operation: "configure")

@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import AppleTrust
 import Foundation
+@testable import IAPConfig
 import IAPCore
 import Ledger
 import TestSupport

@@ -1,6 +1,7 @@
 import Foundation
-import Gateway
-import IAPCore
+@testable import Gateway
+@testable import IAPConfig
+@testable import IAPCore
 import Ledger
 import UpstreamHTTP
 import XCTest

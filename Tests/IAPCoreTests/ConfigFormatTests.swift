@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+@testable import IAPConfig
 @testable import IAPCore
 
 /// One schema, two formats, one decoder: the same settings give the same policy in either format.

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+@testable import IAPConfig
 @testable import IAPCore
 
 /// What the policy decoder refuses, and where it says the problem is.
@@ -23,6 +24,25 @@ final class ConfigPolicyTests: XCTestCase {
         XCTAssertFalse(policy.allows(.xcode))
         XCTAssertEqual(policy.familySharingPolicy, .deny)
         XCTAssertEqual(policy.apiKey, .secret(SecretReference(.environmentVariable("TEST_API_KEY"))))
+    }
+
+    /// Offers are signed with one In-App Purchase key: `offerSigning`, its issuer the Server API's
+    /// unless given, else the Server API's own key; the issuer, given or taken, must be a UUID.
+    func testTheOfferSigningKeyTakesTheServerAPIsIssuerAndIsTheServerAPIKeyWhenAbsent() throws {
+        let serverAPIOnly = try S.decode(S.appXML(), .xml)
+        XCTAssertNotNil(serverAPIOnly.serverAPI)
+        XCTAssertEqual(serverAPIOnly.offerSigningKey, serverAPIOnly.serverAPI)
+
+        let signing = "<offerSigning><keyId>OFFERKEY7</keyId><privateKey><env>OFFER_P8</env></privateKey></offerSigning>"
+        let policy = try S.decode(S.appXML(body: S.validXMLBody + signing), .xml)
+        XCTAssertEqual(policy.offerSigningKey, AppPolicy.InAppPurchaseKey(issuerId: "57246542-96fe-1a63-e053-0824d011072a",
+                                                                          keyId: "OFFERKEY7",
+                                                                          privateKey: SecretReference(.environmentVariable("OFFER_P8"))))
+
+        let badIssuer = "<offerSigning><issuerId>not-a-uuid</issuerId>" + signing.dropFirst("<offerSigning>".count)
+        let error = xmlRefusal(S.validXMLBody + badIssuer)
+        XCTAssertEqual(error?.code, .invalidConfiguration)
+        XCTAssertTrue(error?.message.contains("offerSigning.issuerId: issuerId is not a UUID") == true, error?.message ?? "accepted")
     }
 
     func testWrongTypeInPlistIsRefusedWithItsKeyPath() {

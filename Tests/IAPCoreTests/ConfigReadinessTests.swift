@@ -1,4 +1,5 @@
 import XCTest
+@testable import IAPConfig
 @testable import IAPCore
 
 /// `readiness`: the cutover verdict's thresholds per app, with documented defaults.

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+@testable import IAPConfig
 @testable import IAPCore
 
 /// Hostile and broken files: nothing is loaded from outside the file, nothing expands, nothing

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+@testable import IAPConfig
 @testable import IAPCore
 
 /// Paths and builders shared by the configuration tests.

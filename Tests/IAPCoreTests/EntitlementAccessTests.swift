@@ -1,4 +1,5 @@
 import XCTest
+@testable import IAPConfig
 import IAPCore
 
 /// The one function that says what an entitlement is at a given time and whether it grants

@@ -1,4 +1,5 @@
 import Foundation
+@testable import IAPConfig
 @testable import IAPCore
 import XCTest
 

@@ -1,4 +1,5 @@
 import Foundation
+@testable import IAPConfig
 import IAPCore
 import XCTest
 

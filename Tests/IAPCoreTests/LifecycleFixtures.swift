@@ -1,5 +1,6 @@
 import TestSupport
 import XCTest
+@testable import IAPConfig
 import IAPCore
 
 /// A small DSL for synthetic, already-verified lifecycle events of one purchase chain.

@@ -24,6 +24,16 @@ final class PackageGraphTests: XCTestCase {
         }
     }
 
+    /// Configuration is a target of its own on top of the model: IAPCore depends on nothing, and the
+    /// model never needs a configuration type (the compiler holds that once the boundary exists).
+    func testConfigurationIsItsOwnTargetOverTheModel() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let declared = try Self.declaredDependencies(String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8))
+        XCTAssertEqual(declared["IAPCore"], [])
+        XCTAssertEqual(declared["IAPConfig"], ["IAPCore"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: root.appendingPathComponent("Sources/IAPCore/Config").path))
+    }
+
     /// `.target(name: "X", dependencies: [...])`, `.executableTarget` and `.testTarget` alike.
     static func declaredDependencies(_ manifest: String) throws -> [String: Set<String>] {
         let pattern = try NSRegularExpression(pattern: #"\.(?:target|executableTarget|testTarget)\(name: "([\w-]+)",\s*dependencies: \[([^\]]*)\]"#)

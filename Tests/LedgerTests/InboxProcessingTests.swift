@@ -1,5 +1,5 @@
 import Foundation
-import IAPCore
+@testable import IAPCore
 import XCTest
 @testable import Ledger
 

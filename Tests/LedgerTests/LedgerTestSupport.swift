@@ -48,7 +48,7 @@ class LedgerTestCase: XCTestCase {
     func openLedger() throws -> SQLLedger { try SQLLedger(storage: storage) }
 
     /// The released migrations of the backend under test.
-    var releasedMigrations: [String] { usesPostgres ? PostgresLedgerSchema.migrations : LedgerSchema.migrations }
+    var releasedMigrations: [String] { LedgerSchema.migrations(usesPostgres ? .postgres : .sqlite) }
 
     /// A ledger over another list of migrations (to prove versioning), on the backend under test.
     func openLedger(migrations: [String]) throws -> SQLLedger {

@@ -1,5 +1,5 @@
 import Foundation
-import IAPCore
+@testable import IAPCore
 import Synchronization
 import XCTest
 @testable import Ledger

@@ -1,5 +1,6 @@
 import AppReceipts
 import Foundation
+import IAPConfig
 import IAPCore
 import IAPMapping
 import Synchronization

@@ -1,3 +1,4 @@
+import IAPConfig
 import IAPCore
 
 /// A receipt's nonce is spent before Apple is asked, by whichever adapter: a nonce buys one

@@ -9,8 +9,7 @@ extension AppStoreServerAPIClient {
         async throws(VerificationError) -> TransactionInfoResponse {
         let call = Call(method: "GET", name: "getTransactionInfo",
                         path: "/inApps/v1/transactions/" + (try Self.checkTransactionId(transactionId)))
-        let (environment, response) = try await perform(call, order: order)
-        let f = try json(response, call)
+        let (environment, f) = try await performJSON(call, order: order)
         let signed = try read(call) { () throws(VerificationError) in try f.requiredString("signedTransactionInfo") }
         return TransactionInfoResponse(environment: environment, raw: .object(f.object), signedTransactionInfo: signed)
     }
@@ -44,8 +43,7 @@ extension AppStoreServerAPIClient {
         async throws(VerificationError) -> SubscriptionStatusesResponse {
         let call = Call(method: "GET", name: "getAllSubscriptionStatuses",
                         path: "/inApps/v1/subscriptions/" + (try Self.checkTransactionId(transactionId)))
-        let (environment, response) = try await perform(call, order: order)
-        let f = try json(response, call)
+        let (environment, f) = try await performJSON(call, order: order)
         let groups = try read(call) { () throws(VerificationError) -> [SubscriptionGroupStatus] in
             try (f.array("data") ?? []).map { (group: JSONValue) throws(VerificationError) -> SubscriptionGroupStatus in
                 let g = try JSONFields(group, context: "data[]")
@@ -70,8 +68,7 @@ extension AppStoreServerAPIClient {
               orderId.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) })
         else { throw VerificationError(.malformedRequest, "an order id is 1 to 64 letters and digits") }
         let call = Call(method: "GET", name: "lookUpOrderId", path: "/inApps/v1/lookup/" + orderId)
-        let (environment, response) = try await perform(call, order: order)
-        let f = try json(response, call)
+        let (environment, f) = try await performJSON(call, order: order)
         return try read(call) { () throws(VerificationError) in
             OrderLookupResponse(environment: environment, raw: .object(f.object), status: try f.requiredInt64("status"),
                                 signedTransactions: try Self.strings(f, "signedTransactions"))
@@ -82,8 +79,7 @@ extension AppStoreServerAPIClient {
     public func requestTestNotification(environment: ServerAPIEnvironment = .production)
         async throws(VerificationError) -> TestNotificationResponse {
         let call = Call(method: "POST", name: "requestTestNotification", path: "/inApps/v1/notifications/test")
-        let (env, response) = try await perform(call, order: .only(environment))
-        let f = try json(response, call)
+        let (env, f) = try await performJSON(call, order: .only(environment))
         let token = try read(call) { () throws(VerificationError) in try f.requiredString("testNotificationToken") }
         return TestNotificationResponse(environment: env, raw: .object(f.object), testNotificationToken: token)
     }
@@ -97,8 +93,7 @@ extension AppStoreServerAPIClient {
         var call = Call(method: "POST", name: "getNotificationHistory", path: "/inApps/v1/notifications/history",
                         body: .object(["startDate": .int(startDate), "endDate": .int(endDate)]))
         if let paginationToken { call.query = [("paginationToken", paginationToken)] }
-        let (env, response) = try await perform(call, order: .only(environment))
-        let f = try json(response, call)
+        let (env, f) = try await performJSON(call, order: .only(environment))
         return try read(call) { () throws(VerificationError) in
             let items = try (f.array("notificationHistory") ?? []).map { (item: JSONValue) throws(VerificationError) in
                 NotificationHistoryResponse.Item(
@@ -138,8 +133,7 @@ extension AppStoreServerAPIClient {
         async throws(VerificationError) -> (environment: ServerAPIEnvironment, signedAppTransactionInfo: String) {
         let call = Call(method: "GET", name: "getAppTransactionInfo",
                         path: "/inApps/v1/transactions/appTransactions/" + (try Self.checkTransactionId(id)))
-        let (environment, response) = try await perform(call, order: order)
-        let f = try json(response, call)
+        let (environment, f) = try await performJSON(call, order: order)
         return (environment, try read(call) { () throws(VerificationError) in try f.requiredString("signedAppTransactionInfo") })
     }
 
@@ -188,9 +182,8 @@ extension AppStoreServerAPIClient {
         for pageNumber in 1...maxPages {
             var call = Call(method: "GET", name: name, path: path, query: extraQuery)
             if let nextRevision { call.query.insert(("revision", nextRevision), at: 0) }
-            let (environment, response) = try await perform(call, order: order)
+            let (environment, f) = try await performJSON(call, order: order)
             order = .only(environment)
-            let f = try json(response, call)
             let (signed, hasMore, pageRevision) = try read(call) { () throws(VerificationError) in
                 (try Self.strings(f, "signedTransactions"), try f.bool("hasMore") ?? false, try f.string("revision"))
             }

@@ -1,4 +1,5 @@
 import Foundation
+import IAPConfig
 import IAPCore
 import UpstreamHTTP
 
@@ -215,9 +216,13 @@ public struct AppStoreServerAPIClient: Sendable {
 
     /// Parses a success body strictly; an answer that is not what Apple documents is refused as
     /// upstream's fault (UPSTREAM_INVALID_RESPONSE, 502), not passed on as the client's malformed input.
-    func json(_ response: UpstreamResponse, _ call: Call) throws(VerificationError) -> JSONFields {
+    /// `perform`, then the answer's body as a JSON object (what every route but the bodiless PUTs and
+    /// POSTs reads).
+    func performJSON(_ call: Call, order: ServerAPIEnvironmentOrder) async throws(VerificationError)
+        -> (ServerAPIEnvironment, JSONFields) {
+        let (environment, response) = try await perform(call, order: order)
         do {
-            return try JSONFields(try StrictJSON().parse(response.body), context: call.name)
+            return (environment, try JSONFields(try StrictJSON().parse(response.body), context: call.name))
         } catch {
             throw VerificationError(.upstreamInvalidResponse, "App Store Server API \(call.name): malformed answer: \(error.message)")
         }

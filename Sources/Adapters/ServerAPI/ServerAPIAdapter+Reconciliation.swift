@@ -1,5 +1,6 @@
 import AppleTrust
 import Foundation
+import IAPConfig
 import IAPCore
 
 /// What reconciliation needs from the adapter: the app's Server API client, and a status item of

@@ -1,6 +1,7 @@
 import AppReceipts
 import AppleTrust
 import Foundation
+import IAPConfig
 import IAPCore
 import IAPMapping
 import Synchronization
@@ -16,7 +17,7 @@ public final class ServerAPIAdapter: VerificationAdapter {
     /// What one app needs, built at first use. Kept with the policy it was built from: another
     /// policy under the same bundle id (tests and tools build variants) gets its own, so a context
     /// never serves one policy's roots or credentials to another.
-    final class AppContext: Sendable {
+    struct AppContext: Sendable {
         let policy: AppPolicy
         /// The app's one verifier (`AppVerifiers`), which accepts every environment the app could
         /// ever accept; the claim's `EvidencePolicy` then decides for this one (Sandbox only for App
@@ -24,14 +25,6 @@ public final class ServerAPIAdapter: VerificationAdapter {
         let verifier: SignedDataVerifier
         let client: Result<AppStoreServerAPIClient, VerificationError>
         let receiptReader: Result<AppReceiptReader, VerificationError>
-
-        init(policy: AppPolicy, verifier: SignedDataVerifier, client: Result<AppStoreServerAPIClient, VerificationError>,
-             receiptReader: Result<AppReceiptReader, VerificationError>) {
-            self.policy = policy
-            self.verifier = verifier
-            self.client = client
-            self.receiptReader = receiptReader
-        }
     }
 
     public struct Options: Sendable {

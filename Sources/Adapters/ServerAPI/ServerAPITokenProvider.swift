@@ -1,5 +1,6 @@
 import AppleTrust
 import Foundation
+import IAPConfig
 import IAPCore
 import Synchronization
 
@@ -27,7 +28,7 @@ public final class LazyServerAPITokenProvider: ServerAPITokenProviding {
     private let now: @Sendable () -> Date
     private let signer = Mutex<AppStoreServerAPIToken?>(nil)
 
-    public init(credentials: AppPolicy.ServerAPICredentials, bundleId: String,
+    public init(credentials: AppPolicy.InAppPurchaseKey, bundleId: String,
                 environment: [String: String] = ProcessInfo.processInfo.environment,
                 now: @escaping @Sendable () -> Date = { Date() }) {
         self.keyId = credentials.keyId

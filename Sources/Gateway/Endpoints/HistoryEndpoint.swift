@@ -1,4 +1,5 @@
 import HTTPServer
+import IAPConfig
 import IAPCore
 import Ledger
 
@@ -23,17 +24,13 @@ public struct HistoryEndpoint: Sendable {
         }
         let since = try Self.integer(request.query["since"], "since", 0...Int64.max) ?? 0
         let limit = try Self.integer(request.query["limit"], "limit", 1...Int64(Self.maxLimit)) ?? Int64(Self.defaultLimit)
-        let history = try await ledger.supportHistory(bundleId: app.bundleId, subject: .account(account),
-                                                      since: since, limit: Int(limit))
-        return .json(200, Self.json(history, bundleId: app.bundleId, subject: .account(account), policy: app, now: now()).jsonText)
+        return .json(200, try await audit(app: app, subject: .account(account), since: since, limit: Int(limit)).jsonText)
     }
 
-    /// `iapgw audit`: the history of an account or of the chain holding a transaction, as the route shows it.
-    public static func audit(service: GatewayService, bundleId: String, subject: SupportSubject, since: Int64,
-                             limit: Int) async throws(VerificationError) -> JSONValue {
-        guard let app = service.apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(64)) is configured") }
-        let history = try await service.ledger.supportHistory(bundleId: bundleId, subject: subject, since: since, limit: limit)
-        return json(history, bundleId: bundleId, subject: subject, policy: app, now: service.now())
+    /// `iapgw audit` (`GatewayParts.audit`): the history as the route shows it.
+    func audit(app: AppPolicy, subject: SupportSubject, since: Int64, limit: Int) async throws(VerificationError) -> JSONValue {
+        let history = try await ledger.supportHistory(bundleId: app.bundleId, subject: subject, since: since, limit: limit)
+        return Self.json(history, bundleId: app.bundleId, subject: subject, policy: app, now: now())
     }
 
     private static func integer(_ text: String?, _ name: String, _ range: ClosedRange<Int64>)

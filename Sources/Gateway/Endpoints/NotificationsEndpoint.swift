@@ -1,6 +1,7 @@
 import Adapters
 import Foundation
 import HTTPServer
+import IAPConfig
 import IAPCore
 import Ledger
 

@@ -1,6 +1,7 @@
 import AppleTrust
 import Foundation
 import HTTPServer
+import IAPConfig
 import IAPCore
 import Ledger
 import Synchronization

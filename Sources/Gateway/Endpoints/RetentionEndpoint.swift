@@ -2,6 +2,7 @@ import Adapters
 import AppleTrust
 import Foundation
 import HTTPServer
+import IAPConfig
 import IAPCore
 import Ledger
 

@@ -1,5 +1,6 @@
 import Adapters
 import Foundation
+import IAPConfig
 import IAPCore
 import Ledger
 
@@ -79,13 +80,9 @@ public final class TransactionFinisher: Sendable {
 
     /// Until cancelled: works off what is due, then looks again every `interval`.
     public func run(interval: Duration = .seconds(1)) async {
-        while !Task.isCancelled {
-            do {
-                while try await finishDue() > 0 {}
-            } catch {
-                logger.error("finish_outbox_failed", ["code": error.code.rawValue])
-            }
-            try? await Task.sleep(for: interval)
+        await repeatUntilCancelled(every: interval, logger: logger,
+                                   failure: "finish_outbox_failed") { () throws(VerificationError) in
+            while try await finishDue() > 0 {}
         }
     }
 }

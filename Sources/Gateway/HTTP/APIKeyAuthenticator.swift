@@ -1,6 +1,7 @@
 import AppleTrust
 import Foundation
 import HTTPServer
+import IAPConfig
 import IAPCore
 
 /// Checks an app backend's `Authorization: Bearer KEY` against the app's configured key, in

@@ -1,6 +1,7 @@
 import Adapters
 import AppleTrust
 import Foundation
+import IAPConfig
 import IAPCore
 import Ledger
 
@@ -26,34 +27,14 @@ public struct BatchComparer: Sendable {
         public init() {}
     }
 
-    let service: GatewayService
+    /// Made by `GatewayParts.batchComparer`: the app, the gateway's router and the two generations'
+    /// adapters the app's receipt routing compares.
     let app: AppPolicy
     let router: MigrationRouter
     let legacy: any VerificationAdapter
     let serverAPI: any VerificationAdapter
     public let options: Options
-
-    public init(service: GatewayService, bundleId: String, options: Options = Options()) throws(VerificationError) {
-        guard let app = service.apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
-        guard let router = service.migration else {
-            throw VerificationError(.invalidConfiguration, "comparisons are not enabled (no comparison ledger)")
-        }
-        // The generations the app's receipt routing compares, or, where it compares nothing yet, shadow's.
-        let receipts = app.routing.receipt.generations ?? AppPolicy.RoutingMode.shadow.generations!
-        guard let legacy = service.adapters.adapter(receipts.from), let serverAPI = service.adapters.adapter(receipts.to) else {
-            throw VerificationError(.invalidConfiguration,
-                                    "batch comparison needs both the \(receipts.from) and \(receipts.to) adapters")
-        }
-        guard (1...256).contains(options.concurrency) else {
-            throw VerificationError(.invalidConfiguration, "concurrency must be 1 to 256")
-        }
-        self.service = service
-        self.app = app
-        self.router = router
-        self.legacy = legacy
-        self.serverAPI = serverAPI
-        self.options = options
-    }
+    let now: @Sendable () -> Int64
 
     private enum Attempt: Sendable {
         case compared(PurchaseComparison)
@@ -123,7 +104,7 @@ public struct BatchComparer: Sendable {
                     let failed = router.compare(
                         legacy: .failure(limited), serverAPI: .failure(limited), app: app,
                         evidence: job.evidence, digest: job.digest, account: job.receipt.account ?? "",
-                        id: Self.comparisonId(bundleId: app.bundleId, digest: job.digest), now: service.now())
+                        id: Self.comparisonId(bundleId: app.bundleId, digest: job.digest), now: now())
                     if storageError == nil { storageError = await record(failed, state: state, into: &summary) }
                 case .compared(let comparison):
                     // After an interruption a failure may only be the cancellation itself: not a finding.
@@ -168,7 +149,7 @@ public struct BatchComparer: Sendable {
         }
         return .compared(router.compare(legacy: legacyResult, serverAPI: serverResult, app: app, evidence: job.evidence,
                                         digest: job.digest, account: account,
-                                        id: Self.comparisonId(bundleId: app.bundleId, digest: job.digest), now: service.now()))
+                                        id: Self.comparisonId(bundleId: app.bundleId, digest: job.digest), now: now()))
     }
 
     /// Derived from the app and the evidence, so comparing a receipt again replaces its comparison.

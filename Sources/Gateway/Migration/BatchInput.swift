@@ -70,14 +70,9 @@ public struct BatchRecord: Sendable, Hashable {
     public var comparisonId: String
     public var outcome: Outcome
 
-    public init(evidenceSHA256: String, comparisonId: String, outcome: Outcome) {
-        self.evidenceSHA256 = evidenceSHA256
-        self.comparisonId = comparisonId
-        self.outcome = outcome
-    }
-
     init(_ c: PurchaseComparison) {
-        let outcome: Outcome
+        evidenceSHA256 = c.evidenceSHA256
+        comparisonId = c.id
         if c.legacyError != nil || c.serverAPIError != nil {
             outcome = .failed(codes: [c.legacyError, c.serverAPIError].compactMap { $0 })
         } else if c.differences.isEmpty {
@@ -85,7 +80,6 @@ public struct BatchRecord: Sendable, Hashable {
         } else {
             outcome = .disagreed(kinds: Set(c.differences.map(\.kind.rawValue)).sorted())
         }
-        self.init(evidenceSHA256: c.evidenceSHA256, comparisonId: c.id, outcome: outcome)
     }
 
     /// One line of the state file: `sha256 id agreed` / `sha256 id disagreed kind,kind` / `sha256 id failed CODE,CODE`.

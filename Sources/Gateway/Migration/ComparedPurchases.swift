@@ -1,4 +1,5 @@
 import Adapters
+import IAPConfig
 import IAPCore
 
 extension PurchaseComparison {

@@ -1,4 +1,5 @@
 import HTTPServer
+import IAPConfig
 import IAPCore
 import Ledger
 

@@ -1,4 +1,5 @@
 import HTTPServer
+import IAPConfig
 import IAPCore
 import Ledger
 
@@ -31,9 +32,7 @@ enum DashboardEndpoint {
         let format = window.removeValue(forKey: "format") ?? "html"
         guard ["html", "csv"].contains(format) else { throw VerificationError(.malformedRequest, "format must be html or csv") }
         let range = try ComparisonsEndpoint.parse(window, bundleId: app.bundleId)
-        let (comparisons, truncated) = try await load(app.bundleId, from: range.from, to: range.to, ledger: ledger)
-        let report = MigrationReport(bundleId: app.bundleId, comparisons: comparisons, criteria: ReadinessCriteria(app: app),
-                                     truncated: truncated)
+        let report = try await report(app: app, from: range.from, to: range.to, ledger: ledger)
         if format == "csv" {
             return HTTPResponse(status: 200, headers: [
                 ("Content-Type", "text/csv; charset=utf-8"),
@@ -49,6 +48,14 @@ enum DashboardEndpoint {
             ("X-Content-Type-Options", "nosniff"),
             ("Referrer-Policy", "no-referrer"),
         ], body: Array(MigrationReportHTML.render(report).utf8))
+    }
+
+    /// The report (verdict, failures, cutover impact) over the app's comparisons in the window.
+    static func report(app: AppPolicy, from: Int64? = nil, to: Int64? = nil, ledger: any ComparisonLedger)
+        async throws(VerificationError) -> MigrationReport {
+        let (comparisons, truncated) = try await load(app.bundleId, from: from, to: to, ledger: ledger)
+        return MigrationReport(bundleId: app.bundleId, comparisons: comparisons, criteria: ReadinessCriteria(app: app),
+                               truncated: truncated)
     }
 
     /// Every comparison in the window, newest first, paging backwards through `comparedAt` (the
@@ -71,21 +78,5 @@ enum DashboardEndpoint {
         }
         let counts = try await ledger.comparisonCounts(bundleId: bundleId, from: from, to: to)
         return (Array(all.prefix(maxComparisons)), counts.total > min(all.count, maxComparisons))
-    }
-}
-
-extension GatewayService {
-    /// The migration report for an app's stored comparisons, as the self-contained HTML page the
-    /// dashboard serves (`iapgw compare --report`).
-    public func migrationReportHTML(bundleId: String) async throws(VerificationError) -> String {
-        MigrationReportHTML.render(try await migrationReport(bundleId: bundleId))
-    }
-
-    /// The report (verdict, failures, cutover impact) over every stored comparison of the app.
-    public func migrationReport(bundleId: String) async throws(VerificationError) -> MigrationReport {
-        guard let store = comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
-        guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
-        let (comparisons, truncated) = try await DashboardEndpoint.load(bundleId, from: nil, to: nil, ledger: store)
-        return MigrationReport(bundleId: bundleId, comparisons: comparisons, criteria: ReadinessCriteria(app: app), truncated: truncated)
     }
 }

@@ -1,5 +1,6 @@
 import Adapters
 import Foundation
+import IAPConfig
 import IAPCore
 import IAPMapping
 import Ledger

@@ -1,4 +1,5 @@
 import Foundation
+import IAPConfig
 import IAPCore
 
 /// What the cutover verdict is judged against: the app's readiness thresholds, the product types

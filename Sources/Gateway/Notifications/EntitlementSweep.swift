@@ -1,4 +1,5 @@
 import Foundation
+import IAPConfig
 import IAPCore
 import Ledger
 
@@ -40,14 +41,10 @@ public struct EntitlementSweep: Sendable {
 
     /// Sweeps at start (a restarted gateway catches up at once), then every interval, until cancelled.
     public func run() async {
-        while !Task.isCancelled {
-            do {
-                let moved = try await sweep()
-                if moved > 0 { logger.info("entitlements_ended_by_time", ["count": String(moved)]) }
-            } catch {
-                logger.error("entitlement_sweep_failed", ["code": error.code.rawValue])
-            }
-            try? await Task.sleep(for: .seconds(intervalSeconds))
+        await repeatUntilCancelled(every: .seconds(intervalSeconds), logger: logger,
+                                   failure: "entitlement_sweep_failed") { () throws(VerificationError) in
+            let moved = try await sweep()
+            if moved > 0 { logger.info("entitlements_ended_by_time", ["count": String(moved)]) }
         }
     }
 }

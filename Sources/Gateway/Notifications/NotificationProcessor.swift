@@ -1,4 +1,5 @@
 import Foundation
+import IAPConfig
 import IAPCore
 import Ledger
 
@@ -49,13 +50,9 @@ public final class NotificationProcessor: Sendable {
 
     /// Drains until cancelled, at least every `interval`.
     public func run(interval: Duration = .milliseconds(200)) async {
-        while !Task.isCancelled {
-            do {
-                while try await drain().processed > 0 {}
-            } catch {
-                logger.error("notification_processing_failed", ["code": error.code.rawValue])
-            }
-            try? await Task.sleep(for: interval)
+        await repeatUntilCancelled(every: interval, logger: logger,
+                                   failure: "notification_processing_failed") { () throws(VerificationError) in
+            while try await drain().processed > 0 {}
         }
     }
 }

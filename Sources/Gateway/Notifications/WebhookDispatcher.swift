@@ -1,5 +1,6 @@
 import AppleTrust
 import Foundation
+import IAPConfig
 import IAPCore
 import Ledger
 import Synchronization
@@ -16,11 +17,6 @@ public final class WebhookDispatcher: Sendable {
     public struct Identity: Sendable, Equatable {
         public var id: String
         public var isStable: Bool
-
-        public init(id: String, isStable: Bool) {
-            self.id = id
-            self.isStable = isStable
-        }
 
         public static func ephemeral() -> Identity { Identity(id: "gw-" + UUID().uuidString, isStable: false) }
     }
@@ -207,13 +203,9 @@ public final class WebhookDispatcher: Sendable {
 
     public func run(interval: Duration = .milliseconds(250)) async {
         await reclaimEarlierLeases()
-        while !Task.isCancelled {
-            do {
-                while try await deliverDue() > 0 {}
-            } catch {
-                logger.error("webhook_dispatch_failed", ["code": error.code.rawValue])
-            }
-            try? await Task.sleep(for: interval)
+        await repeatUntilCancelled(every: interval, logger: logger,
+                                   failure: "webhook_dispatch_failed") { () throws(VerificationError) in
+            while try await deliverDue() > 0 {}
         }
     }
 }

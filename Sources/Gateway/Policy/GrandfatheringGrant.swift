@@ -1,4 +1,5 @@
 import Adapters
+import IAPConfig
 import IAPCore
 
 /// What the app's own purchase grants under the policy's `grandfathering` rule, and the one key

@@ -1,3 +1,4 @@
+import IAPConfig
 import IAPCore
 
 /// What the gateway knows of an account that decides which offers it may get: its entitlements in

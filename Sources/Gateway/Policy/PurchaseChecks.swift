@@ -1,4 +1,5 @@
 import Adapters
+import IAPConfig
 import IAPCore
 
 /// Who presents evidence: an app backend for one of its accounts, or Apple itself (a notification,
@@ -74,11 +75,6 @@ public enum IdentityRule {
 public struct ClaimPolicy: EvidencePolicy {
     public let app: AppPolicy
     public let claimant: Claimant
-
-    public init(app: AppPolicy, claimant: Claimant) {
-        self.app = app
-        self.claimant = claimant
-    }
 
     public func accepts(_ environment: AppStoreEnvironment) -> Bool {
         EnvironmentRule.accepts(environment, app: app, claimant: claimant)

@@ -1,3 +1,4 @@
+import IAPConfig
 import IAPCore
 
 /// The `verdict` of a 200 verify answer, the same for every kind of evidence: decided here alone,

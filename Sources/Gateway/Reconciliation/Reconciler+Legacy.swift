@@ -1,6 +1,7 @@
 import Adapters
 import AppleTrust
 import Foundation
+import IAPConfig
 import IAPCore
 import Ledger
 

@@ -1,6 +1,7 @@
 import Adapters
 import AppleTrust
 import Foundation
+import IAPConfig
 import IAPCore
 import Ledger
 import Synchronization
@@ -62,19 +63,6 @@ public final class Reconciler: Sendable {
         self.logger = logger
         self.now = now
         self.consumption = ConsumptionResponder(apps: apps, ledger: ledger, serverAPI: serverAPI, logger: logger, now: now)
-    }
-
-    /// The reconciler of a running gateway; `apps` overrides the service's policies (tests, a
-    /// single-app CLI run).
-    public convenience init(service: GatewayService, apps: [String: AppPolicy]? = nil, options: Options = Options(),
-                            logger: Logger? = nil) throws(VerificationError) {
-        guard let decoder = service.notifications else {
-            throw VerificationError(.invalidConfiguration, "notifications are not enabled")
-        }
-        self.init(apps: apps ?? service.apps, ledger: service.ledger, decoder: decoder,
-                  serverAPI: service.adapters.capability((any ReconciliationSource).self),
-                  legacy: service.adapters.capability((any ReceiptReverifying).self), sealer: service.sealer, options: options,
-                  logger: logger ?? service.logger, now: service.now)
     }
 
     /// One pass over every app. `since` overrides where history reading starts. Nil when a pass

@@ -1,4 +1,5 @@
 import Foundation
+import IAPConfig
 import IAPCore
 import Ledger
 

@@ -12,6 +12,8 @@ public enum JSONValue: Hashable, Sendable {
     public var objectValue: [String: JSONValue]? { if case .object(let o) = self { o } else { nil } }
     public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
     public var arrayValue: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
+    public var intValue: Int64? { if case .int(let i) = self { i } else { nil } }
+    public var boolValue: Bool? { if case .bool(let b) = self { b } else { nil } }
     public subscript(key: String) -> JSONValue? { objectValue?[key] }
 
     /// The JSON type name used in error messages ("string", "integer", ...).
@@ -85,40 +87,24 @@ public struct JSONFields: Sendable {
         VerificationError(.invalidFieldType, "\(context).\(key) must be \(expected), found \(found.typeName)")
     }
 
-    private func present(_ key: String) -> JSONValue? {
+    /// The field as `read` takes it: absent or null is nil, any other JSON type is the error.
+    private func typed<T>(_ key: String, _ expected: String, _ read: (JSONValue) -> T?) throws(VerificationError) -> T? {
         guard let v = object[key], v != .null else { return nil }
-        return v
+        guard let t = read(v) else { throw wrongType(key, expected, v) }
+        return t
     }
 
-    public func string(_ key: String) throws(VerificationError) -> String? {
-        guard let v = present(key) else { return nil }
-        guard case .string(let s) = v else { throw wrongType(key, "a string", v) }
-        return s
-    }
+    public func string(_ key: String) throws(VerificationError) -> String? { try typed(key, "a string", \.stringValue) }
 
-    public func int64(_ key: String) throws(VerificationError) -> Int64? {
-        guard let v = present(key) else { return nil }
-        guard case .int(let i) = v else { throw wrongType(key, "an integer", v) }
-        return i
-    }
+    public func int64(_ key: String) throws(VerificationError) -> Int64? { try typed(key, "an integer", \.intValue) }
 
-    public func bool(_ key: String) throws(VerificationError) -> Bool? {
-        guard let v = present(key) else { return nil }
-        guard case .bool(let b) = v else { throw wrongType(key, "a boolean", v) }
-        return b
-    }
+    public func bool(_ key: String) throws(VerificationError) -> Bool? { try typed(key, "a boolean", \.boolValue) }
 
     public func fields(_ key: String) throws(VerificationError) -> JSONFields? {
-        guard let v = present(key) else { return nil }
-        guard case .object(let o) = v else { throw wrongType(key, "an object", v) }
-        return JSONFields(o, context: "\(context).\(key)")
+        try typed(key, "an object", \.objectValue).map { JSONFields($0, context: "\(context).\(key)") }
     }
 
-    public func array(_ key: String) throws(VerificationError) -> [JSONValue]? {
-        guard let v = present(key) else { return nil }
-        guard case .array(let a) = v else { throw wrongType(key, "an array", v) }
-        return a
-    }
+    public func array(_ key: String) throws(VerificationError) -> [JSONValue]? { try typed(key, "an array", \.arrayValue) }
 
     public func requiredString(_ key: String) throws(VerificationError) -> String {
         guard let s = try string(key) else { throw VerificationError(.missingField, "\(context).\(key) is required") }

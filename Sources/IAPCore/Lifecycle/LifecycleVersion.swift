@@ -21,13 +21,6 @@ public struct LifecycleVersion: Codable, Hashable, Sendable, Comparable {
     public var signedDate: Int64
     public var eventId: String
 
-    public init(decisive: Bool, purchaseDate: Int64, signedDate: Int64, eventId: String) {
-        self.decisive = decisive
-        self.purchaseDate = purchaseDate
-        self.signedDate = signedDate
-        self.eventId = eventId
-    }
-
     public static func < (lhs: Self, rhs: Self) -> Bool {
         if lhs.decisive != rhs.decisive { return !lhs.decisive }
         if lhs.purchaseDate != rhs.purchaseDate { return lhs.purchaseDate < rhs.purchaseDate }

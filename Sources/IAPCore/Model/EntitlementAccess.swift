@@ -1,7 +1,8 @@
 /// The one owner of "what state is a purchase in now, and does it grant access". Every answer that
 /// states access asks here, with the stored facts and the current time: the verify answer and
 /// `GET …/entitlements`, the webhook payloads, the subscription lifecycle, the migration comparator
-/// (and so the dashboard), and the sweep that announces access ended by time alone.
+/// (and so the dashboard), and the sweep that announces access ended by time alone. Whether a state
+/// grants access under an app's grace-period policy is `grantsAccess`, in IAPConfig beside that policy.
 ///
 /// A stored state is what Apple's facts said when they arrived; the clock only ever moves it toward
 /// less: `active` ends as `expired` at its `expiresDate`, `gracePeriod` ends as `billingRetry` at
@@ -66,16 +67,6 @@ public enum EntitlementAccess {
         var s = s
         s.state = state(recorded: s.state, periodEnd: s.periodEnd, now: now)
         return s
-    }
-
-    /// Whether a state grants access under the app's policy (grace and billing retry as it says).
-    public static func grantsAccess(_ state: Entitlement.State, policy: AppPolicy.GracePeriodPolicy) -> Bool {
-        switch state {
-        case .active: true
-        case .gracePeriod: policy.grantDuringGracePeriod
-        case .billingRetry: policy.grantDuringBillingRetry
-        case .expired, .revoked, .refunded: false
-        }
     }
 
     /// The `entitlementChanged` event for a state the clock alone moved, or nil if `now` moves

@@ -62,17 +62,6 @@ public struct SubscriptionState: Codable, Hashable, Sendable {
     public var entitlementVersion: LifecycleVersion?
     /// Which event decided `autoRenewStatus` / `autoRenewProductId` (ordered by signedDate alone).
     public var renewalVersion: LifecycleVersion?
-
-    public init(bundleId: String, originalTransactionId: String, productId: String, state: Entitlement.State,
-                environment: AppStoreEnvironment, lastSignedDate: Int64, source: String) {
-        self.bundleId = bundleId
-        self.originalTransactionId = originalTransactionId
-        self.productId = productId
-        self.state = state
-        self.environment = environment
-        self.lastSignedDate = lastSignedDate
-        self.source = source
-    }
 }
 
 /// A change the app backend is told about through its webhook (at least once, idempotency key).
@@ -99,37 +88,14 @@ public struct WebhookEvent: Codable, Hashable, Sendable {
     public var revocationPercentage: Int64?
     /// A monthly plan's commitment end, beside the monthly `expiresDate`.
     public var commitmentExpiresDate: Int64?
-
-    public init(kind: Kind, idempotencyKey: String, bundleId: String, originalTransactionId: String?,
-                transactionId: String?, productId: String?, state: Entitlement.State?, expiresDate: Int64?,
-                notificationType: String, subtype: String?, occurredAt: Int64) {
-        self.kind = kind
-        self.idempotencyKey = idempotencyKey
-        self.bundleId = bundleId
-        self.originalTransactionId = originalTransactionId
-        self.transactionId = transactionId
-        self.productId = productId
-        self.state = state
-        self.expiresDate = expiresDate
-        self.notificationType = notificationType
-        self.subtype = subtype
-        self.occurredAt = occurredAt
-    }
 }
 
 /// What applying one event did: the chain's new state (nil: unchanged or no chain), the events to
 /// send, and whether the type was one the gateway does not know (stored, counted, surfaced).
 public struct LifecycleOutcome: Hashable, Sendable {
     public var newState: SubscriptionState?
-    public var webhooks: [WebhookEvent]
-    public var unknownType: Bool
+    public var webhooks: [WebhookEvent] = []
+    public var unknownType = false
     /// True when the event was older than the state and changed nothing (kept for audit).
-    public var stale: Bool
-
-    public init(newState: SubscriptionState?, webhooks: [WebhookEvent] = [], unknownType: Bool = false, stale: Bool = false) {
-        self.newState = newState
-        self.webhooks = webhooks
-        self.unknownType = unknownType
-        self.stale = stale
-    }
+    public var stale = false
 }

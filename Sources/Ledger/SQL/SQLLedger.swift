@@ -1,5 +1,6 @@
 import AppleTrust
 import Foundation
+import IAPConfig
 import IAPCore
 
 /// The ledger's logic, written once over `SQLDatabase`: SQLite (`sqlite:PATH`, the default for one
@@ -22,10 +23,10 @@ public final class SQLLedger: Sendable {
         let milliseconds = max(1, Int(deadline / .milliseconds(1)))
         switch LedgerStorage(storage) {
         case .postgres(let url):
-            self.init(database: try PostgresDatabase(url: url, migrations: PostgresLedgerSchema.migrations,
+            self.init(database: try PostgresDatabase(url: url, migrations: LedgerSchema.migrations(.postgres),
                                                      waitMilliseconds: milliseconds))
         case .sqlite:
-            try self.init(storage: storage, migrations: LedgerSchema.migrations,
+            try self.init(storage: storage, migrations: LedgerSchema.migrations(.sqlite),
                           busyTimeoutMilliseconds: Int32(clamping: milliseconds))
         }
     }

@@ -3,6 +3,7 @@ import AppleTrust
 import Foundation
 import Gateway
 import HTTPServer
+@testable import IAPConfig
 import IAPCore
 import IAPMapping
 import Ledger
@@ -48,7 +49,7 @@ final class ThirdAdapterTests: XCTestCase {
         ])
         adapters.register(VoucherAdapter(key: issuerKey))  // the one registration line
         let ledger = try AsyncSQLLedger(storage: directory.appendingPathComponent("gateway.sqlite").path)
-        return GatewayService(apps: [bundleId: app()], adapters: adapters, ledger: ledger, receiptSealer: nil)
+        return GatewayService(GatewayParts(apps: [bundleId: app()], adapters: adapters, ledger: ledger))
     }
 
     private func send(_ service: GatewayService, _ method: String, _ path: String, _ body: String? = nil) async throws

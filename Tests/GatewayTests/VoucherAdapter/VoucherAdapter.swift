@@ -1,5 +1,6 @@
 import Adapters
 import AppleTrust
+import IAPConfig
 import IAPCore
 
 /// A third kind of evidence, for tests only: a voucher `bundleId:productId:transactionId:purchaseMs:MAC`,

@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// The one decoder from the generic tree to `AppPolicy`, whichever format the file was in.
 /// Every key is read through `ConfigObject`, which refuses keys nobody read.
@@ -44,7 +45,7 @@ struct AppPolicyDecoder {
         let trustRoots = try decodeTrustRoots(o.required("trustRoots"))
         let sharedSecret = try o.optional("sharedSecret").map { f throws(VerificationError) in try decodeSecret(f) }
         let serverAPIField = o.optional("serverAPI")
-        let serverAPI = try serverAPIField.map { f throws(VerificationError) in try decodeServerAPI(f) }
+        let serverAPI = try serverAPIField.map { f throws(VerificationError) in try decodeKey(f) }
         let catalog = try decodeCatalog(o.required("productCatalog"))
         let routingField = try o.required("routing")
         let routing = try decodeRouting(routingField)
@@ -65,7 +66,7 @@ struct AppPolicyDecoder {
         }
         let readiness = try o.optional("readiness").map { f throws(VerificationError) in try AppPolicy.Readiness.decode(f) }
         let offerSigning = try o.optional("offerSigning").map { f throws(VerificationError) in
-            try decodeOfferSigning(f, serverAPI: serverAPI)
+            try decodeKey(f, issuerOptional: true, defaultIssuerId: serverAPI?.issuerId)
         }
         let offersField = o.optional("promotionalOffers")
         let offers = try offersField.map { f throws(VerificationError) in try decodePromotionalOffers(f, catalog: catalog) } ?? []
@@ -165,19 +166,24 @@ struct AppPolicyDecoder {
         return SecretReference(source, previous: previous)
     }
 
-    private func decodeServerAPI(_ field: ConfigField) throws(VerificationError) -> AppPolicy.ServerAPICredentials {
+    /// An In-App Purchase key `{issuerId, keyId, privateKey}` (`serverAPI`, `offerSigning`). An
+    /// offer-signing key (`issuerOptional`) may leave `issuerId` out for `defaultIssuerId` (the
+    /// Server API's).
+    private func decodeKey(_ field: ConfigField, issuerOptional: Bool = false, defaultIssuerId: String? = nil)
+        throws(VerificationError) -> AppPolicy.InAppPurchaseKey {
         let o = try field.object()
-        let issuerField = try o.required("issuerId")
-        let issuerId = try issuerField.nonEmptyString()
-        guard UUID(uuidString: issuerId) != nil else { throw issuerField.fail("not a UUID") }
+        let issuerField = issuerOptional ? o.optional("issuerId") : try o.required("issuerId")
         let keyField = try o.required("keyId")
         let keyId = try keyField.nonEmptyString()
         guard keyId.count <= 32, keyId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
             throw keyField.fail("not an App Store Connect key id (letters and digits)")
         }
         let privateKey = try decodeSecret(o.required("privateKey"))
+        let issuerId = try issuerField?.nonEmptyString() ?? defaultIssuerId
         try o.finish()
-        return AppPolicy.ServerAPICredentials(issuerId: issuerId, keyId: keyId, privateKey: privateKey)
+        guard let issuerId else { throw field.fail("issuerId is required when the app has no serverAPI") }
+        guard UUID(uuidString: issuerId) != nil else { throw (issuerField ?? field).fail("issuerId is not a UUID") }
+        return AppPolicy.InAppPurchaseKey(issuerId: issuerId, keyId: keyId, privateKey: privateKey)
     }
 
     private func decodeCatalog(_ field: ConfigField) throws(VerificationError) -> [String: AppPolicy.Product] {

@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// Where a secret lives (an environment variable or a file), never the secret itself.
 ///

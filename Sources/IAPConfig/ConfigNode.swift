@@ -1,3 +1,5 @@
+import IAPCore
+
 /// The one generic tree both configuration formats produce (XML property list and plain XML), so a
 /// single decoder builds `AppPolicy` and `GatewayConfig` whatever the file's format.
 ///

@@ -1,3 +1,5 @@
+import IAPCore
+
 /// The paid-app-goes-free migration: everyone who bought the app before it went free keeps what
 /// they paid for. Apple's app-level facts (an AppTransaction's, or a legacy receipt's
 /// `original_application_version` / `original_purchase_date`) decide; the listed products are

@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// Loads and checks the gateway's configuration folder:
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 #if canImport(FoundationXML)
 import FoundationXML
 #endif

@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// Gateway-wide settings from `Config/gateway.xml` or `Config/gateway.plist` (root `<gateway>` in
 /// plain XML). Every key is optional; an absent key takes the default shown here.
@@ -35,7 +36,6 @@ public struct GatewayConfig: Sendable, Equatable {
                                                    sandbox: "https://sandbox.itunes.apple.com/verifyReceipt")
         public var serverAPI = EnvironmentURLs(production: "https://api.storekit.apple.com",
                                                sandbox: "https://api.storekit-sandbox.apple.com")
-        public init() {}
     }
 
     public struct Timeouts: Sendable, Equatable {
@@ -48,14 +48,12 @@ public struct GatewayConfig: Sendable, Equatable {
         /// All the upstream work of one gateway request (every call, attempt and retry wait) ends
         /// within this; each background call is bounded by it too.
         public var budgetSeconds: Int64 = 20
-        public init() {}
     }
 
     public struct Webhooks: Sendable, Equatable {
         /// How long a webhook event taken for delivery stays one instance's without renewal (renewed
         /// every third of it while delivering): after a crash, delivery resumes within about this long.
         public var leaseSeconds: Int64 = 10
-        public init() {}
     }
 
     /// Intervals of `serve`'s background work. The environment overrides each (`overridden(by:)`).
@@ -68,7 +66,6 @@ public struct GatewayConfig: Sendable, Equatable {
         public var auditRetentionDays: Int64 = 400
         /// How often entitlements whose period ended by time alone are moved and announced.
         public var entitlementSweepSeconds: Int64 = 30
-        public init() {}
 
         /// Each setting: its key in the gateway file, its environment variable, its range.
         static var settings: [(key: String, variable: String, range: ClosedRange<Int64>,
@@ -103,12 +100,6 @@ public struct GatewayConfig: Sendable, Equatable {
         public var privateKeyFile: URL
         /// The oldest protocol version offered; TLS 1.2 unless set.
         public var minimumVersion = Version.tls12
-
-        public init(certificateFile: URL, privateKeyFile: URL, minimumVersion: Version = .tls12) {
-            self.certificateFile = certificateFile
-            self.privateKeyFile = privateKeyFile
-            self.minimumVersion = minimumVersion
-        }
     }
 
     public struct Limits: Sendable, Equatable {
@@ -121,7 +112,6 @@ public struct GatewayConfig: Sendable, Equatable {
         /// Connections open at once from one client address, so one client cannot take them all;
         /// a connection past it is closed at once. 0: no per-address limit (behind a proxy).
         public var maxConnectionsPerClient: Int64 = 256
-        public init() {}
     }
 }
 
@@ -241,11 +231,6 @@ struct GatewayConfigDecoder {
 public struct EnvironmentURLs: Sendable, Equatable {
     public var production: String
     public var sandbox: String
-
-    public init(production: String, sandbox: String) {
-        self.production = production
-        self.sandbox = sandbox
-    }
 
     /// Sandbox data goes to the sandbox host; everything else to production.
     public func url(for environment: AppStoreEnvironment) -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// Everything the gateway knows about one app: which evidence it accepts, from which environments,
 /// verified how, for which products. Loaded from `Config/apps/<bundleId>.plist` or `.xml` (schema:
@@ -10,13 +11,13 @@ public struct AppPolicy: Sendable, Equatable {
     /// Production and/or Sandbox. Xcode and LocalTesting are governed by `allowLocalTestEnvironments`.
     public var allowedEnvironments: Set<AppStoreEnvironment>
     /// Accounts allowed to present Sandbox evidence to a production app (App Review).
-    public var sandboxAccounts: Set<String>
+    public var sandboxAccounts: Set<String> = []
     /// Accept Xcode / LocalTesting data (signed by no Apple server). Never with Production.
-    public var allowLocalTestEnvironments: Bool
+    public var allowLocalTestEnvironments = false
     public var trustRoots: TrustRoots
     /// The App Store Connect shared secret for `verifyReceipt`.
     public var sharedSecret: SecretReference?
-    public var serverAPI: ServerAPICredentials?
+    public var serverAPI: InAppPurchaseKey?
     /// Keyed by product id.
     public var productCatalog: [String: Product]
     public var routing: Routing
@@ -41,42 +42,16 @@ public struct AppPolicy: Sendable, Equatable {
     /// Thresholds of the cutover verdict (`readiness` in the app file; defaults otherwise).
     public var readiness: Readiness = .standard
     /// The key offers are signed with, when not the Server API's (`offerSigningKey` decides).
-    public var offerSigning: OfferSigning? = nil
+    public var offerSigning: InAppPurchaseKey? = nil
     /// The promotional offers the gateway signs, and for whom; none unless listed.
     public var promotionalOffers: [PromotionalOffer] = []
     /// How Retention Messaging realtime requests are answered; none: always `{}` (Apple's default message).
     public var retentionMessages: [RetentionRule] = []
 
-    public init(bundleId: String, appAppleId: Int64? = nil, allowedEnvironments: Set<AppStoreEnvironment>,
-                sandboxAccounts: Set<String> = [], allowLocalTestEnvironments: Bool = false,
-                trustRoots: TrustRoots, sharedSecret: SecretReference? = nil, serverAPI: ServerAPICredentials? = nil,
-                productCatalog: [String: Product], routing: Routing, noncePolicy: NoncePolicy,
-                familySharingPolicy: FamilySharingPolicy, gracePeriodPolicy: GracePeriodPolicy,
-                onlineChecks: Bool, localOnlyJWS: Bool, apiKey: APIKeyReference, webhook: Webhook? = nil) {
-        self.bundleId = bundleId
-        self.appAppleId = appAppleId
-        self.allowedEnvironments = allowedEnvironments
-        self.sandboxAccounts = sandboxAccounts
-        self.allowLocalTestEnvironments = allowLocalTestEnvironments
-        self.trustRoots = trustRoots
-        self.sharedSecret = sharedSecret
-        self.serverAPI = serverAPI
-        self.productCatalog = productCatalog
-        self.routing = routing
-        self.noncePolicy = noncePolicy
-        self.familySharingPolicy = familySharingPolicy
-        self.gracePeriodPolicy = gracePeriodPolicy
-        self.onlineChecks = onlineChecks
-        self.localOnlyJWS = localOnlyJWS
-        self.apiKey = apiKey
-        self.webhook = webhook
-    }
-
     public struct Webhook: Sendable, Equatable {
         public var url: String
         /// The HMAC-SHA256 key for the `X-IAPGW-Signature` header.
         public var secret: SecretReference
-        public init(url: String, secret: SecretReference) { self.url = url; self.secret = secret }
     }
 
     /// Whether evidence from `environment` may be accepted at all (sandbox accounts aside).
@@ -106,19 +81,16 @@ public struct AppPolicy: Sendable, Equatable {
         public var jws: [URL]
         /// DER certificates anchoring legacy PKCS#7 receipts (Apple Inc. Root).
         public var receipts: [URL]
-        public init(jws: [URL], receipts: [URL]) { self.jws = jws; self.receipts = receipts }
     }
 
-    public struct ServerAPICredentials: Sendable, Equatable {
+    /// An In-App Purchase key from App Store Connect: what the Server API's bearer tokens
+    /// (`serverAPI`) and signed offers (`offerSigning`) are signed with.
+    public struct InAppPurchaseKey: Sendable, Equatable {
+        /// Apple's issuer id (the JWT's and the offer JWS's `iss`).
         public var issuerId: String
         public var keyId: String
         /// The `.p8` key (PEM), as a file or an environment variable.
         public var privateKey: SecretReference
-        public init(issuerId: String, keyId: String, privateKey: SecretReference) {
-            self.issuerId = issuerId
-            self.keyId = keyId
-            self.privateKey = privateKey
-        }
     }
 
     public struct Product: Sendable, Equatable {
@@ -127,12 +99,6 @@ public struct AppPolicy: Sendable, Equatable {
         /// The expected price in milliunits of `currency` (Apple's `price`), when the app pins one.
         public var priceMilliunits: Int64?
         public var currency: String?
-        public init(productId: String, type: TransactionType, priceMilliunits: Int64? = nil, currency: String? = nil) {
-            self.productId = productId
-            self.type = type
-            self.priceMilliunits = priceMilliunits
-            self.currency = currency
-        }
     }
 
     /// One kind of evidence a client presents (open: each adapter declares the kinds it verifies).
@@ -244,10 +210,6 @@ public struct AppPolicy: Sendable, Equatable {
         /// Receipts must come with a nonce the gateway issued (replay protection).
         public var requiredForReceipts: Bool
         public var ttlSeconds: Int64
-        public init(requiredForReceipts: Bool, ttlSeconds: Int64) {
-            self.requiredForReceipts = requiredForReceipts
-            self.ttlSeconds = ttlSeconds
-        }
     }
 
     public enum FamilySharingPolicy: String, Sendable, CaseIterable {
@@ -257,10 +219,6 @@ public struct AppPolicy: Sendable, Equatable {
     public struct GracePeriodPolicy: Sendable, Equatable {
         public var grantDuringGracePeriod: Bool
         public var grantDuringBillingRetry: Bool
-        public init(grantDuringGracePeriod: Bool, grantDuringBillingRetry: Bool) {
-            self.grantDuringGracePeriod = grantDuringGracePeriod
-            self.grantDuringBillingRetry = grantDuringBillingRetry
-        }
     }
 }
 

@@ -1,3 +1,5 @@
+import IAPCore
+
 /// When a migration team may switch an app's receipts from verifyReceipt to the Server API: the
 /// thresholds of the cutover verdict (the rule itself is `MigrationReport`'s; README, "Migration").
 /// Absent from the app file: the documented defaults.
@@ -16,8 +18,6 @@ extension AppPolicy {
         public var explainedFailures: [String: String] = [:]
 
         public static let standard = Readiness()
-
-        public init() {}
 
         static func decode(_ field: ConfigField) throws(VerificationError) -> Readiness {
             let o = try field.object()

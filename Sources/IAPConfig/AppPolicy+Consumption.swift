@@ -1,3 +1,5 @@
+import IAPCore
+
 /// Whether and how the gateway answers Apple's CONSUMPTION_REQUEST (Send Consumption Information)
 /// for an app. Absent from the app file: requests are recorded but never answered. Every value the
 /// gateway cannot know about the customer is sent as "undeclared" (0); only what the app's operator
@@ -13,8 +15,6 @@ extension AppPolicy {
         public var sampleContentProvided = false
         /// Apple's `refundPreference`: 0 undeclared (the default), 1 grant, 2 decline, 3 no preference.
         public var refundPreference: Int64 = 0
-
-        public init() {}
 
         static func decode(_ field: ConfigField) throws(VerificationError) -> ConsumptionResponse {
             let o = try field.object()

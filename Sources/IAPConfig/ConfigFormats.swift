@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// The two spellings of one configuration schema. Both readers return the same `ConfigNode` tree
 /// for the same settings; nothing after them knows which format a file was in.

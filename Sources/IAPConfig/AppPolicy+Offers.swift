@@ -1,21 +1,9 @@
 import Foundation
+import IAPCore
 
 /// Which subscription offers the gateway signs for an app, for whom, and with which key
 /// (`offerSigning`, `promotionalOffers` in the app file; README, "Signed offers").
 extension AppPolicy {
-    /// The In-App Purchase key offers are signed with. Absent from the app file: the Server API key.
-    public struct OfferSigning: Sendable, Equatable {
-        public var keyId: String
-        /// Apple's issuer id, in the StoreKit 2 JWS (`iss`); the Server API's unless given.
-        public var issuerId: String
-        public var privateKey: SecretReference
-        public init(keyId: String, issuerId: String, privateKey: SecretReference) {
-            self.keyId = keyId
-            self.issuerId = issuerId
-            self.privateKey = privateKey
-        }
-    }
-
     /// Who may be offered a subscription offer, judged from the account's entitlements in the
     /// offer's subscription group (the offer's `groupProductIds`).
     public enum OfferAudience: String, Sendable, CaseIterable {
@@ -46,10 +34,7 @@ extension AppPolicy {
     }
 
     /// The key offers are signed with: `offerSigning`, else the Server API's; nil: none can be signed.
-    public var offerSigningKey: OfferSigning? {
-        if let offerSigning { return offerSigning }
-        return serverAPI.map { OfferSigning(keyId: $0.keyId, issuerId: $0.issuerId, privateKey: $0.privateKey) }
-    }
+    public var offerSigningKey: InAppPurchaseKey? { offerSigning ?? serverAPI }
 
     /// The promotional offer `offerId` of `productId`, if the policy lists it.
     public func promotionalOffer(productId: String, offerId: String) -> PromotionalOffer? {
@@ -58,24 +43,6 @@ extension AppPolicy {
 }
 
 extension AppPolicyDecoder {
-    /// `offerSigning {keyId, privateKey, issuerId?}`: `issuerId` defaults to the Server API's.
-    func decodeOfferSigning(_ field: ConfigField, serverAPI: AppPolicy.ServerAPICredentials?) throws(VerificationError)
-        -> AppPolicy.OfferSigning {
-        let o = try field.object()
-        let keyField = try o.required("keyId")
-        let keyId = try keyField.nonEmptyString()
-        guard keyId.count <= 32, keyId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
-            throw keyField.fail("not an App Store Connect key id (letters and digits)")
-        }
-        let privateKey = try decodeSecret(o.required("privateKey"))
-        let issuerField = o.optional("issuerId")
-        let issuerId = try issuerField?.nonEmptyString() ?? serverAPI?.issuerId
-        try o.finish()
-        guard let issuerId else { throw field.fail("issuerId is required when the app has no serverAPI") }
-        guard UUID(uuidString: issuerId) != nil else { throw (issuerField ?? field).fail("issuerId is not a UUID") }
-        return AppPolicy.OfferSigning(keyId: keyId, issuerId: issuerId, privateKey: privateKey)
-    }
-
     /// `promotionalOffers [{productId, offerId, audience, groupProductIds?}]`: each product an
     /// auto-renewable subscription of the catalog, each (product, offer) once.
     func decodePromotionalOffers(_ field: ConfigField, catalog: [String: AppPolicy.Product]) throws(VerificationError)

@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// How the gateway answers the App Store's Retention Messaging realtime requests for an app
 /// (`retentionMessages` in the app file; README, "Retention messages"): rules tried in order, the
@@ -17,8 +18,6 @@ extension AppPolicy {
         /// Only for an account with no refunded or revoked purchase of the app.
         public var noRefund = false
         public var answer: RetentionAnswer
-
-        public init(answer: RetentionAnswer) { self.answer = answer }
 
         /// Whether the rule asks about the account, so a chain the gateway does not know never matches it.
         public var needsAccount: Bool {

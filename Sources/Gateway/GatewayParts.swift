@@ -1,0 +1,104 @@
+import Adapters
+import AppleTrust
+import Foundation
+import IAPConfig
+import IAPCore
+import Ledger
+
+/// What a gateway is built from (`GatewayAssembly.makeParts`). The router (`GatewayService`) and
+/// each component beside it (background work, reconciliation, batch comparison, the CLI's operator
+/// actions) are made here from exactly the parts they use; none of them holds the router.
+public struct GatewayParts: Sendable {
+    var apps: [String: AppPolicy]
+    var adapters: AdapterRegistry
+    /// Reconciliation reads it too (chains near expiry, stored receipts): a declared need, not a cast.
+    var ledger: any Ledger & NotificationLedger & ReconciliationLedger
+    var notifications: NotificationDecoder?
+    var checks: [any PurchaseCheck] = .standard
+    var sealer: AESGCMSealer?
+    /// The process environment: API keys, offer signing keys and secret references resolve in it.
+    var environment: [String: String] = ProcessInfo.processInfo.environment
+    var logger: Logger = .disabled
+    var now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    /// Shadow, compare and cutover routing of receipts; nil: receipts take the primary path only.
+    var migration: MigrationRouter?
+    /// Where the comparison routes and the migration report read from; nil: they answer 404.
+    var comparisons: (any ComparisonLedger)?
+    /// Shared with the upstream HTTP client (as its observer) when the assembly builds both.
+    var metrics = GatewayMetrics()
+    /// All the upstream work one request does (every call, attempt and retry wait) ends within this.
+    var upstreamBudget: Duration = .seconds(20)
+    /// One verifier and chain cache per app, shared by the Server API adapter and notifications.
+    var jwsVerifiers: AppVerifiers?
+}
+
+extension GatewayParts {
+    /// A gateway assembled outside this module (an adapter's own tests), the rest at its defaults.
+    /// In an extension, so the assembly keeps the memberwise initializer.
+    public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger & ReconciliationLedger) {
+        self.apps = apps
+        self.adapters = adapters
+        self.ledger = ledger
+    }
+}
+
+extension GatewayParts {
+    /// The app's policy, or UNKNOWN_APP: what every per-app action checks first.
+    func app(_ bundleId: String) throws(VerificationError) -> AppPolicy {
+        guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
+        return app
+    }
+
+    /// The reconciler of this gateway; `apps` overrides its policies (tests, a single-app CLI run).
+    public func reconciler(apps: [String: AppPolicy]? = nil, options: Reconciler.Options = Reconciler.Options(),
+                           logger: Logger? = nil) throws(VerificationError) -> Reconciler {
+        guard let notifications else { throw VerificationError(.invalidConfiguration, "notifications are not enabled") }
+        return Reconciler(apps: apps ?? self.apps, ledger: ledger, decoder: notifications,
+                          serverAPI: adapters.capability((any ReconciliationSource).self),
+                          legacy: adapters.capability((any ReceiptReverifying).self), sealer: sealer, options: options,
+                          logger: logger ?? self.logger, now: now)
+    }
+
+    /// `iapgw compare`: one app's backlog of receipts through the generations its routing compares.
+    public func batchComparer(bundleId: String, options: BatchComparer.Options = BatchComparer.Options())
+        throws(VerificationError) -> BatchComparer {
+        let app = try app(bundleId)
+        guard let migration else {
+            throw VerificationError(.invalidConfiguration, "comparisons are not enabled (no comparison ledger)")
+        }
+        // The generations the app's receipt routing compares, or, where it compares nothing yet, shadow's.
+        let receipts = app.routing.receipt.generations ?? AppPolicy.RoutingMode.shadow.generations!
+        guard let legacy = adapters.adapter(receipts.from), let serverAPI = adapters.adapter(receipts.to) else {
+            throw VerificationError(.invalidConfiguration,
+                                    "batch comparison needs both the \(receipts.from) and \(receipts.to) adapters")
+        }
+        guard (1...256).contains(options.concurrency) else {
+            throw VerificationError(.invalidConfiguration, "concurrency must be 1 to 256")
+        }
+        return BatchComparer(app: app, router: migration, legacy: legacy, serverAPI: serverAPI, options: options, now: now)
+    }
+
+    /// The operator's actions on the notification inbox (`iapgw notifications`, `iapgw reconcile`).
+    public func notificationMaintenance(apps: [String: AppPolicy]? = nil) -> NotificationMaintenance {
+        NotificationMaintenance(apps: apps ?? self.apps, ledger: ledger, logger: logger, now: now)
+    }
+
+    /// `iapgw audit`: the history of an account or of the chain holding a transaction, as the route shows it.
+    public func audit(bundleId: String, subject: SupportSubject, since: Int64, limit: Int)
+        async throws(VerificationError) -> JSONValue {
+        try await HistoryEndpoint(ledger: ledger, now: now).audit(app: try app(bundleId), subject: subject, since: since,
+                                                                   limit: limit)
+    }
+
+    /// The migration report for an app's stored comparisons, as the self-contained HTML page the
+    /// dashboard serves (`iapgw compare --report`).
+    public func migrationReportHTML(bundleId: String) async throws(VerificationError) -> String {
+        MigrationReportHTML.render(try await migrationReport(bundleId: bundleId))
+    }
+
+    /// The report (verdict, failures, cutover impact) over every stored comparison of the app.
+    public func migrationReport(bundleId: String) async throws(VerificationError) -> MigrationReport {
+        guard let comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
+        return try await DashboardEndpoint.report(app: try app(bundleId), ledger: comparisons)
+    }
+}

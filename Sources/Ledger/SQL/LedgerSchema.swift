@@ -1,0 +1,160 @@
+/// The ledger's migrations, in order, written once for both engines: version N means the same on
+/// SQLite and PostgreSQL, so one version number describes a ledger on either. Where their DDL
+/// differs the text asks the dialect (`SQLDialect.ddl`); a step both run as written is a
+/// plain string. Append new versions; never edit a released one.
+enum LedgerSchema {
+    static func migrations(_ dialect: SQLDialect) -> [String] {
+        let d = dialect.ddl
+        return [v1(d), v2(d), v3(d), v4(d), v5, v6(d), v7, v8(d), v9, v10(d)]
+    }
+
+    /// Times are integer milliseconds since 1970. Nonces are stored as the SHA-256 of their value,
+    /// so a copy of the file cannot be used to answer an outstanding challenge.
+    static func v1(_ d: SQLDialect.DDLWords) -> String {
+        """
+            CREATE TABLE nonces (
+                value_sha256 TEXT PRIMARY KEY,
+                bundle_id TEXT NOT NULL,
+                account TEXT NOT NULL,
+                issued_at \(d.integer) NOT NULL,
+                expires_at \(d.integer) NOT NULL,
+                consumed_at \(d.integer)
+            )\(d.withoutRowID);
+            CREATE INDEX nonces_by_expiry ON nonces (expires_at);
+
+            -- One row per purchase: ownership_key is originalTransactionId, or transactionId when absent.
+            CREATE TABLE ownership (
+                bundle_id TEXT NOT NULL,
+                ownership_key TEXT NOT NULL,
+                account TEXT NOT NULL,
+                bound_at \(d.integer) NOT NULL,
+                PRIMARY KEY (bundle_id, ownership_key)
+            )\(d.withoutRowID);
+            CREATE INDEX ownership_by_account ON ownership (bundle_id, account);
+
+            -- One row per granted transaction; canonical_json is the latest facts (sorted keys).
+            CREATE TABLE transactions (
+                bundle_id TEXT NOT NULL,
+                transaction_id TEXT NOT NULL,
+                ownership_key TEXT NOT NULL,
+                account TEXT NOT NULL,
+                product_id TEXT NOT NULL,
+                canonical_json TEXT NOT NULL,
+                first_granted_at \(d.integer) NOT NULL,
+                updated_at \(d.integer) NOT NULL,
+                PRIMARY KEY (bundle_id, transaction_id),
+                FOREIGN KEY (bundle_id, ownership_key) REFERENCES ownership (bundle_id, ownership_key)
+            )\(d.withoutRowID);
+            CREATE INDEX transactions_by_purchase ON transactions (bundle_id, ownership_key);
+
+            CREATE TABLE entitlements (
+                bundle_id TEXT NOT NULL,
+                account TEXT NOT NULL,
+                original_transaction_id TEXT NOT NULL,
+                product_id TEXT NOT NULL,
+                state TEXT NOT NULL,
+                expires_date \(d.integer),
+                source TEXT NOT NULL,
+                updated_at \(d.integer) NOT NULL,
+                PRIMARY KEY (bundle_id, account, original_transaction_id),
+                FOREIGN KEY (bundle_id, original_transaction_id) REFERENCES ownership (bundle_id, ownership_key)
+            )\(d.withoutRowID);
+
+            -- Receipts arrive sealed by the gateway: opaque bytes here.
+            CREATE TABLE latest_receipts (
+                bundle_id TEXT NOT NULL,
+                original_transaction_id TEXT NOT NULL,
+                sealed_receipt \(d.blob) NOT NULL,
+                PRIMARY KEY (bundle_id, original_transaction_id)
+            )\(d.withoutRowID);
+
+            -- Append-only. transaction_ids and product_ids are JSON arrays of strings.
+            CREATE TABLE audit_log (
+                id \(d.autoincrementKey),
+                time \(d.integer) NOT NULL,
+                bundle_id TEXT NOT NULL,
+                account TEXT,
+                evidence_kind TEXT NOT NULL,
+                evidence_sha256 TEXT NOT NULL CHECK (length(evidence_sha256) = 64),
+                transaction_ids TEXT NOT NULL,
+                product_ids TEXT NOT NULL,
+                environment TEXT,
+                verdict TEXT NOT NULL CHECK (verdict IN ('granted', 'refused')),
+                error_code TEXT,
+                adapter TEXT,
+                latency_micros \(d.integer) NOT NULL
+            );
+            CREATE INDEX audit_log_by_app ON audit_log (bundle_id, id);
+            """
+    }
+
+    /// Leases: work that must run on one instance at a time (reconciliation). A holder owns a lease
+    /// until `expires_at`; it renews while working, and a crashed holder's lease simply runs out.
+    static func v4(_ d: SQLDialect.DDLWords) -> String {
+        """
+            CREATE TABLE leases (
+                name TEXT PRIMARY KEY,
+                holder TEXT NOT NULL,
+                expires_at \(d.integer) NOT NULL
+            )\(d.withoutRowID);
+            """
+    }
+
+    /// The entitlements whose period can still end by time alone (`EntitlementAccess`: active and
+    /// in grace), by end date: what the clock sweep reads every pass, without scanning the rest.
+    static let v5 = """
+        CREATE INDEX entitlements_ending_by_time ON entitlements (expires_date)
+            WHERE state IN ('active', 'gracePeriod');
+        """
+
+    /// Who holds a webhook event's lease, so the lease can be renewed by its holder only and an
+    /// instance that restarts can take back at once what its previous incarnation held.
+    static let v7 = """
+        ALTER TABLE webhook_outbox ADD COLUMN leased_by TEXT;
+        CREATE INDEX webhook_outbox_by_holder ON webhook_outbox (leased_by) WHERE delivered_at IS NULL;
+        """
+
+    /// The finish outbox: one row per newly granted purchase of an app whose policy has
+    /// `finishTransactions`, written in the claim's own transaction (so only a durable grant is ever
+    /// finished) and sent to Apple's Finish Transaction by the background finisher. `finished_at` is
+    /// set on Apple's success and never cleared; `dropped_at` when it must not be sent (the chain was
+    /// refunded or revoked meanwhile, or Apple's answer is final), with `last_error_code` saying why.
+    static func v8(_ d: SQLDialect.DDLWords) -> String {
+        """
+            CREATE TABLE finish_outbox (
+                bundle_id TEXT NOT NULL,
+                transaction_id TEXT NOT NULL,
+                ownership_key TEXT NOT NULL,
+                environment TEXT NOT NULL CHECK (environment IN ('Production', 'Sandbox')),
+                created_at \(d.integer) NOT NULL,
+                attempts \(d.integer) NOT NULL DEFAULT 0,
+                next_attempt_at \(d.integer) NOT NULL,
+                finished_at \(d.integer),
+                dropped_at \(d.integer),
+                last_error_code TEXT,
+                PRIMARY KEY (bundle_id, transaction_id)
+            )\(d.withoutRowID);
+            CREATE INDEX finish_outbox_due ON finish_outbox (next_attempt_at)
+                WHERE finished_at IS NULL AND dropped_at IS NULL;
+            """
+    }
+
+    /// The support desk's view of each attempt: the request id the client was answered with, the app
+    /// backend's `X-Client-Version` and what Apple answered; indexed by account and by time for
+    /// `GET .../accounts/{account}/history`, `iapgw audit` and the retention purge.
+    static let v9 = """
+        ALTER TABLE audit_log ADD COLUMN request_id TEXT;
+        ALTER TABLE audit_log ADD COLUMN client_version TEXT;
+        ALTER TABLE audit_log ADD COLUMN apple_status TEXT;
+        CREATE INDEX audit_log_by_account ON audit_log (bundle_id, account, time);
+        CREATE INDEX audit_log_by_time ON audit_log (time);
+        """
+
+    /// A monthly plan with a commitment: when the commitment ends, kept beside the monthly
+    /// `expires_date` (which alone decides access) so every answer can show it. NULL otherwise.
+    static func v10(_ d: SQLDialect.DDLWords) -> String {
+        """
+            ALTER TABLE entitlements ADD COLUMN commitment_expires_date \(d.integer);
+            """
+    }
+}
