@@ -26,14 +26,9 @@ final class ServerCore: @unchecked Sendable {
     let inFlightCount = Atomic<Int>(0)
     /// How many upload callbacks delivered body bytes; lets tests prove bodies arrive in pieces.
     let bodyChunksReceived = Atomic<Int>(0)
-    /// Serialises taking a parked connection back against stopping the daemon: after `daemon` is
-    /// cleared no task takes one again.
+    /// Serialises resuming connections against stopping the daemon: after `daemon` is cleared no
+    /// task touches a connection again.
     let lifecycle = Mutex(Lifecycle())
-    /// Handlers queueing their response and resuming their connection now, outside `lifecycle`
-    /// (those libmicrohttpd calls take its own lock and write its wake-up eventfd: holding ours
-    /// through them made the next request's dispatch wait, a futex sleep and switch per request).
-    /// Counted under `lifecycle`; stopping waits for it to reach 0 before it stops the daemon.
-    let resuming = Atomic<Int>(0)
 
     init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) {
         self.configuration = configuration
@@ -173,8 +168,6 @@ final class ServerCore: @unchecked Sendable {
             life.suspended.removeAll()
             return life.daemon
         }
-        // Two libmicrohttpd calls each, never blocked for long.
-        while resuming.load(ordering: .acquiring) > 0 { usleep(100) }
         if let daemon { MHD_stop_daemon(daemon) }
         watchdog.stop()
     }
@@ -183,25 +176,21 @@ final class ServerCore: @unchecked Sendable {
                         response: HTTPResponse) {
         let mhdResponse = makeResponse(response, requestId: requestId)
         let status = UInt32(clamping: response.status)
-        // One short critical section: the connection is taken back (unless stopping resumed it first);
-        // the answer is whether the server is draining (then the connection closes after it).
-        let draining = lifecycle.withLock { life -> Bool? in
-            guard life.daemon != nil, life.suspended.remove(connection) != nil else { return nil }
-            resuming.add(1, ordering: .relaxed)
-            return life.draining
+        // One critical section (it was two: draining read apart). The libmicrohttpd calls stay inside
+        // it: made outside it, concurrently from several handlers, WebhookCrashTests' receiver saw
+        // a second delivery from a sender that held its lease.
+        let handedOver = lifecycle.withLock { life -> Bool in
+            guard life.daemon != nil, life.suspended.remove(connection) != nil else { return false }
+            if life.draining { _ = MHD_add_response_header(mhdResponse, "Connection", "close") }
+            if MHD_queue_response(connection.pointer, status, mhdResponse) == MHD_Result.YES {
+                MHD_destroy_response(mhdResponse)
+            } else {
+                state.pendingResponse.withLock { $0 = PendingResponse(response: mhdResponse, status: status) }
+            }
+            MHD_resume_connection(connection.pointer)
+            return true
         }
-        guard let draining else {
-            MHD_destroy_response(mhdResponse)
-            return
-        }
-        defer { resuming.subtract(1, ordering: .releasing) }
-        if draining { _ = MHD_add_response_header(mhdResponse, "Connection", "close") }
-        if MHD_queue_response(connection.pointer, status, mhdResponse) == MHD_Result.YES {
-            MHD_destroy_response(mhdResponse)
-        } else {
-            state.pendingResponse.withLock { $0 = PendingResponse(response: mhdResponse, status: status) }
-        }
-        MHD_resume_connection(connection.pointer)
+        if !handedOver { MHD_destroy_response(mhdResponse) }
     }
 
     private func requestId(on connection: OpaquePointer) -> String {
