@@ -91,7 +91,7 @@ var targets: [Target] = [
                                                      "UpstreamHTTP", "TestPKI", "IAPCore", "IAPConfig", "AppleTrust", "CommandLineSupport"]),
     .testTarget(name: "IAPGatewayClientTests", dependencies: ["IAPGatewayClient", "Demo", "Gateway", "AppStoreSimulator",
                                                              "HTTPServer", "UpstreamHTTP", "IAPCore", "AppleTrust", "TestPKI"]),
-    .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "TestPKI", "IAPCore", "COpenSSL"]),
+    .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "AppleTrust", "TestPKI", "IAPCore", "COpenSSL"]),
 ]
 
 var products: [Product] = [.executable(name: "iapgw", targets: ["iapgw"]),
@@ -109,7 +109,7 @@ if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
                          ("FuzzJSON", ["IAPCore", "IAPMapping"]),
                          ("FuzzMappings", ["IAPCore", "IAPMapping"]),
                          ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore", "IAPConfig", "IAPMapping"]),
-                         ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "UpstreamHTTP"]),
+                         ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "IAPConfig", "UpstreamHTTP"]),
                          ("FuzzRequest", ["Adapters", "Gateway", "HTTPServer", "IAPCore"]),
                          ("FuzzCompareInput", ["Gateway", "IAPCore"])] {
         targets.append(.executableTarget(

@@ -149,19 +149,20 @@ public struct InboxEntry: Hashable, Sendable {
 
 public struct ProcessReport: Hashable, Sendable {
     /// Entries applied and marked processed (unknown types included).
-    public var processed: Int
+    public var processed = 0
     /// Entries whose attempt failed this run (parked ones included).
-    public var failed: Int
+    public var failed = 0
     /// Processed entries of a type the lifecycle did not know.
-    public var unknown: Int
+    public var unknown = 0
     /// Entries that reached `maxAttempts` in this run.
-    public var parked: Int
+    public var parked = 0
 
-    public init(processed: Int = 0, failed: Int = 0, unknown: Int = 0, parked: Int = 0) {
-        self.processed = processed
-        self.failed = failed
-        self.unknown = unknown
-        self.parked = parked
+    /// Counts `other`'s entries too (several drains summed into one report).
+    public mutating func add(_ other: ProcessReport) {
+        processed += other.processed
+        failed += other.failed
+        unknown += other.unknown
+        parked += other.parked
     }
 }
 

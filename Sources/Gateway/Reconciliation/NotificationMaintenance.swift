@@ -16,15 +16,13 @@ public struct NotificationMaintenance: Sendable {
     @discardableResult
     public func drain() async throws(VerificationError) -> ProcessReport {
         let processor = NotificationProcessor(apps: apps, ledger: ledger, logger: logger, now: now)
-        var total = ProcessReport()
-        while true {
-            let report = try await processor.drain()
-            total.processed += report.processed
-            total.failed += report.failed
-            total.unknown += report.unknown
-            total.parked += report.parked
-            if report.processed + report.failed == 0 { return total }
+        var total = try await processor.drain()
+        var last = total
+        while last.processed + last.failed > 0 {
+            last = try await processor.drain()
+            total.add(last)
         }
+        return total
     }
 
     /// Makes the entries signed at or after `since` pending again (one app, or every app) and
