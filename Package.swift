@@ -109,7 +109,7 @@ if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
                          ("FuzzJSON", ["IAPCore", "IAPMapping"]),
                          ("FuzzMappings", ["IAPCore", "IAPMapping"]),
                          ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore", "IAPConfig", "IAPMapping"]),
-                         ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "UpstreamHTTP"]),
+                         ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "IAPConfig", "UpstreamHTTP"]),
                          ("FuzzRequest", ["Adapters", "Gateway", "HTTPServer", "IAPCore"]),
                          ("FuzzCompareInput", ["Gateway", "IAPCore"])] {
         targets.append(.executableTarget(

@@ -18,3 +18,35 @@ wrk_ms() {
 openssl_verify_rate() {
   openssl speed -seconds "${1:-3}" ecdsap256 2>/dev/null | awk '/ecdsa \(nistp256\)/ {print $NF}'
 }
+
+# initdb and pg_ctl refuse to run as root: as root they run as the `postgres` user.
+as_pg() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
+# A throwaway PostgreSQL cluster in $work/pg (needs $work and $pg_bin): loopback, a free port, its
+# socket inside $work; sets pg_port, pg (the client options) and pg_up. Creates the database and the
+# statement of the pgbench baseline.
+pg_start_cluster() {
+  mkdir -p "$work/pg/sock"; chmod 755 "$work"
+  if [[ $(id -u) == 0 ]]; then chown -R postgres "$work/pg"; fi
+  as_pg "$pg_bin/initdb" -D "$work/pg/data" -A trust -U postgres >"$work/pg-initdb.log" 2>&1
+  pg_port=$(free_port)
+  as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -l "$work/pg/log" -w \
+    -o "-p $pg_port -k $work/pg/sock -c listen_addresses=127.0.0.1 -c max_connections=100" start >/dev/null
+  pg_up=1
+  pg=(-h 127.0.0.1 -p "$pg_port" -U postgres)
+  "$pg_bin/createdb" "${pg[@]}" pgbench_baseline
+  "$pg_bin/psql" "${pg[@]}" -q -d pgbench_baseline -c "CREATE TABLE inbox(id bigserial PRIMARY KEY, payload text NOT NULL)"
+  echo "INSERT INTO inbox(payload) SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 125);" >"$work/insert.sql"
+}
+
+pg_stop_cluster() {
+  if [[ ${pg_up:-0} == 1 ]]; then as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -m immediate stop >/dev/null 2>&1 || true; fi
+}
+
+# The baseline: pgbench's transactions/s over SECONDS, 16 clients (as many as the notification
+# connections), one durable single-row insert of a notification's size each (synchronous_commit=on,
+# the server's default).
+pgbench_insert_rate() {
+  "$pg_bin/pgbench" "${pg[@]}" -n -c 16 -j 2 -T "$1" -f "$work/insert.sql" pgbench_baseline >"$work/pgbench.out" 2>&1
+  awk '/^tps = / {print $3; exit}' "$work/pgbench.out"
+}

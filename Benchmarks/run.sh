@@ -24,10 +24,8 @@ stamp=$(date -u +%Y%m%dT%H%M%SZ)
 work=$(mktemp -d /tmp/iapgw-bench.XXXXXX)
 pg_up=0
 
-# initdb and pg_ctl refuse to run as root: as root they run as the `postgres` user.
-as_pg() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 cleanup() {
-  if [[ $pg_up == 1 ]]; then as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -m immediate stop >/dev/null 2>&1 || true; fi
+  pg_stop_cluster
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -72,22 +70,9 @@ section "5b. notifications on PostgreSQL (throwaway cluster on loopback)"
 if [[ ! -x "$pg_bin/initdb" ]]; then
   echo "   skipped: no PostgreSQL server binaries in $pg_bin (set PG_BIN)"
 else
-  mkdir -p "$work/pg/sock"; chmod 755 "$work"
-  if [[ $(id -u) == 0 ]]; then chown -R postgres "$work/pg"; fi
-  as_pg "$pg_bin/initdb" -D "$work/pg/data" -A trust -U postgres >"$work/pg-initdb.log" 2>&1
-  pg_port=$(free_port)
-  as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -l "$work/pg/log" -w \
-    -o "-p $pg_port -k $work/pg/sock -c listen_addresses=127.0.0.1 -c max_connections=100" start >/dev/null
-  pg_up=1
-  pg=(-h 127.0.0.1 -p "$pg_port" -U postgres)
+  pg_start_cluster
   "$pg_bin/createdb" "${pg[@]}" iapgw_bench
-  "$pg_bin/createdb" "${pg[@]}" pgbench_baseline
-  # Baseline: 16 clients (as many as the notification connections), one durable single-row insert of
-  # a notification's size per transaction (synchronous_commit=on, the server's default).
-  "$pg_bin/psql" "${pg[@]}" -q -d pgbench_baseline -c "CREATE TABLE inbox(id bigserial PRIMARY KEY, payload text NOT NULL)"
-  echo "INSERT INTO inbox(payload) SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 125);" >"$work/insert.sql"
-  "$pg_bin/pgbench" "${pg[@]}" -n -c 16 -j 2 -T "$seconds" -f "$work/insert.sql" pgbench_baseline >"$work/pgbench.out" 2>&1
-  tps=$(awk '/^tps = / {print $3; exit}' "$work/pgbench.out")
+  tps=$(pgbench_insert_rate "$seconds")
   echo "{\"clients\":16,\"per_s\":${tps:-0}}" >"$work/pg-baseline.json"
   echo "   baseline: pgbench, 16 clients, single-row 4 KB inserts, synchronous_commit=on: ${tps:-?}/s"
   storage="postgres://postgres@127.0.0.1:$pg_port/iapgw_bench"

@@ -12,6 +12,7 @@ import Adapters
 import Dispatch
 import Foundation
 import HTTPServer
+@testable import IAPConfig
 import IAPCore
 import Synchronization
 import UpstreamHTTP

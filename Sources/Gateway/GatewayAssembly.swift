@@ -61,8 +61,10 @@ public struct GatewayAssembly {
         let retryPolicy = RetryPolicy(budget: budget)
         // One verifier and chain cache per app, for the Server API adapter and notifications alike.
         let jwsVerifiers = AppVerifiers(maxJWSBytes: Int(gateway.limits.maxJWSBytes))
-        let serverAPIOptions = ServerAPIAdapter.Options(retryPolicy: retryPolicy, secretEnvironment: environment,
-                                                        verifiers: jwsVerifiers)
+        var serverAPIOptions = ServerAPIAdapter.Options()
+        serverAPIOptions.retryPolicy = retryPolicy
+        serverAPIOptions.secretEnvironment = environment
+        serverAPIOptions.verifiers = jwsVerifiers
         let registry = AdapterRegistry([
             try LegacyReceiptAdapter(upstream: upstream, endpoints: gateway.upstream.verifyReceipt,
                                      mapping: legacyMapping, retryPolicy: retryPolicy, environmentVariables: environment,

@@ -183,18 +183,43 @@ struct BenchCommand: Subcommand {
         return o
     }
 
+    /// Runs `executable` with `arguments` and returns its standard output. Spawned with no signal
+    /// blocked and default handlers: Foundation's `Process` passes on the spawning thread's mask, and
+    /// the Swift runtime's threads block SIGALRM, with which `openssl speed` ends each timed loop (it
+    /// ran on for many minutes under `bench` and `bench-notifications`).
     static func runProcess(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw UsageError(message: "\(arguments.first ?? executable) exited with \(process.terminationStatus)")
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw UsageError(message: "\(executable): no pipe") }
+        let output = FileHandle(fileDescriptor: fds[0], closeOnDealloc: true)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        posix_spawn_file_actions_addclose(&actions, fds[1])
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([executable] + arguments).map { strdup($0) }
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv + [nil], environ)
+        close(fds[1])
+        guard spawned == 0 else { throw UsageError(message: "\(executable) could not be started (\(spawned))") }
+        let data = output.readDataToEndOfFile()
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+        // Exited normally (no signal) with status 0.
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            throw UsageError(message: "\(arguments.first ?? executable) exited with status \(status)")
         }
         return String(decoding: data, as: UTF8.self)
     }

@@ -143,10 +143,13 @@ final class ServerAPIFixture {
 
     func adapter(maxPages: Int = 50) throws -> ServerAPIAdapter {
         let mapping = try MappingFile.load(contentsOf: Self.packageRoot.appendingPathComponent("Mappings/serverAPI/v1.json"))
-        return ServerAPIAdapter(
-            upstream: try upstream(), baseURLs: server.baseURLs, normalizer: try ServerAPINormalizer(mapping),
-            options: .init(retryPolicy: retryPolicy, maxPages: maxPages, secretEnvironment: [:], sleep: recordingSleep),
-            logger: logger)
+        var options = ServerAPIAdapter.Options()
+        options.retryPolicy = retryPolicy
+        options.maxPages = maxPages
+        options.secretEnvironment = [:]
+        options.sleep = recordingSleep
+        return ServerAPIAdapter(upstream: try upstream(), baseURLs: server.baseURLs, normalizer: try ServerAPINormalizer(mapping),
+                                options: options, logger: logger)
     }
 
     func client(tokenProvider: (any ServerAPITokenProviding)? = nil) throws -> AppStoreServerAPIClient {

@@ -43,6 +43,61 @@ final class PostgresLedgerTests: InboxTestCase {
         XCTAssertFalse(error?.message.contains("gateway") ?? true)
     }
 
+    // MARK: Round trips
+
+    /// The drain's cost on PostgreSQL is round trips, not CPU: each batch claims its entries in one
+    /// statement, and savepoints and writes whose answer nobody reads go in one pipeline with the
+    /// next statement. Per entry (a new state, an owner lookup, a webhook): the chain's lock, the
+    /// stored state, the owner, the writes with RELEASE; nine or more when each statement was its own.
+    func testDrainingAnEntryTakesAtMostFourRoundTripsAndAppliesIt() throws {
+        try requireServer()
+        let ledger = try openLedger()
+        let database = try XCTUnwrap(ledger.database as? PostgresDatabase)
+        let entries = 32
+        for index in 0..<(2 * entries) {
+            XCTAssertTrue(try ledger.enqueue(entry("rt-\(index)", signedDate: t0 + Int64(index), chain: "rt-\(index)")))
+        }
+        // The first drain prepares the statements on its connection (once per session).
+        XCTAssertEqual(try drain(ledger, limit: entries).processed, entries)
+        let before = database.roundTrips.total
+        XCTAssertEqual(try drain(ledger, limit: entries).processed, entries)
+        let roundTrips = database.roundTrips.total - before
+        XCTAssertLessThanOrEqual(roundTrips, 4 * entries + 16, "\(roundTrips) round trips for \(entries) entries")
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM notification_inbox WHERE processed_at IS NOT NULL"),
+                       Int64(2 * entries))
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM subscription_states"), Int64(2 * entries))
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM webhook_outbox"), Int64(2 * entries))
+    }
+
+    /// A deferred write that fails is reported by the statement after it, in its own entry: the
+    /// entry is rolled back alone and retried later, the others of the batch apply.
+    func testADeferredWriteThatFailsFailsItsOwnEntryOnly() throws {
+        try requireServer()
+        let ledger = try openLedger()
+        // A rule only the server checks, so the deferred upsert of d-1's state fails there.
+        try ledger.database.withConnection { (connection) throws(VerificationError) in
+            try connection.executeScript("""
+                ALTER TABLE subscription_states ADD CONSTRAINT test_refused CHECK (product_id <> 'refused-by-server')
+                """, operation: "test constraint")
+        }
+        for index in 0..<3 {
+            XCTAssertTrue(try ledger.enqueue(entry("d-\(index)", signedDate: t0 + Int64(index), chain: "d-\(index)")))
+        }
+        var applied: [String] = []
+        let report = try ledger.processPending(limit: 10, now: t0 + day) { (entry, stored) throws(VerificationError) in
+            applied.append(entry.id)
+            var outcome = fakeOutcome(entry, stored)
+            if entry.id == "d-1" { outcome.newState?.productId = "refused-by-server" }
+            return outcome
+        }
+        XCTAssertEqual(applied, ["d-0", "d-1", "d-2"])
+        XCTAssertEqual(report.processed, 2)
+        XCTAssertEqual(report.failed, 1)
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM notification_inbox WHERE processed_at IS NOT NULL"), 2)
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM subscription_states WHERE original_transaction_id = 'd-1'"), 0)
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM webhook_outbox"), 2)
+    }
+
     // MARK: Many instances
 
     func testConflictingClaimsOnTwoPurchasesFromTwoInstancesGiveBothToOneAccount() throws {

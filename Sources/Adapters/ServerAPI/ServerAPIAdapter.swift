@@ -28,30 +28,19 @@ public final class ServerAPIAdapter: VerificationAdapter {
     }
 
     public struct Options: Sendable {
-        public var retryPolicy: RetryPolicy
-        public var maxPages: Int
+        public var retryPolicy = RetryPolicy()
+        public var maxPages = 50
         /// Distinct receipt transactions looked up per receipt; more is refused (INPUT_TOO_LARGE).
-        public var maxReceiptLookups: Int
-        public var secretEnvironment: [String: String]
-        public var now: @Sendable () -> Date
-        public var sleep: RetryPolicy.Sleep
+        public var maxReceiptLookups = 20
+        public var secretEnvironment = ProcessInfo.processInfo.environment
+        public var now: @Sendable () -> Date = { Date() }
+        public var sleep: RetryPolicy.Sleep = RetryPolicy.taskSleep
         /// The per-app JWS verifiers (their clock, OCSP transport and `limits.maxJWSBytes`), which the
         /// gateway shares with notifications; nil builds the adapter's own on `now`.
         public var verifiers: AppVerifiers?
 
-        public init(retryPolicy: RetryPolicy = RetryPolicy(), maxPages: Int = 50, maxReceiptLookups: Int = 20,
-                    secretEnvironment: [String: String] = ProcessInfo.processInfo.environment,
-                    now: @escaping @Sendable () -> Date = { Date() },
-                    sleep: @escaping RetryPolicy.Sleep = RetryPolicy.taskSleep,
-                    verifiers: AppVerifiers? = nil) {
-            self.retryPolicy = retryPolicy
-            self.maxPages = maxPages
-            self.maxReceiptLookups = maxReceiptLookups
-            self.secretEnvironment = secretEnvironment
-            self.now = now
-            self.sleep = sleep
-            self.verifiers = verifiers
-        }
+        /// The defaults; the gateway's assembly sets what its configuration decides.
+        public init() {}
     }
 
     public let baseURLs: EnvironmentURLs

@@ -2,31 +2,50 @@ import CLibPQ
 import Foundation
 import Glibc
 import IAPCore
+import Synchronization
 
 /// One libpq connection, used by one thread at a time (`PostgresDatabase` hands it out).
 ///
 /// Error messages name the operation and the SQLSTATE with its class's generic meaning, never
 /// `PQerrorMessage`/`PQresultErrorMessage`: those may quote values, keys or the connection's password.
-final class PostgresConnection: SQLConnection, @unchecked Sendable {
+final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
     var dialect: SQLDialect { .postgres }
     private let handle: OpaquePointer
     /// Server-side prepared statements of this session, by the ledger's SQL text (`?` placeholders).
     private var statements: [String: PreparedStatement] = [:]
     /// The SQLSTATE of the last failed statement ("" if it failed without one, e.g. a lost connection).
     private(set) var lastFailureState: String?
+    /// Statements deferred to go in one pipeline with the next one sent (`deferScript`, `deferWrite`).
+    private var deferred: [Outgoing] = []
+    /// Set when a pipeline broke off in a way that leaves the session's state unknown: the pool drops it.
+    private var abandoned = false
+    private let roundTrips: RoundTripCounter?
 
     private struct PreparedStatement {
         let name: String
         let parameterCount: Int
     }
 
-    private init(handle: OpaquePointer) { self.handle = handle }
+    /// A statement ready to send: a prepared one with its parameters, or (no `prepared`) one
+    /// parameterless statement of transaction control sent as text.
+    private struct Outgoing {
+        let prepared: PreparedStatement?
+        let text: String
+        let parameters: Parameters
+        let operation: String
+    }
+
+    private init(handle: OpaquePointer, roundTrips: RoundTripCounter?) {
+        self.handle = handle
+        self.roundTrips = roundTrips
+    }
 
     deinit { PQfinish(handle) }
 
     /// Connects with `url` (a libpq URI: `postgres://user:password@host:port/db?options=...`).
     /// Settings in the URL win over the defaults here (a shorter connect timeout, another name).
-    static func open(url: String, connectTimeoutSeconds: Int = 5) throws(VerificationError) -> PostgresConnection {
+    static func open(url: String, connectTimeoutSeconds: Int = 5,
+                     roundTrips: RoundTripCounter? = nil) throws(VerificationError) -> PostgresConnection {
         let keywords = ["application_name", "connect_timeout", "dbname"]
         let values = ["iapgw", String(connectTimeoutSeconds), url]
         let handle = withCStrings(keywords) { keywordPointers in
@@ -48,7 +67,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         // libpq prints server notices ("relation already exists, skipping") to stderr by default:
         // that would break the JSON-lines log, and a notice may quote names or values. Dropped.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
-        let connection = PostgresConnection(handle: handle)
+        let connection = PostgresConnection(handle: handle, roundTrips: roundTrips)
         // A 200 reports a commit that is on disk: a role, database or URL (`options=-c...`) default of
         // synchronous_commit = off would let COMMIT return before the WAL flush, so this session turns
         // it back on. Every other value (on, local, remote_write, remote_apply) flushes locally first.
@@ -61,24 +80,61 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     /// False once the session is gone (server restarted, backend terminated): the pool drops it.
     /// An idle session never has anything to read; readable means the server said goodbye or closed it.
     var isUsable: Bool {
-        guard PQstatus(handle) == CONNECTION_OK, PQtransactionStatus(handle) == PQTRANS_IDLE else { return false }
+        guard !isBroken, deferred.isEmpty, PQtransactionStatus(handle) == PQTRANS_IDLE else { return false }
         var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
         guard descriptor.fd >= 0 else { return false }
         return poll(&descriptor, 1, 0) == 0
     }
 
-    var isBroken: Bool { PQstatus(handle) != CONNECTION_OK }
+    var isBroken: Bool { abandoned || PQstatus(handle) != CONNECTION_OK }
+
+    /// Inside a transaction block, failed or not (the batch must roll back to its savepoint).
+    var inTransaction: Bool {
+        let status = PQtransactionStatus(handle)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
+    }
+
+    var lastFailureIsTransient: Bool { ["40001", "40P01"].contains(lastFailureState ?? "") }
 
     // MARK: SQLConnection
 
     func executeScript(_ sql: String, operation: String) throws(VerificationError) {
+        if sql == "ROLLBACK" {
+            // Ends the transaction: what was deferred inside it would be undone anyway.
+            deferred.removeAll()
+        } else if !deferred.isEmpty {
+            // One statement goes in the pipeline; a script (several) only after it (the pipeline
+            // carries one statement per message).
+            guard sql.contains(";") else {
+                let result = try pipeline(then: Outgoing(prepared: nil, text: sql, parameters: Parameters(), operation: operation))
+                defer { PQclear(result) }
+                try check(result, operation)
+                return
+            }
+            try flushDeferred()
+        }
+        roundTrips?.count()
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         try check(result, operation)
     }
 
+    func deferScript(_ sql: String, operation: String) throws(VerificationError) {
+        guard !sql.contains(";") else { return try executeScript(sql, operation: operation) }
+        deferred.append(Outgoing(prepared: nil, text: sql, parameters: Parameters(), operation: operation))
+    }
+
+    func deferWrite(_ sql: String, _ arguments: [SQLValue]) throws(VerificationError) {
+        deferred.append(try outgoing(sql, arguments, operation: "write"))
+    }
+
+    func flushDeferred() throws(VerificationError) {
+        guard !deferred.isEmpty else { return }
+        _ = try pipeline(then: nil)
+    }
+
     func write(_ sql: String, _ arguments: [SQLValue]) throws(VerificationError) -> WriteResult {
-        let result = try execute(sql, arguments)
+        let result = try execute(sql, arguments, operation: "write")
         defer { PQclear(result) }
         let status = PQresultStatus(result)
         if status == PGRES_FATAL_ERROR, let state = Self.sqlState(result), state.hasPrefix("23") {
@@ -92,7 +148,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
 
     func queryRows<T>(_ sql: String, _ arguments: [SQLValue], decode: (SQLRow) throws(VerificationError) -> T)
         throws(VerificationError) -> [T] {
-        let result = try execute(sql, arguments)
+        let result = try execute(sql, arguments, operation: "read")
         defer { PQclear(result) }
         try check(result, "read")
         let count = PQntuples(result)
@@ -124,49 +180,92 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
 
     // MARK: Statements
 
-    /// Runs the cached prepared statement for `sql` (preparing it on first use in this session).
-    /// Integers and text go in text format (the server converts to the inferred type), blobs in binary;
-    /// results come back in text format.
-    private func execute(_ sql: String, _ arguments: [SQLValue]) throws(VerificationError) -> OpaquePointer? {
+    /// Runs the cached prepared statement for `sql` (preparing it on first use in this session),
+    /// after the deferred statements, in one pipeline with them if there are any. Integers and text
+    /// go in text format (the server converts to the inferred type), blobs in binary; results come
+    /// back in text format. The caller checks (and clears) the result.
+    private func execute(_ sql: String, _ arguments: [SQLValue], operation: String) throws(VerificationError)
+        -> OpaquePointer? {
+        let statement = try outgoing(sql, arguments, operation: operation)
+        guard deferred.isEmpty, let prepared = statement.prepared else { return try pipeline(then: statement) }
+        roundTrips?.count()
+        return statement.parameters.withLibPQArrays { count, values, lengths, formats in
+            PQexecPrepared(handle, prepared.name, count, values, lengths, formats, 0)
+        }
+    }
+
+    private func outgoing(_ sql: String, _ arguments: [SQLValue], operation: String) throws(VerificationError) -> Outgoing {
         let statement = try prepared(sql)
         guard statement.parameterCount == arguments.count else {
             throw VerificationError(.internalError, "storage: bind failed (wrong number of parameters)")
         }
-        // One buffer holds every value; each text value ends with NUL, and the buffer is never empty,
-        // so an empty blob still has a non-null pointer (a null pointer means SQL NULL to libpq).
-        var buffer: [UInt8] = []
-        var offsets: [Int?] = []
-        var lengths: [Int32] = []
-        var formats: [Int32] = []
-        for argument in arguments {
-            switch argument {
-            case .null:
-                offsets.append(nil); lengths.append(0); formats.append(0)
-            case .integer(let value):
-                offsets.append(buffer.count); buffer.append(contentsOf: String(value).utf8); buffer.append(0)
-                lengths.append(0); formats.append(0)
-            case .text(let value):
-                // A text parameter is read up to its first NUL: "id\0x" would silently become "id",
-                // another key. PostgreSQL text cannot hold NUL anyway, so it is refused.
-                guard !value.utf8.contains(0) else {
-                    throw VerificationError(.internalError, "storage: bind failed (text with a NUL character)")
-                }
-                offsets.append(buffer.count); buffer.append(contentsOf: value.utf8); buffer.append(0)
-                lengths.append(0); formats.append(0)
-            case .blob(let value):
-                offsets.append(buffer.count); buffer.append(contentsOf: value)
-                lengths.append(Int32(value.count)); formats.append(1)
-            }
+        return Outgoing(prepared: statement, text: sql, parameters: try Parameters(arguments), operation: operation)
+    }
+
+    /// Sends the deferred statements and `final` in one pipeline (libpq's pipeline mode: one round
+    /// trip for all) and returns `final`'s result for the caller to check. A deferred statement that
+    /// failed is the error thrown (the server skipped everything after it, `final` too), so a
+    /// failure is reported by the next statement the caller runs, never lost.
+    private func pipeline(then final: Outgoing?) throws(VerificationError) -> OpaquePointer? {
+        let queue = deferred + (final.map { [$0] } ?? [])
+        deferred.removeAll()
+        guard let last = queue.last else { return nil }
+        roundTrips?.count()
+        guard PQenterPipelineMode(handle) == 1 else {
+            lastFailureState = ""
+            throw Self.storageError(last.operation, state: nil, connectionLost: true)
         }
-        buffer.append(0)
-        let result = buffer.withUnsafeBufferPointer { bytes -> OpaquePointer? in
-            let base = UnsafeRawPointer(bytes.baseAddress!)
-            let values: [UnsafePointer<CChar>?] = offsets.map { offset in
-                offset.map { (base + $0).assumingMemoryBound(to: CChar.self) }
+        var sent = true
+        for statement in queue where sent { sent = send(statement) }
+        sent = sent && PQpipelineSync(handle) == 1
+        var failure: (operation: String, state: String?)?
+        var finalResult: OpaquePointer?
+        for (index, statement) in queue.enumerated() where sent {
+            guard let result = PQgetResult(handle) else {
+                sent = false
+                break
             }
-            return PQexecPrepared(handle, statement.name, Int32(arguments.count), values, lengths, formats, 0)
+            while let extra = PQgetResult(handle) { PQclear(extra) }
+            if final != nil, index == queue.count - 1 {
+                finalResult = result
+                continue
+            }
+            let status = PQresultStatus(result)
+            if failure == nil, status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK {
+                failure = (statement.operation, Self.sqlState(result))
+            }
+            PQclear(result)
         }
-        return result
+        if sent {
+            let sync = PQgetResult(handle)
+            sent = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+            PQclear(sync)
+        }
+        // Out of step with the server (a send failed, a result missing): nothing more can be trusted
+        // on this session.
+        if !sent || PQexitPipelineMode(handle) != 1 { abandoned = true }
+        if let failure {
+            PQclear(finalResult)
+            lastFailureState = failure.state ?? ""
+            // As `SQLConnection.run` reports it: a deferred write has no violation its caller handles.
+            if failure.state?.hasPrefix("23") == true { throw SQLConnectionErrors.constraintViolated }
+            throw Self.storageError(failure.operation, state: failure.state, connectionLost: isBroken)
+        }
+        guard sent else {
+            PQclear(finalResult)
+            lastFailureState = ""
+            throw Self.storageError(last.operation, state: nil, connectionLost: true)
+        }
+        return finalResult
+    }
+
+    private func send(_ statement: Outgoing) -> Bool {
+        guard let prepared = statement.prepared else {
+            return PQsendQueryParams(handle, statement.text, 0, nil, nil, nil, nil, 0) == 1
+        }
+        return statement.parameters.withLibPQArrays { count, values, lengths, formats in
+            PQsendQueryPrepared(handle, prepared.name, count, values, lengths, formats, 0)
+        } == 1
     }
 
     private func prepared(_ sql: String) throws(VerificationError) -> PreparedStatement {
@@ -174,6 +273,7 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         let (text, count) = Self.numberedPlaceholders(sql)
         let statement = PreparedStatement(name: "iapgw_\(statements.count + 1)", parameterCount: count)
         // No parameter types: the server infers each from its use (a CAST where it cannot).
+        roundTrips?.count()
         let result = PQprepare(handle, statement.name, text, 0, nil)
         defer { PQclear(result) }
         try check(result, "prepare")
@@ -210,7 +310,10 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
     private func check(_ result: OpaquePointer?, _ operation: String) throws(VerificationError) {
         let status = PQresultStatus(result)
         if result != nil, status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY {
-            return
+            // COMMIT of a transaction an unseen error aborted rolls it back and still "succeeds".
+            guard operation == "commit", String(cString: PQcmdStatus(result)) != "COMMIT" else { return }
+            lastFailureState = "25P02"
+            throw Self.storageError(operation, state: "25P02", connectionLost: false)
         }
         let state = Self.sqlState(result)
         lastFailureState = state ?? ""
@@ -259,6 +362,61 @@ final class PostgresConnection: SQLConnection, @unchecked Sendable {
         default: return "error"
         }
     }
+}
+
+/// Statement parameters in libpq's form: one buffer holds every value; each text value ends with
+/// NUL, and the buffer is never empty, so an empty blob still has a non-null pointer (a null pointer
+/// means SQL NULL to libpq).
+private struct Parameters {
+    private var buffer: [UInt8] = [0]
+    private var offsets: [Int?] = []
+    private var lengths: [Int32] = []
+    private var formats: [Int32] = []
+
+    init() {}
+
+    init(_ arguments: [SQLValue]) throws(VerificationError) {
+        buffer = []
+        for argument in arguments {
+            switch argument {
+            case .null:
+                offsets.append(nil); lengths.append(0); formats.append(0)
+            case .integer(let value):
+                offsets.append(buffer.count); buffer.append(contentsOf: String(value).utf8); buffer.append(0)
+                lengths.append(0); formats.append(0)
+            case .text(let value):
+                // A text parameter is read up to its first NUL: "id\0x" would silently become "id",
+                // another key. PostgreSQL text cannot hold NUL anyway, so it is refused.
+                guard !value.utf8.contains(0) else {
+                    throw VerificationError(.internalError, "storage: bind failed (text with a NUL character)")
+                }
+                offsets.append(buffer.count); buffer.append(contentsOf: value.utf8); buffer.append(0)
+                lengths.append(0); formats.append(0)
+            case .blob(let value):
+                offsets.append(buffer.count); buffer.append(contentsOf: value)
+                lengths.append(Int32(value.count)); formats.append(1)
+            }
+        }
+        buffer.append(0)
+    }
+
+    /// Calls `body` with the count, values, lengths and formats arrays, valid during the call.
+    func withLibPQArrays<R>(_ body: (Int32, [UnsafePointer<CChar>?], [Int32], [Int32]) -> R) -> R {
+        buffer.withUnsafeBufferPointer { bytes in
+            let base = UnsafeRawPointer(bytes.baseAddress!)
+            let values: [UnsafePointer<CChar>?] = offsets.map { offset in
+                offset.map { (base + $0).assumingMemoryBound(to: CChar.self) }
+            }
+            return body(Int32(offsets.count), values, lengths, formats)
+        }
+    }
+}
+
+/// Round trips to the server, counted across a database's connections (tests prove a path's count).
+final class RoundTripCounter: Sendable {
+    private let value = Atomic<Int>(0)
+    var total: Int { value.load(ordering: .relaxed) }
+    func count() { value.add(1, ordering: .relaxed) }
 }
 
 /// A row of a text-format result.

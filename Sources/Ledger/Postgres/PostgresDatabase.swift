@@ -11,7 +11,7 @@ import Synchronization
 /// one, so the gateway recovers by itself once the server is back.
 ///
 /// The URL may hold a password: it is kept only to open connections, and never appears in an error.
-final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
+final class PostgresDatabase: GroupCommittingDatabase, @unchecked Sendable {
     var dialect: SQLDialect { .postgres }
 
     private let url: String
@@ -21,10 +21,15 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     private let permits: DispatchSemaphore
     /// The longest any wait lasts: for a pooled connection, a statement, a lock.
     private let waitMilliseconds: Int
+    /// Round trips to the server so far, over every connection of the pool.
+    let roundTrips = RoundTripCounter()
 
     /// Transient conflicts between instances (a deadlock, a serialization failure) are retried
     /// this many times in all before the error reaches the caller.
     static let transactionAttempts = 3
+
+    /// Half the pool commits batches, side by side; the rest serves reads.
+    let writes: GroupCommit
 
     /// Connects once (so a wrong URL fails at start, not at the first request) and applies
     /// `migrations` not yet applied.
@@ -34,6 +39,11 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         self.maxConnections = max(1, maxConnections)
         self.permits = DispatchSemaphore(value: max(1, maxConnections))
         self.waitMilliseconds = waitMilliseconds
+        // Explicit, whatever the server's default: READ COMMITTED, so that the chain locks serialise
+        // work (each statement after the lock takes a fresh snapshot; a REPEATABLE READ snapshot is
+        // taken before the lock is granted and would not see what its holder committed).
+        writes = GroupCommit(begin: "BEGIN ISOLATION LEVEL READ COMMITTED", attempts: Self.transactionAttempts,
+                             batchesInFlight: max(1, maxConnections / 2))
         let first = try open()
         idle.withLock { $0.append(first) }
         try SchemaMigrator.migrate(self, migrations: migrations)
@@ -62,7 +72,8 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     /// session of a paused instance idle in its transaction is ended by the server, freeing its locks.
     /// (The connect itself gives up after `connect_timeout`.)
     private func open() throws(VerificationError) -> PostgresConnection {
-        let connection = try PostgresConnection.open(url: url, connectTimeoutSeconds: max(1, (waitMilliseconds + 999) / 1000))
+        let connection = try PostgresConnection.open(url: url, connectTimeoutSeconds: max(1, (waitMilliseconds + 999) / 1000),
+                                                     roundTrips: roundTrips)
         try connection.executeScript("""
             SET statement_timeout = \(waitMilliseconds); SET lock_timeout = \(waitMilliseconds);
             SET idle_in_transaction_session_timeout = \(2 * waitMilliseconds)
@@ -82,43 +93,23 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         throws(VerificationError) -> R {
         let connection = try checkOut()
         defer { checkIn(connection) }
-        return try body(connection)
+        let result = try body(connection)
+        try connection.flushDeferred()
+        return result
     }
 
-    /// BEGIN … COMMIT at READ COMMITTED (each statement sees what others committed before it;
-    /// row locks, ON CONFLICT and advisory locks do the serialising). A deadlock or serialization
-    /// failure rolls the attempt back and runs `body` again, as does a connection lost before BEGIN
-    /// reached the server.
+    /// Runs `body` in a write transaction shared with the write calls waiting beside it
+    /// (`GroupCommit`: one COMMIT, one WAL flush, for the batch; each call in a savepoint of its own).
+    /// Each batch runs on a pooled connection of its own; a deadlock or serialization failure rolls the call
+    /// back to its savepoint and runs it again in a later transaction, as does a connection lost
+    /// before BEGIN reached the server.
     @discardableResult
     func transaction<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
         throws(VerificationError) -> R {
-        var attempt = 1
-        while true {
+        try writes.run(body) { (use) throws(VerificationError) in
             let connection = try checkOut()
-            var began = false
-            do throws(VerificationError) {
-                defer { checkIn(connection) }
-                connection.resetFailure()
-                // Explicit, whatever the server's default: the chain locks only serialise work if each
-                // statement after the lock takes a fresh snapshot (a REPEATABLE READ snapshot is taken
-                // before the lock is granted and would not see what its holder committed).
-                try connection.executeScript("BEGIN ISOLATION LEVEL READ COMMITTED", operation: "begin")
-                began = true
-                do throws(VerificationError) {
-                    let result = try body(connection)
-                    try connection.executeScript("COMMIT", operation: "commit")
-                    return result
-                } catch {
-                    // A failed ROLLBACK (connection gone) leaves nothing better to report than the original error.
-                    if !connection.isBroken { try? connection.executeScript("ROLLBACK", operation: "rollback") }
-                    throw error
-                }
-            } catch {
-                let transient = ["40001", "40P01"].contains(connection.lastFailureState ?? "")
-                let lostBeforeBegin = !began && connection.isBroken
-                guard attempt < Self.transactionAttempts, transient || lostBeforeBegin else { throw error }
-                attempt += 1
-            }
+            defer { checkIn(connection) }
+            use(connection)
         }
     }
 }

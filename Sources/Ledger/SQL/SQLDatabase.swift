@@ -94,6 +94,32 @@ protocol SQLConnection: AnyObject {
 
     /// `serializeTransaction(on:)` without the wait: false if another transaction holds `key` now.
     func trySerializeTransaction(on key: String) throws(VerificationError) -> Bool
+
+    /// One parameterless statement of transaction control (BEGIN, SAVEPOINT) that the engine may
+    /// send together with the next statement run (PostgreSQL: one pipeline, one round trip for
+    /// both); its failure is then reported by that statement, or by `flushDeferred`.
+    func deferScript(_ sql: String, operation: String) throws(VerificationError)
+
+    /// A write whose changed-row count nobody needs, deferred like `deferScript`; a constraint
+    /// violation is a failure. Inside a transaction only: its failure must reach the caller before
+    /// the work is taken as done (the next statement, `executeScript`, or `flushDeferred`).
+    func deferWrite(_ sql: String, _ arguments: [SQLValue]) throws(VerificationError)
+
+    /// Sends whatever is deferred, reporting its failure.
+    func flushDeferred() throws(VerificationError)
+}
+
+/// An engine without a pipeline (SQLite, in-process) runs deferred statements at once.
+extension SQLConnection {
+    func deferScript(_ sql: String, operation: String) throws(VerificationError) {
+        try executeScript(sql, operation: operation)
+    }
+
+    func deferWrite(_ sql: String, _ arguments: [SQLValue]) throws(VerificationError) {
+        guard case .changed = try write(sql, arguments) else { throw SQLConnectionErrors.constraintViolated }
+    }
+
+    func flushDeferred() throws(VerificationError) {}
 }
 
 extension SQLConnection {
@@ -102,15 +128,24 @@ extension SQLConnection {
     func run(_ sql: String, _ arguments: SQLValue...) throws(VerificationError) -> Int {
         switch try write(sql, arguments) {
         case .changed(let count): return count
-        case .constraintViolation:
-            throw VerificationError(.internalError, "storage: write failed (constraint violated)")
+        case .constraintViolation: throw SQLConnectionErrors.constraintViolated
         }
+    }
+
+    /// `deferWrite` with the arguments listed.
+    func runDeferred(_ sql: String, _ arguments: SQLValue...) throws(VerificationError) {
+        try deferWrite(sql, arguments)
     }
 
     func query<T>(_ sql: String, _ arguments: SQLValue..., decode: (SQLRow) throws(VerificationError) -> T)
         throws(VerificationError) -> [T] {
         try queryRows(sql, arguments, decode: decode)
     }
+}
+
+enum SQLConnectionErrors {
+    /// A write broke a constraint where none may be: a storage fault.
+    static let constraintViolated = VerificationError(.internalError, "storage: write failed (constraint violated)")
 }
 
 /// A storage engine's view of the current row.

@@ -34,31 +34,26 @@ extension SQLLedger {
                                _ apply: (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome)
         throws(VerificationError) -> ProcessReport {
         let policy = InboxRetryPolicy.standard
-        let due = try database.withConnection { (connection) throws(VerificationError) in
-            try connection.query("""
-                SELECT seq FROM notification_inbox
-                WHERE processed_at IS NULL AND parked_at IS NULL AND next_attempt_at <= ?
-                ORDER BY signed_date, received_at, seq LIMIT ?
-                """, .integer(now), .integer(Int64(max(0, limit)))) { (row) throws(VerificationError) in
-                try row.requiredInteger(0)
-            }
-        }
         var report = ProcessReport()
         // Entries are applied in batches, one transaction (one durable commit) each, every entry
         // inside its own savepoint: a failing entry rolls back alone, as if it had its own transaction.
-        var start = due.startIndex
-        while start < due.endIndex {
-            let batch = due[start..<min(start + Self.entriesPerCommit, due.endIndex)]
-            start = batch.endIndex
+        // Each batch claims its entries itself, in one statement; `limit` bounds the entries claimed
+        // in all (one left due, its chain held by another instance, is claimed again by the next batch).
+        var claimed = 0
+        while claimed < limit {
+            let size = min(Self.entriesPerCommit, limit - claimed)
             let applied = try database.transaction { (connection) throws(VerificationError) -> BatchResult in
                 var result = BatchResult()
-                for seq in batch {
-                    try connection.executeScript("SAVEPOINT inbox_entry", operation: "savepoint")
+                let entries = try Self.claimDue(size, now: now, connection)
+                result.claimed = entries.count
+                for (seq, entry) in entries {
+                    try connection.deferScript("SAVEPOINT inbox_entry", operation: "savepoint")
                     do throws(VerificationError) {
-                        if let unknown = try Self.applyDue(seq, now: now, apply, connection) {
+                        if let unknown = try Self.applyDue(seq, entry, now: now, apply, connection) {
                             result.processed += 1
                             if unknown { result.unknown += 1 }
                         }
+                        // Also the moment the entry's deferred writes report their failure, if any.
                         try connection.executeScript("RELEASE SAVEPOINT inbox_entry", operation: "savepoint")
                     } catch {
                         // Nothing of this entry remains but the failure counted after the commit.
@@ -69,12 +64,14 @@ extension SQLLedger {
                 }
                 return result
             }
+            claimed += applied.claimed
             report.processed += applied.processed
             report.unknown += applied.unknown
             for (seq, code) in applied.failures {
                 report.failed += 1
                 if try recordFailure(seq, code: code, now: now, policy: policy) { report.parked += 1 }
             }
+            if applied.claimed < size { break }
         }
         return report
     }
@@ -83,18 +80,32 @@ extension SQLLedger {
     static let entriesPerCommit = 16
 
     private struct BatchResult: Sendable {
+        var claimed = 0
         var processed = 0
         var unknown = 0
         var failures: [(Int64, VerificationError.Code)] = []
     }
 
-    /// Applies one due entry inside the caller's transaction: true/false (its type was unknown or
-    /// not) once applied, nil if it is not to be applied now (taken or finished by another worker,
-    /// or its chain held by another instance's transaction: it stays due for the next pass).
-    private static func applyDue(_ seq: Int64, now: Int64,
-                              _ apply: (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome,
-                              _ connection: any SQLConnection) throws(VerificationError) -> Bool? {
-        guard let entry = try dueEntry(seq, connection) else { return nil }
+    /// Takes up to `count` due entries, oldest first, for the caller's transaction; on PostgreSQL their
+    /// rows stay locked until it ends, and rows another instance holds are skipped, so two drainers
+    /// never take the same entry (a row it finished meanwhile is re-read and no longer due).
+    private static func claimDue(_ count: Int, now: Int64, _ connection: any SQLConnection)
+        throws(VerificationError) -> [(seq: Int64, entry: InboxEntry)] {
+        try connection.query("""
+            SELECT \(entryColumns), seq FROM notification_inbox
+            WHERE processed_at IS NULL AND parked_at IS NULL AND next_attempt_at <= ?
+            ORDER BY signed_date, received_at, seq LIMIT ?\(connection.dialect.lockRowsSkippingLocked)
+            """, .integer(now), .integer(Int64(max(0, count)))) { (row) throws(VerificationError) in
+            (try row.requiredInteger(10), try decodeEntry(row))
+        }
+    }
+
+    /// Applies one claimed entry inside the caller's transaction: true/false (its type was unknown or
+    /// not) once applied, nil if it is not to be applied now (its chain held by another instance's
+    /// transaction: it stays due for the next pass).
+    private static func applyDue(_ seq: Int64, _ entry: InboxEntry, now: Int64,
+                                 _ apply: (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome,
+                                 _ connection: any SQLConnection) throws(VerificationError) -> Bool? {
         let chain = entry.event?.originalTransactionId
         // Two entries of one chain taken by two instances must not both read the old state. No
         // waiting here: a batch holding one chain while waiting for another could deadlock.
@@ -105,13 +116,6 @@ extension SQLLedger {
         let outcome = try apply(entry, stored)
         try record(outcome, of: entry, seq: seq, chain: chain, now: now, connection)
         return outcome.unknownType
-    }
-
-    private static func dueEntry(_ seq: Int64, _ connection: any SQLConnection) throws(VerificationError) -> InboxEntry? {
-        try connection.query("""
-            SELECT \(entryColumns) FROM notification_inbox
-            WHERE seq = ? AND processed_at IS NULL AND parked_at IS NULL\(connection.dialect.lockRowsSkippingLocked)
-            """, .integer(seq), decode: decodeEntry).first
     }
 
     /// Writes everything `outcome` says, then marks the entry processed; the caller's transaction
@@ -129,11 +133,11 @@ extension SQLLedger {
             guard event.bundleId == entry.bundleId else {
                 throw VerificationError(.internalError, "storage: webhook event for another app")
             }
-            try insertWebhook(event, now: now, connection)
+            try queueWebhook(event, now: now, connection)
             if event.kind == .consumptionRequested, let transactionId = event.transactionId {
                 // Apple's 12-hour window runs from its request (signedDate), not from our receipt of it.
                 // A later request for the same transaction needs a new answer; a replayed one does not.
-                try connection.run("""
+                try connection.runDeferred("""
                     INSERT INTO consumption_requests (bundle_id, transaction_id, original_transaction_id, requested_at)
                     VALUES (?, ?, ?, ?)
                     ON CONFLICT (bundle_id, transaction_id) DO UPDATE SET
@@ -143,14 +147,14 @@ extension SQLLedger {
                     .integer(entry.signedDate))
             }
         }
-        try connection.run("""
+        try connection.runDeferred("""
             UPDATE notification_inbox SET processed_at = ?, unknown_type = ?, last_error_code = NULL WHERE seq = ?
             """, .integer(now), .integer(outcome.unknownType ? 1 : 0), .integer(seq))
     }
 
     private static func storeState(_ state: SubscriptionState, now: Int64, _ connection: any SQLConnection)
         throws(VerificationError) {
-        try connection.run("""
+        try connection.runDeferred("""
             INSERT INTO subscription_states (bundle_id, original_transaction_id, product_id, state, expires_date,
                                              last_signed_date, state_json, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)

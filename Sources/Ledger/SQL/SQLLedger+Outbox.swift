@@ -17,15 +17,30 @@ extension SQLLedger {
     @discardableResult
     static func insertWebhook(_ event: WebhookEvent, now: Int64, _ connection: any SQLConnection)
         throws(VerificationError) -> Bool {
+        switch try connection.write(insertWebhookSQL, try webhookArguments(event, now: now)) {
+        case .changed(let count): return count == 1
+        case .constraintViolation: throw SQLConnectionErrors.constraintViolated
+        }
+    }
+
+    /// `insertWebhook` when nobody needs to know whether the event was new (`deferWrite`).
+    static func queueWebhook(_ event: WebhookEvent, now: Int64, _ connection: any SQLConnection)
+        throws(VerificationError) {
+        try connection.deferWrite(insertWebhookSQL, try webhookArguments(event, now: now))
+    }
+
+    private static let insertWebhookSQL = """
+        INSERT INTO webhook_outbox (bundle_id, idempotency_key, event_json, created_at, next_attempt_at)
+        VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (bundle_id, idempotency_key) DO NOTHING
+        """
+
+    private static func webhookArguments(_ event: WebhookEvent, now: Int64) throws(VerificationError) -> [SQLValue] {
         guard !event.idempotencyKey.isEmpty else {
             throw VerificationError(.internalError, "storage: webhook event without an idempotency key")
         }
-        return try connection.run("""
-            INSERT INTO webhook_outbox (bundle_id, idempotency_key, event_json, created_at, next_attempt_at)
-            VALUES (?, ?, ?, ?, ?)
-            ON CONFLICT (bundle_id, idempotency_key) DO NOTHING
-            """, .text(event.bundleId), .text(event.idempotencyKey), .text(try NotificationJSON.encode(event)),
-            .integer(now), .integer(now)) == 1
+        return [.text(event.bundleId), .text(event.idempotencyKey), .text(try NotificationJSON.encode(event)),
+                .integer(now), .integer(now)]
     }
 
     public func dueWebhooks(now: Int64, limit: Int) throws(VerificationError) -> [OutboxEntry] {

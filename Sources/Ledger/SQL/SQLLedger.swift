@@ -53,13 +53,13 @@ public final class SQLLedger: Sendable {
         self.database = database
     }
 
-    /// How many calls the engine can take at once: PostgreSQL's pool size; SQLite has one connection,
-    /// and the write calls waiting for it are committed together (`SQLiteDatabase`), so a batch can
-    /// hold as many calls as there are threads waiting.
-    public var concurrentCalls: Int { (database as? PostgresDatabase)?.maxConnections ?? Self.sqliteGroupCommitCalls }
+    /// How many calls the engine can take at once: write calls waiting for the batch in flight are
+    /// committed together (`GroupCommit`), so a batch can hold as many calls as there are threads
+    /// waiting; PostgreSQL's reads wait for one of its pooled connections, of which there may be more.
+    public var concurrentCalls: Int { max((database as? PostgresDatabase)?.maxConnections ?? 0, Self.groupCommitCalls) }
 
-    /// Storage threads for SQLite: the largest group commit. Blocked threads cost only their stacks.
-    static let sqliteGroupCommitCalls = 32
+    /// Storage threads: the largest group commit. Blocked threads cost only their stacks.
+    static let groupCommitCalls = 32
 
     // MARK: Nonces
 

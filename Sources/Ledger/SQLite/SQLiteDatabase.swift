@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// Error messages name the operation and SQLite's generic text for the result code
 /// (`sqlite3_errstr`), never `sqlite3_errmsg`, which may quote schema details, and never values.
-final class SQLiteConnection: SQLConnection {
+final class SQLiteConnection: GroupCommitConnection {
     var dialect: SQLDialect { .sqlite }
     fileprivate let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
@@ -16,6 +16,11 @@ final class SQLiteConnection: SQLConnection {
 
     /// False once SQLite is back in autocommit mode: no transaction open (or it rolled one back itself).
     var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// A file, not a session: never lost. Conflicts wait (busy timeout) rather than fail transiently.
+    var isBroken: Bool { false }
+    var lastFailureIsTransient: Bool { false }
+    func resetFailure() {}
 
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }
@@ -139,24 +144,17 @@ struct SQLiteRow: SQLRowSource {
 /// gateway whose writes are short. Other processes may open the same file; `busy_timeout` makes
 /// their writers wait for each other instead of failing.
 ///
-/// Write transactions are group-committed: the calls waiting for the connection while one commits
-/// are run together, each in a savepoint of its own, in one transaction with one COMMIT (one WAL
-/// fsync) for all of them. Each caller is answered only after that COMMIT returned (so a 200 still
-/// means "on disk"); a call that throws is rolled back to its savepoint and fails alone.
-final class SQLiteDatabase: SQLDatabase, @unchecked Sendable {
+/// Write transactions are group-committed (`GroupCommit`): the calls waiting for the connection
+/// while one commits are run together, each in a savepoint of its own, in one transaction with one
+/// COMMIT (one WAL fsync) for all of them.
+final class SQLiteDatabase: GroupCommittingDatabase, @unchecked Sendable {
     var dialect: SQLDialect { .sqlite }
     private let connection: SQLiteConnection
     private let lock = Mutex(())
     private var checkpointer: WALCheckpointer?
-    /// Write calls waiting for the next batch, in arrival order, and whether a caller is leading
-    /// (committing batches); the others sleep until their batch is done or the leading passes to them.
-    private let batching = Mutex(Batching())
-    private struct Batching {
-        var waiting: [GroupedWrite] = []
-        var leading = false
-    }
-    /// COMMITs of write transactions so far (one per batch).
-    private let commitCount = Atomic<Int>(0)
+    /// BEGIN IMMEDIATE takes the write lock up front, so two connections never deadlock upgrading
+    /// read locks. SQLite reports no transient conflicts (its busy timeout waits instead).
+    let writes = GroupCommit(begin: "BEGIN IMMEDIATE", attempts: 1)
 
     /// Opens (creating if needed) the file at `path` and applies `migrations` not yet applied.
     init(path: String, migrations: [String], busyTimeoutMilliseconds: Int32 = 10_000) throws(VerificationError) {
@@ -187,12 +185,6 @@ final class SQLiteDatabase: SQLDatabase, @unchecked Sendable {
         checkpointer = WALCheckpointer(path: path)
     }
 
-    /// COMMITs of write transactions so far: fewer than the `transaction` calls when batches formed.
-    var commits: Int { commitCount.load(ordering: .relaxed) }
-
-    /// Write calls queued for the next batch now (tests wait for a batch to fill).
-    var waitingWrites: Int { batching.withLock { $0.waiting.count } }
-
     /// Runs `body` with exclusive use of the connection (no transaction of its own).
     @discardableResult
     func withConnection<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
@@ -201,156 +193,11 @@ final class SQLiteDatabase: SQLDatabase, @unchecked Sendable {
         return try lock.withLock { (_: inout ()) throws(VerificationError) -> R in try body(connection) }
     }
 
-    /// Runs `body` in a write transaction shared with the calls waiting beside it (see the type):
-    /// BEGIN IMMEDIATE takes the write lock up front, so two connections never deadlock upgrading
-    /// read locks; a throw rolls back `body`'s own work, and a failed COMMIT every call of the batch.
+    /// Runs `body` in a write transaction shared with the calls waiting beside it (see the type).
     @discardableResult
     func transaction<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
         throws(VerificationError) -> R {
-        var value: R?
-        let failure = withoutActuallyEscaping(body) { (body) -> VerificationError? in
-            let write = GroupedWrite { (connection) -> VerificationError? in
-                do throws(VerificationError) {
-                    value = try body(connection)
-                    return nil
-                } catch {
-                    return error
-                }
-            }
-            let leads = batching.withLock { state -> Bool in
-                state.waiting.append(write)
-                defer { state.leading = true }
-                return !state.leading
-            }
-            // A follower sleeps (no spinning on the connection's mutex) until the leader answered it,
-            // or passed it the leading: then this call's batch is the next one.
-            if !leads { write.waitForTurn() }
-            if !write.finished { lead() }
-            return write.failure
-        }
-        if let failure { throw failure }
-        guard let value else { throw VerificationError(.internalError, "storage: a write call was never run") }
-        return value
+        let connection = self.connection
+        return try writes.run(body) { (use) throws(VerificationError) in lock.withLock { _ in use(connection) } }
     }
-
-    /// Commits the waiting calls (the leader's own among them) as one batch, then passes the leading
-    /// to the oldest call that arrived meanwhile, or ends it: no caller leads more than its own batch.
-    private func lead() {
-        let batch = batching.withLock { state in
-            defer { state.waiting.removeAll(keepingCapacity: true) }
-            return state.waiting
-        }
-        lock.withLock { _ in commit(batch[...]) }
-        batching.withLock { state in
-            if let next = state.waiting.first { next.takeTurn() } else { state.leading = false }
-        }
-    }
-
-    /// With the connection held: runs `batch` in one transaction and answers each call.
-    private func commit(_ batch: ArraySlice<GroupedWrite>) {
-        var batch = batch
-        // Normally one pass; another only if SQLite rolled the transaction back under a call (an I/O
-        // error, a full disk), which takes the calls already applied down with it.
-        while !batch.isEmpty {
-            do throws(VerificationError) {
-                try connection.executeScript("BEGIN IMMEDIATE", operation: "begin")
-            } catch {
-                batch.forEach { $0.finish(error) }
-                return
-            }
-            var applied: [GroupedWrite] = []
-            var lost: VerificationError?
-            while lost == nil, let write = batch.popFirst() {
-                switch apply(write) {
-                case .applied:
-                    applied.append(write)
-                case .failed(let error):
-                    write.finish(error)
-                case .transactionLost(let error):
-                    write.finish(error)
-                    lost = error
-                }
-            }
-            if let lost {
-                try? connection.executeScript("ROLLBACK", operation: "rollback")
-                applied.forEach { $0.finish(lost) }
-                continue
-            }
-            do throws(VerificationError) {
-                try connection.executeScript("COMMIT", operation: "commit")
-                commitCount.add(1, ordering: .relaxed)
-                applied.forEach { $0.finish(nil) }
-            } catch {
-                // A failed ROLLBACK leaves nothing better to report than the COMMIT's error.
-                try? connection.executeScript("ROLLBACK", operation: "rollback")
-                applied.forEach { $0.finish(error) }
-            }
-        }
-    }
-
-    private enum Applied {
-        case applied
-        /// The call threw; its savepoint was rolled back and the transaction goes on.
-        case failed(VerificationError)
-        /// The transaction is gone (SQLite rolled it back, or its savepoint could not be undone).
-        case transactionLost(VerificationError)
-    }
-
-    /// Runs one call of the batch inside a savepoint of its own.
-    private func apply(_ write: GroupedWrite) -> Applied {
-        do throws(VerificationError) {
-            try connection.executeScript("SAVEPOINT grouped_write", operation: "savepoint")
-        } catch {
-            return .transactionLost(error)
-        }
-        guard let error = write.run(connection) else {
-            do throws(VerificationError) {
-                try connection.executeScript("RELEASE SAVEPOINT grouped_write", operation: "savepoint")
-                return .applied
-            } catch {
-                return .transactionLost(error)
-            }
-        }
-        guard connection.inTransaction else { return .transactionLost(error) }
-        do throws(VerificationError) {
-            try connection.executeScript("ROLLBACK TO SAVEPOINT grouped_write; RELEASE SAVEPOINT grouped_write",
-                                         operation: "rollback to savepoint")
-            return .failed(error)
-        } catch {
-            return .transactionLost(error)
-        }
-    }
-}
-
-/// One write call waiting for its batch. Touched by its caller's thread and by the leader committing
-/// its batch; the semaphore orders the two (the leader writes, then signals; the caller wakes, then reads).
-private final class GroupedWrite: @unchecked Sendable {
-    private var body: ((any SQLConnection) -> VerificationError?)?
-    private(set) var finished = false
-    private(set) var failure: VerificationError?
-    private let turn = DispatchSemaphore(value: 0)
-
-    init(_ body: @escaping (any SQLConnection) -> VerificationError?) { self.body = body }
-
-    /// Runs the caller's body once; its error, if any.
-    func run(_ connection: any SQLConnection) -> VerificationError? {
-        guard let body else { return VerificationError(.internalError, "storage: a write call was run twice") }
-        self.body = nil
-        return body(connection)
-    }
-
-    /// The batch's verdict for this call: nil once its work is committed.
-    func finish(_ failure: VerificationError?) {
-        // The body goes now: the caller's closure must not outlive its `transaction` call.
-        body = nil
-        self.failure = failure
-        finished = true
-        turn.signal()
-    }
-
-    /// Sleeps until the call is answered (`finished`) or its caller is to lead the next batch.
-    func waitForTurn() { turn.wait() }
-
-    /// Wakes the caller, unanswered, to lead the next batch.
-    func takeTurn() { turn.signal() }
 }

@@ -1,0 +1,248 @@
+import Dispatch
+import IAPCore
+import Synchronization
+
+/// A connection a batch of grouped write calls runs on.
+protocol GroupCommitConnection: SQLConnection {
+    /// True while a transaction is open (false once the engine rolled it back under a call).
+    var inTransaction: Bool { get }
+    /// The session is gone (server restarted, backend terminated): nothing more can run on it.
+    var isBroken: Bool { get }
+    /// The last failure since `resetFailure()` was a transient conflict with another session (a
+    /// deadlock, a serialization failure): the call may succeed if run again.
+    var lastFailureIsTransient: Bool { get }
+    func resetFailure()
+}
+
+/// An engine whose write transactions are group-committed (tests count its COMMITs).
+protocol GroupCommittingDatabase: SQLDatabase {
+    var writes: GroupCommit { get }
+}
+
+/// Group commit, the same for both engines: the write calls that arrive while one batch commits
+/// wait (asleep) and are run together by one of them, the leader, in the next transaction: each in a
+/// savepoint of its own (a call that throws is rolled back to it and fails alone), then one COMMIT
+/// (one durable flush) for all, and each caller is answered only after that COMMIT returned, so a
+/// 200 still means "on disk". A leader commits only its own batch, then passes the leading to the
+/// oldest call that arrived meanwhile. Up to `batchesInFlight` batches run at once, each on its own
+/// connection (SQLite has one; PostgreSQL's backends run batches side by side, and its WAL writer
+/// flushes their commits together).
+final class GroupCommit: Sendable {
+    /// Opens each batch's transaction.
+    private let begin: String
+    /// Runs of one call in all (the first included) when it meets a transient conflict, or a
+    /// connection found lost before BEGIN reached the server.
+    private let attempts: Int
+    /// The most batches committing at once.
+    let batchesInFlight: Int
+    /// Calls waiting for a batch, in arrival order, and how many callers are leading one. Calls
+    /// wait only while every leading slot is taken.
+    private let batching = Mutex(Batching())
+    private struct Batching {
+        var waiting: [GroupedWrite] = []
+        var leaders = 0
+    }
+    private let commitCount = Atomic<Int>(0)
+
+    init(begin: String, attempts: Int, batchesInFlight: Int = 1) {
+        self.begin = begin
+        self.attempts = max(1, attempts)
+        self.batchesInFlight = max(1, batchesInFlight)
+    }
+
+    /// COMMITs of batches so far: fewer than the `run` calls when batches formed.
+    var commits: Int { commitCount.load(ordering: .relaxed) }
+
+    /// Write calls queued for the next batch now (tests wait for a batch to fill).
+    var waitingWrites: Int { batching.withLock { $0.waiting.count } }
+
+    /// A connection lent to the leader for one pass over its batch; a throw (no connection) fails
+    /// the calls not yet answered.
+    typealias Lend = (_ use: (any GroupCommitConnection) -> Void) throws(VerificationError) -> Void
+
+    /// Runs `body` in the next batch's transaction (see the type); `lend` gives the connection if
+    /// this caller leads. A throw rolls back `body`'s own work, and a failed COMMIT every call of the batch.
+    func run<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R, lend: Lend)
+        throws(VerificationError) -> R {
+        var value: R?
+        let failure = withoutActuallyEscaping(body) { (body) -> VerificationError? in
+            let write = GroupedWrite { (connection) -> VerificationError? in
+                do throws(VerificationError) {
+                    value = try body(connection)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            let leads = batching.withLock { state -> Bool in
+                guard state.leaders < batchesInFlight else {
+                    state.waiting.append(write)
+                    return false
+                }
+                state.leaders += 1
+                return true
+            }
+            // A follower sleeps (no spinning on a mutex) until a leader answered it, or passed it
+            // the leading: then this call's batch is the next one.
+            if !leads { write.waitForTurn() }
+            if !write.finished { lead(write, lend) }
+            return write.failure
+        }
+        if let failure { throw failure }
+        guard let value else { throw VerificationError(.internalError, "storage: a write call was never run") }
+        return value
+    }
+
+    /// Commits the leader's own call and the waiting ones, then passes the leading on.
+    private func lead(_ own: GroupedWrite, _ lend: Lend) {
+        var batch = batching.withLock { state in
+            defer { state.waiting.removeAll(keepingCapacity: true) }
+            return [own] + state.waiting
+        }
+        // Normally one pass; another for calls to be run again (on a fresh connection if it was lost).
+        while !batch.isEmpty {
+            let pending = batch
+            batch = []
+            do throws(VerificationError) {
+                try lend { connection in batch = commit(pending[...], on: connection) }
+            } catch {
+                pending.forEach { $0.finish(error) }
+            }
+        }
+        // The call handed the leading leaves the queue, so no other leader hands it on too.
+        batching.withLock { state in
+            if state.waiting.isEmpty { state.leaders -= 1 } else { state.waiting.removeFirst().takeTurn() }
+        }
+    }
+
+    /// Runs `batch` in one transaction on `connection` and answers each call; returns the calls to
+    /// run again (a transient conflict, or BEGIN on a lost connection, with attempts left).
+    private func commit(_ batch: ArraySlice<GroupedWrite>, on connection: any GroupCommitConnection) -> [GroupedWrite] {
+        var batch = batch
+        var again: [GroupedWrite] = []
+        // Normally one transaction; another only if the engine rolled it back under a call (an I/O
+        // error, a full disk), which takes the calls already applied down with it.
+        while !batch.isEmpty {
+            do throws(VerificationError) {
+                try connection.executeScript(begin, operation: "begin")
+            } catch {
+                for write in batch {
+                    if connection.isBroken, write.mayTryAgain(within: attempts) { again.append(write) } else { write.finish(error) }
+                }
+                return again
+            }
+            var applied: [GroupedWrite] = []
+            var lost: VerificationError?
+            var calls = 0
+            while lost == nil, let write = batch.popFirst() {
+                calls += 1
+                switch apply(write, savepoint: "grouped_write_\(calls)", on: connection) {
+                case .applied:
+                    applied.append(write)
+                case .failed(let error, let transient):
+                    if transient, write.mayTryAgain(within: attempts) { again.append(write) } else { write.finish(error) }
+                case .transactionLost(let error):
+                    write.finish(error)
+                    lost = error
+                }
+            }
+            if let lost {
+                if !connection.isBroken { try? connection.executeScript("ROLLBACK", operation: "rollback") }
+                applied.forEach { $0.finish(lost) }
+                continue
+            }
+            do throws(VerificationError) {
+                try connection.executeScript("COMMIT", operation: "commit")
+                commitCount.add(1, ordering: .relaxed)
+                applied.forEach { $0.finish(nil) }
+            } catch {
+                // A failed ROLLBACK leaves nothing better to report than the COMMIT's error.
+                if !connection.isBroken { try? connection.executeScript("ROLLBACK", operation: "rollback") }
+                applied.forEach { $0.finish(error) }
+            }
+        }
+        return again
+    }
+
+    private enum Applied {
+        case applied
+        /// The call threw; its savepoint was rolled back and the transaction goes on. Transient: a
+        /// conflict with another session, worth running the call again in a later transaction.
+        case failed(VerificationError, transient: Bool)
+        /// The transaction is gone (the engine rolled it back, or the savepoint could not be undone).
+        case transactionLost(VerificationError)
+    }
+
+    /// Runs one call of the batch inside a savepoint of its own. SAVEPOINT and RELEASE are deferred
+    /// (on PostgreSQL they go in one pipeline with the call's first statement and with the next
+    /// call's, or the COMMIT): one round trip per call. Each call's savepoint has a name of its own,
+    /// so a RELEASE that failed unseen can never make the next call's rollback undo this call's work:
+    /// that rollback then finds no savepoint of its name and the whole transaction is given up.
+    private func apply(_ write: GroupedWrite, savepoint: String, on connection: any GroupCommitConnection) -> Applied {
+        do throws(VerificationError) {
+            try connection.deferScript("SAVEPOINT \(savepoint)", operation: "savepoint")
+        } catch {
+            return .transactionLost(error)
+        }
+        connection.resetFailure()
+        guard let error = write.run(connection) else {
+            do throws(VerificationError) {
+                try connection.deferScript("RELEASE SAVEPOINT \(savepoint)", operation: "savepoint")
+                return .applied
+            } catch {
+                return .transactionLost(error)
+            }
+        }
+        let transient = connection.lastFailureIsTransient
+        guard connection.inTransaction else { return .transactionLost(error) }
+        do throws(VerificationError) {
+            try connection.executeScript("ROLLBACK TO SAVEPOINT \(savepoint); RELEASE SAVEPOINT \(savepoint)",
+                                         operation: "rollback to savepoint")
+            return .failed(error, transient: transient)
+        } catch {
+            return .transactionLost(error)
+        }
+    }
+}
+
+/// One write call waiting for its batch. Touched by its caller's thread and by the leader committing
+/// its batch; the semaphore orders the two (the leader writes, then signals; the caller wakes, then reads).
+private final class GroupedWrite: @unchecked Sendable {
+    private var body: ((any SQLConnection) -> VerificationError?)?
+    private(set) var finished = false
+    private(set) var failure: VerificationError?
+    /// Tries of this call that ended in a retryable failure so far.
+    private var failedTries = 0
+    private let turn = DispatchSemaphore(value: 0)
+
+    init(_ body: @escaping (any SQLConnection) -> VerificationError?) { self.body = body }
+
+    /// Runs the caller's body (again only after a transient conflict rolled it back); its error, if any.
+    func run(_ connection: any SQLConnection) -> VerificationError? {
+        guard let body, !finished else {
+            return VerificationError(.internalError, "storage: a write call was run after its answer")
+        }
+        return body(connection)
+    }
+
+    /// Counts a try that may be retried; false once `limit` tries are used up.
+    func mayTryAgain(within limit: Int) -> Bool {
+        failedTries += 1
+        return failedTries < limit
+    }
+
+    /// The batch's verdict for this call: nil once its work is committed.
+    func finish(_ failure: VerificationError?) {
+        // The body goes now: the caller's closure must not outlive its `transaction` call.
+        body = nil
+        self.failure = failure
+        finished = true
+        turn.signal()
+    }
+
+    /// Sleeps until the call is answered (`finished`) or its caller is to lead the next batch.
+    func waitForTurn() { turn.wait() }
+
+    /// Wakes the caller, unanswered, to lead the next batch.
+    func takeTurn() { turn.signal() }
+}
