@@ -91,7 +91,7 @@ var targets: [Target] = [
                                                      "UpstreamHTTP", "TestPKI", "IAPCore", "IAPConfig", "AppleTrust"]),
     .testTarget(name: "IAPGatewayClientTests", dependencies: ["IAPGatewayClient", "Demo", "Gateway", "AppStoreSimulator",
                                                              "HTTPServer", "UpstreamHTTP", "IAPCore", "AppleTrust", "TestPKI"]),
-    .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "TestPKI", "IAPCore", "COpenSSL"]),
+    .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "AppleTrust", "TestPKI", "IAPCore", "COpenSSL"]),
 ]
 
 var products: [Product] = [.executable(name: "iapgw", targets: ["iapgw"]),

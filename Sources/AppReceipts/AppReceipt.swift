@@ -18,7 +18,8 @@ public struct AppReceipt: Hashable, Sendable {
     public var expirationDate: Int64?
     public var inAppPurchases: [InAppPurchaseRecord] = []
     /// Every top-level attribute as found, in order, in-app records included.
-    public var attributes: [ReceiptAttribute] = []
+    public var attributes: [ReceiptAttribute] { attributeList.attributes }
+    var attributeList = AttributeList()
 
     public init() {}
 
@@ -53,34 +54,26 @@ public struct AppReceipt: Hashable, Sendable {
     public static func parsePayload(_ bytes: [UInt8]) throws(VerificationError) -> AppReceipt {
         let context = "receipt"
         var receipt = AppReceipt()
-        // One receipt repeats most values across records (the 187-record sandbox receipt has
-        // 3,761 attributes but 836 distinct values): equal values share one copy.
-        var interner = AttributeValueInterner()
-        let attributes = try ReceiptAttribute.readSet(bytes, context: context, interner: &interner)
-        receipt.attributes = attributes
+        let list = try AttributeList.read(bytes, in: bytes.indices, context: context)
+        receipt.attributeList = list
         var inAppCount = 0
-        for a in attributes where a.type == Field.inAppPurchase { inAppCount += 1 }
+        for a in list.spans where a.type == Field.inAppPurchase { inAppCount += 1 }
         receipt.inAppPurchases.reserveCapacity(inAppCount)
-        var seen = DocumentedFieldSet()
-        for a in attributes {
-            // Undocumented types are Apple's to repeat; a documented one twice is ambiguous.
-            if Field.isDocumentedSingle(a.type) {
-                guard seen.insert(a.type) else {
-                    throw VerificationError(.malformedReceipt, "receipt attribute \(a.type) appears twice")
-                }
-            }
-            switch a.type {
-            case Field.receiptType: receipt.receiptType = try a.string(context)
-            case Field.appItemId: receipt.appItemId = try a.integer(context)
-            case Field.bundleId: receipt.bundleId = try a.string(context)
-            case Field.appVersion: receipt.appVersion = try a.string(context)
-            case Field.opaque: receipt.opaque = a.rawValue
-            case Field.sha1Hash: receipt.sha1Hash = a.rawValue
-            case Field.creationDate: receipt.creationDate = try a.date(context)
-            case Field.originalPurchaseDate: receipt.originalPurchaseDate = try a.date(context)
-            case Field.originalAppVersion: receipt.originalAppVersion = try a.string(context)
-            case Field.expirationDate: receipt.expirationDate = try a.date(context)
-            case Field.inAppPurchase: receipt.inAppPurchases.append(try InAppPurchaseRecord.parse(a.rawValue, interner: &interner))
+        try list.forEach(context, refusingRepeatsOf: Field.isDocumentedSingle) { (i, type) throws(VerificationError) in
+            switch type {
+            case Field.receiptType: receipt.receiptType = try list.string(i, context)
+            case Field.appItemId: receipt.appItemId = try list.integer(i, context)
+            case Field.bundleId: receipt.bundleId = try list.string(i, context)
+            case Field.appVersion: receipt.appVersion = try list.string(i, context)
+            case Field.opaque: receipt.opaque = list.rawValue(i)
+            case Field.sha1Hash: receipt.sha1Hash = list.rawValue(i)
+            case Field.creationDate: receipt.creationDate = try list.date(i, context)
+            case Field.originalPurchaseDate: receipt.originalPurchaseDate = try list.date(i, context)
+            case Field.originalAppVersion: receipt.originalAppVersion = try list.string(i, context)
+            case Field.expirationDate: receipt.expirationDate = try list.date(i, context)
+            case Field.inAppPurchase:
+                receipt.inAppPurchases.append(InAppPurchaseRecord())
+                try receipt.inAppPurchases[receipt.inAppPurchases.count - 1].read(bytes, in: list.spans[i].value)
             default: break
             }
         }
@@ -115,6 +108,27 @@ public struct PKCS7SignedData: Sendable {
     public static let dataOID = "1.2.840.113549.1.7.1"
 
     public let content: [UInt8]
+    /// Where the signer's part lies in the parsed bytes, when it has exactly the shape Apple signs;
+    /// nil for any other shape (which OpenSSL alone then verifies).
+    let signer: SignerRanges?
+
+    /// The parts of a SignedData with definite lengths, certificates, no CRLs and exactly one
+    /// SignerInfo without authenticated or unauthenticated attributes: then the signature is over
+    /// the content itself, and these bytes (with the pinned store) decide everything OpenSSL
+    /// checks except the validity time and the signature value.
+    struct SignerRanges {
+        /// The `certificates [0]` element, whole.
+        let certificates: Range<Int>
+        /// The `digestAlgorithms` SET, whole.
+        let digestAlgorithms: Range<Int>
+        /// The SignerInfo from its version to its digestEncryptionAlgorithm: which certificate
+        /// signs (issuer and serial) and with which algorithms.
+        let signerIdentity: Range<Int>
+        /// The SignerInfo's digestAlgorithm OBJECT IDENTIFIER element, whole.
+        let digestOID: Range<Int>
+        /// The contents of `encryptedDigest`: the signature value.
+        let signature: Range<Int>
+    }
 
     public static func parse(_ bytes: [UInt8]) throws(VerificationError) -> PKCS7SignedData {
         var top = try DERReader(bytes)
@@ -133,11 +147,11 @@ public struct PKCS7SignedData: Sendable {
 
         var sd = try signedData.children()
         _ = try sd.read(.integer, "SignedData version").integer()
-        _ = try sd.read(.set, "digestAlgorithms")
+        let digestAlgorithms = try sd.read(.set, "digestAlgorithms")
         let encap = try sd.read(.sequence, "encapContentInfo")
-        _ = try sd.readIfPresent(.context(0))   // certificates
-        _ = try sd.readIfPresent(.context(1))   // crls
-        _ = try sd.read(.set, "signerInfos")
+        let certificates = try sd.readIfPresent(.context(0))
+        let crls = try sd.readIfPresent(.context(1))
+        let signerInfos = try sd.read(.set, "signerInfos")
         try sd.finish("SignedData")
 
         var ec = try encap.children()
@@ -150,7 +164,29 @@ public struct PKCS7SignedData: Sendable {
         var octets = try eContent.children()
         guard let payload = try octets.next() else { throw VerificationError(.malformedReceipt, "receipt has no content") }
         try octets.finish("eContent")
-        return PKCS7SignedData(content: try payload.octetString())
+        let signer = crls == nil ? certificates.flatMap { Self.signerRanges(digestAlgorithms, $0, signerInfos) } : nil
+        return PKCS7SignedData(content: try payload.octetString(), signer: signer)
+    }
+
+    /// The signer's ranges when the SignedData has Apple's shape (see `SignerRanges`); nil otherwise,
+    /// never an error: what does not have this shape is left to OpenSSL to decide.
+    private static func signerRanges(_ digestAlgorithms: DERElement, _ certificates: DERElement,
+                                     _ signerInfos: DERElement) -> SignerRanges? {
+        func whole(_ e: DERElement) -> Range<Int>? { e.indefiniteLength ? nil : e.offset..<e.contentRange.upperBound }
+        guard var infos = try? signerInfos.children(), let info = try? infos.next(), infos.isAtEnd,
+              info.tag == .sequence, var fields = try? info.children(),
+              let version = try? fields.read(.integer, "version"),
+              (try? fields.read(.sequence, "issuerAndSerialNumber")) != nil,
+              let digestAlgorithm = try? fields.read(.sequence, "digestAlgorithm"),
+              let encryptionAlgorithm = try? fields.read(.sequence, "digestEncryptionAlgorithm"),
+              let signature = try? fields.read(.octetString, "encryptedDigest"), fields.isAtEnd,
+              var algorithm = try? digestAlgorithm.children(), let oid = try? algorithm.read(.objectIdentifier, "OID"),
+              let certificatesRange = whole(certificates), let digestAlgorithmsRange = whole(digestAlgorithms),
+              let identityEnd = whole(encryptionAlgorithm)?.upperBound, whole(info) != nil,
+              let digestOID = whole(oid) else { return nil }
+        return SignerRanges(certificates: certificatesRange, digestAlgorithms: digestAlgorithmsRange,
+                            signerIdentity: version.offset..<identityEnd, digestOID: digestOID,
+                            signature: signature.contentRange)
     }
 }
 

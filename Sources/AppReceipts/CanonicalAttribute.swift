@@ -24,19 +24,6 @@ struct CanonicalAttribute {
         return CanonicalAttribute(type: type, version: version, value: valueStart..<valueEnd, next: seqEnd)
     }
 
-    /// How many definite-length SEQUENCEs lie between `start` and `end`, counting until the first
-    /// that is not one: a capacity hint only, never a decision. Capped at what the bytes could
-    /// hold as valid attributes (at least 10 bytes each), so hostile input cannot make the
-    /// reservation larger than a real receipt of the same size would need.
-    static func count(_ b: UnsafeBufferPointer<UInt8>, from start: Int, end: Int) -> Int {
-        var p = start, n = 0
-        while p < end, b[p] == 0x30, let (_, next) = definiteLength(b, at: p + 1, end: end) {
-            n += 1
-            p = next
-        }
-        return min(n, (end - start) / 10)
-    }
-
     /// The content range after a definite length at `p` (short form, or minimal long form of at
     /// most 4 octets), if it fits before `end`.
     private static func definiteLength(_ b: UnsafeBufferPointer<UInt8>, at p: Int, end: Int) -> (Int, Int)? {
@@ -78,20 +65,22 @@ struct CanonicalAttribute {
     /// What `ReceiptAttributeValue.decode` returns for a value that is exactly one short-form
     /// INTEGER, or UTF8String/IA5String of ASCII; nil for anything else (decoded the usual way).
     static func simpleValue(_ raw: UnsafeBufferPointer<UInt8>) -> ReceiptAttributeValue? {
-        guard raw.count >= 2, raw[1] < 0x80, Int(raw[1]) == raw.count - 2 else { return nil }
-        let content = UnsafeBufferPointer(rebasing: raw[2...])
-        switch raw[0] {
-        case 0x02:
-            guard !content.isEmpty, content.count <= 8, let v = integerValue(content) else { return nil }
-            return .integer(v)
-        case 0x0C, 0x16:
-            var high: UInt8 = 0
-            for byte in content { high |= byte }
-            guard high < 0x80 else { return nil }
-            let s = String(decoding: content, as: UTF8.self)
+        if let text = asciiString(raw) {
+            let s = String(decoding: text, as: UTF8.self)
             return raw[0] == 0x0C ? .utf8String(s) : .ia5String(s)
-        default:
-            return nil
         }
+        guard raw.count >= 3, raw[0] == 0x02, raw[1] < 0x80, Int(raw[1]) == raw.count - 2, raw.count - 2 <= 8,
+              let v = integerValue(UnsafeBufferPointer(rebasing: raw[2...])) else { return nil }
+        return .integer(v)
+    }
+
+    /// The contents of a value that is exactly one short-form UTF8String or IA5String of ASCII
+    /// (what `simpleValue` decodes as a string), in place; nil for anything else.
+    static func asciiString(_ raw: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
+        guard raw.count >= 2, raw[0] == 0x0C || raw[0] == 0x16, raw[1] < 0x80, Int(raw[1]) == raw.count - 2 else { return nil }
+        let content = UnsafeBufferPointer(rebasing: raw[2...])
+        var high: UInt8 = 0
+        for byte in content { high |= byte }
+        return high < 0x80 ? content : nil
     }
 }

@@ -20,7 +20,8 @@ public struct InAppPurchaseRecord: Hashable, Sendable {
     /// 1721: the promotional offer redeemed.
     public var promotionalOfferId: String?
     /// Every attribute as found, in order (empty for an iOS 6 transaction receipt).
-    public var attributes: [ReceiptAttribute] = []
+    public var attributes: [ReceiptAttribute] { attributeList.attributes }
+    var attributeList = AttributeList()
 
     public init() {}
 
@@ -52,49 +53,34 @@ public struct InAppPurchaseRecord: Hashable, Sendable {
         }
     }
 
-    /// Reads the nested SET of one in-app attribute. A documented field with the wrong type is
-    /// MALFORMED_RECEIPT; a field given twice is refused rather than resolved by "last one wins".
-    static func parse(_ bytes: [UInt8]) throws(VerificationError) -> InAppPurchaseRecord {
-        var interner = AttributeValueInterner()
-        return try parse(bytes, interner: &interner)
-    }
-
-    /// As `parse(_:)`, sharing equal attribute values with the other records of one receipt.
-    static func parse(_ bytes: [UInt8], interner: inout AttributeValueInterner) throws(VerificationError) -> InAppPurchaseRecord {
+    /// Reads the nested SET of one in-app attribute (`range` of the payload `bytes`). A documented
+    /// field with the wrong type is MALFORMED_RECEIPT; a field given twice is refused rather than
+    /// resolved by "last one wins".
+    ///
+    /// Reads into this new record where it is kept: a record returned by value and then appended
+    /// was copied (a retain and a release per field, for each of a receipt's records).
+    mutating func read(_ bytes: [UInt8], in range: Range<Int>) throws(VerificationError) {
         let context = "in-app"
-        var record = InAppPurchaseRecord()
-        let attributes = try ReceiptAttribute.readSet(bytes, context: context, interner: &interner)
-        record.attributes = attributes
-        var seen = DocumentedFieldSet()
-        // Attributes are read in place by index: binding each to a local would copy (retain and
-        // release) its array and value for every attribute of every record.
-        try attributes.withUnsafeBufferPointer { (all) throws(VerificationError) in
-            for i in all.indices {
-                let type = all[i].type
-                if Field.isTyped(type) {
-                    guard seen.insert(type) else {
-                        throw VerificationError(.malformedReceipt, "in-app attribute \(type) appears twice")
-                    }
-                }
-                switch type {
-                case Field.quantity: record.quantity = try all[i].integer(context)
-                case Field.productId: record.productId = try all[i].string(context)
-                case Field.transactionId: record.transactionId = try all[i].string(context)
-                case Field.originalTransactionId: record.originalTransactionId = try all[i].string(context)
-                case Field.purchaseDate: record.purchaseDate = try all[i].date(context)
-                case Field.originalPurchaseDate: record.originalPurchaseDate = try all[i].date(context)
-                case Field.expiresDate: record.expiresDate = try all[i].date(context)
-                case Field.cancellationDate: record.cancellationDate = try all[i].date(context)
-                case Field.webOrderLineItemId: record.webOrderLineItemId = try all[i].integer(context)
-                case Field.isTrialPeriod: record.isTrialPeriod = try all[i].integer(context) != 0
-                case Field.isInIntroOfferPeriod: record.isInIntroOfferPeriod = try all[i].integer(context) != 0
-                case Field.promotionalOfferId:
-                    let s = try all[i].string(context)
-                    record.promotionalOfferId = s.isEmpty ? nil : s
-                default: break
-                }
+        let list = try AttributeList.read(bytes, in: range, context: context)
+        self.attributeList = list
+        try list.forEach(context, refusingRepeatsOf: Field.isTyped) { (i, type) throws(VerificationError) in
+            switch type {
+            case Field.quantity: self.quantity = try list.integer(i, context)
+            case Field.productId: self.productId = try list.string(i, context)
+            case Field.transactionId: self.transactionId = try list.string(i, context)
+            case Field.originalTransactionId: self.originalTransactionId = try list.string(i, context)
+            case Field.purchaseDate: self.purchaseDate = try list.date(i, context)
+            case Field.originalPurchaseDate: self.originalPurchaseDate = try list.date(i, context)
+            case Field.expiresDate: self.expiresDate = try list.date(i, context)
+            case Field.cancellationDate: self.cancellationDate = try list.date(i, context)
+            case Field.webOrderLineItemId: self.webOrderLineItemId = try list.integer(i, context)
+            case Field.isTrialPeriod: self.isTrialPeriod = try list.integer(i, context) != 0
+            case Field.isInIntroOfferPeriod: self.isInIntroOfferPeriod = try list.integer(i, context) != 0
+            case Field.promotionalOfferId:
+                let s = try list.string(i, context)
+                self.promotionalOfferId = s.isEmpty ? nil : s
+            default: break
             }
         }
-        return record
     }
 }

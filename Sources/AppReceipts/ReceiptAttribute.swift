@@ -42,65 +42,119 @@ public struct ReceiptAttribute: Hashable, Sendable {
         self.rawValue = rawValue
         self.value = ReceiptAttributeValue.decode(rawValue)
     }
+}
 
-    init(type: Int64, version: Int64, rawValue: [UInt8], value: ReceiptAttributeValue) {
-        self.type = type
-        self.version = version
-        self.rawValue = rawValue
-        self.value = value
+/// The attributes of one SET as spans over the bytes they were read from (the receipt payload):
+/// reading a receipt copies no value and counts no reference per attribute (the 187-record
+/// sandbox receipt has 3,761), and values are decoded only when asked for. Equal when the
+/// attributes are, whatever buffer they lie in.
+struct AttributeList: Hashable, Sendable {
+    struct Span {
+        let type: Int64
+        let version: Int64
+        /// Where the OCTET STRING contents (the raw value) lie in `bytes`.
+        let value: Range<Int>
     }
 
-    func malformed(_ what: String, _ context: String) -> VerificationError {
-        VerificationError(.malformedReceipt, "\(context) attribute \(type) must be \(what)")
+    private(set) var bytes: [UInt8] = []
+    private(set) var spans: [Span] = []
+
+    init() {}
+
+    /// Every attribute, each with its own copy of its value (inspection, JSON, equality).
+    var attributes: [ReceiptAttribute] {
+        spans.map { ReceiptAttribute(type: $0.type, version: $0.version, rawValue: Array(bytes[$0.value])) }
+    }
+
+    static func == (a: AttributeList, b: AttributeList) -> Bool { a.attributes == b.attributes }
+    func hash(into hasher: inout Hasher) { hasher.combine(attributes) }
+
+    /// Calls `body` with each attribute's index and type, in order, refusing as MALFORMED_RECEIPT
+    /// a second attribute of a type `isSingle` says appears at most once (a documented field given
+    /// twice is ambiguous; undocumented types are Apple's to repeat).
+    func forEach(_ context: String, refusingRepeatsOf isSingle: (Int64) -> Bool,
+                 _ body: (Int, Int64) throws(VerificationError) -> Void) throws(VerificationError) {
+        var seen = DocumentedFieldSet()
+        for i in spans.indices {
+            let type = spans[i].type
+            if isSingle(type) && !seen.insert(type) {
+                throw VerificationError(.malformedReceipt, "\(context) attribute \(type) appears twice")
+            }
+            try body(i, type)
+        }
+    }
+
+    func rawValue(_ i: Int) -> [UInt8] { Array(bytes[spans[i].value]) }
+
+    private func withRaw<R>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        bytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[spans[i].value])) }
+    }
+
+    /// What `ReceiptAttributeValue.decode` gives for attribute `i`'s raw value.
+    func value(_ i: Int) -> ReceiptAttributeValue {
+        withRaw(i) { CanonicalAttribute.simpleValue($0) ?? ReceiptAttributeValue.decode(Array($0)) }
+    }
+
+    func malformed(_ i: Int, _ what: String, _ context: String) -> VerificationError {
+        VerificationError(.malformedReceipt, "\(context) attribute \(spans[i].type) must be \(what)")
     }
 
     /// A UTF8String or IA5String value.
-    func string(_ context: String) throws(VerificationError) -> String {
-        guard let s = value.stringValue else { throw malformed("a string", context) }
+    func string(_ i: Int, _ context: String) throws(VerificationError) -> String {
+        guard let s = value(i).stringValue else { throw malformed(i, "a string", context) }
         return s
     }
 
-    func integer(_ context: String) throws(VerificationError) -> Int64 {
-        guard case .integer(let i) = value else { throw malformed("an INTEGER", context) }
-        return i
+    func integer(_ i: Int, _ context: String) throws(VerificationError) -> Int64 {
+        guard case .integer(let v) = value(i) else { throw malformed(i, "an INTEGER", context) }
+        return v
     }
 
-    /// An RFC 3339 date in an IA5String; Apple writes an empty string for "none".
-    func date(_ context: String) throws(VerificationError) -> Int64? {
-        let text = try string(context)
+    /// An RFC 3339 date in an IA5String; Apple writes an empty string for "none". A canonical
+    /// ASCII string is read in place (no String per date: a record has up to five).
+    func date(_ i: Int, _ context: String) throws(VerificationError) -> Int64? {
+        let inPlace: Int64?? = withRaw(i) { raw in
+            guard let text = CanonicalAttribute.asciiString(raw) else { return nil }
+            if text.isEmpty { return .some(nil) }
+            return RFC3339.milliseconds(utf8: text).map { .some($0) }
+        }
+        if let inPlace { return inPlace }
+        // Any other encoding, and every refusal, the general way.
+        let text = try string(i, context)
         if text.isEmpty { return nil }
-        guard let ms = RFC3339.milliseconds(text) else { throw malformed("an RFC 3339 date, found \"\(text.prefix(40))\"", context) }
+        guard let ms = RFC3339.milliseconds(text) else {
+            throw malformed(i, "an RFC 3339 date, found \"\(text.prefix(40))\"", context)
+        }
         return ms
     }
 
-    /// Reads a payload SET of attribute sequences.
-    static func readSet(_ bytes: [UInt8], context: String) throws(VerificationError) -> [ReceiptAttribute] {
-        var interner = AttributeValueInterner()
-        return try readSet(bytes, context: context, interner: &interner)
-    }
-
-    /// Reads a payload SET of attribute sequences, sharing equal values through `interner`.
-    static func readSet(_ bytes: [UInt8], context: String,
-                        interner: inout AttributeValueInterner) throws(VerificationError) -> [ReceiptAttribute] {
-        var outer = try DERReader(bytes)
+    /// Reads the SET of attribute sequences that `range` of `bytes` holds.
+    static func read(_ bytes: [UInt8], in range: Range<Int>, context: String,
+                     limits: DERLimits = DERLimits()) throws(VerificationError) -> AttributeList {
+        guard range.count <= limits.maxInputBytes else {
+            throw VerificationError(.inputTooLarge, "DER input of \(range.count) bytes exceeds \(limits.maxInputBytes)")
+        }
+        var list = AttributeList()
+        list.bytes = bytes
+        var outer = try DERReader(bytes: bytes, range: range, depth: 0, limits: limits)
         // The error texts are built only when needed (this runs once per in-app record).
-        guard let set = try outer.readIfPresent(.set) else { _ = try outer.read(.set, "\(context) attribute SET"); return [] }
+        guard let set = try outer.readIfPresent(.set) else { _ = try outer.read(.set, "\(context) attribute SET"); return list }
         if !outer.isAtEnd { try outer.finish("\(context) attribute SET") }
         var members = try set.children()
-        var attributes: [ReceiptAttribute] = []
-        let buffer = members.buffer
+        var spans: [Span] = []
         // One pass over the buffer in place; positions are plain integers so the loop does not
         // copy (and retain) the reader per member.
-        try buffer.withUnsafeBufferPointer { (b) throws(VerificationError) in
+        try bytes.withUnsafeBufferPointer { (b) throws(VerificationError) in
             let end = members.endPosition
             var position = members.position
-            attributes.reserveCapacity(CanonicalAttribute.count(b, from: position, end: end))
+            // A capacity hint only (counting the members first was a second pass over every
+            // record): Apple's attributes take 12 bytes or more; a record has about 20.
+            spans.reserveCapacity(min((end - position) / 12 + 1, 64))
             while position < end {
                 // Canonical members are read in place; anything else (and every error) goes
                 // through the general reader below, which decides exactly as before.
                 if let a = CanonicalAttribute.read(b, at: position, end: end) {
-                    let (raw, value) = interner.intern(UnsafeBufferPointer(rebasing: b[a.value]))
-                    attributes.append(ReceiptAttribute(type: a.type, version: a.version, rawValue: raw, value: value))
+                    spans.append(Span(type: a.type, version: a.version, value: a.value))
                     position = a.next
                     continue
                 }
@@ -112,13 +166,15 @@ public struct ReceiptAttribute: Hashable, Sendable {
                 var fields = try member.children()
                 let type = try fields.read(.integer, "attribute type").integer()
                 let version = try fields.read(.integer, "attribute version").integer()
-                let value = try fields.read(.octetString, "attribute value").octetString()
+                // A primitive OCTET STRING (the tag read requires it): its contents lie in `bytes`.
+                let value = try fields.read(.octetString, "attribute value")
                 try fields.finish("attribute value")
-                attributes.append(ReceiptAttribute(type: type, version: version, rawValue: value))
+                spans.append(Span(type: type, version: version, value: value.contentRange))
                 position = members.position
             }
         }
-        return attributes
+        list.spans = spans
+        return list
     }
 }
 
@@ -131,7 +187,7 @@ public enum RFC3339 {
         return text.withUTF8 { milliseconds(utf8: $0) }
     }
 
-    private static func milliseconds(utf8 c: UnsafeBufferPointer<UInt8>) -> Int64? {
+    static func milliseconds(utf8 c: UnsafeBufferPointer<UInt8>) -> Int64? {
         @inline(__always) func digits(_ at: Int, _ count: Int) -> Int? {
             guard at + count <= c.count else { return nil }
             var v = 0

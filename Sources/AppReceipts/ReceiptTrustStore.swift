@@ -13,11 +13,88 @@ import IAPCore
 final class ReceiptTrustStore: Sendable {
     private let chain: PinnedChainPolicy
     let requirement: SignerRequirement
+    /// Signers whose chain and requirement this store verified, keyed by the exact bytes that
+    /// decided them (`PKCS7SignedData.SignerRanges`). Apple signs every receipt of a period with
+    /// one certificate, and rebuilding its chain (twice: ours and PKCS7_verify's) cost ten times
+    /// the receipt's own signature check.
+    let signers: VerifiedChainCache<VerifiedSigner>
 
     /// With no roots every signature is refused as UNTRUSTED_ROOT (fail closed, never "trust all").
-    init(rootCertificates: [[UInt8]], requirement: SignerRequirement) throws(VerificationError) {
+    init(rootCertificates: [[UInt8]], requirement: SignerRequirement, cacheCapacity: Int = 16) throws(VerificationError) {
         chain = try PinnedChainPolicy(rootCertificates: rootCertificates.map { Data($0) })
         self.requirement = requirement
+        signers = VerifiedChainCache(capacity: cacheCapacity)
+    }
+
+    /// What a verified signer leaves behind: its key, the digest its SignerInfo names, and the
+    /// window in which its whole chain (through the pinned root) is valid.
+    final class VerifiedSigner: @unchecked Sendable {
+        let key: OpaquePointer
+        let digest: OpaquePointer
+        let validity: ChainValidity
+
+        init(key: OpaquePointer, digest: OpaquePointer, validity: ChainValidity) {
+            self.key = key
+            self.digest = digest
+            self.validity = validity
+        }
+        deinit { EVP_PKEY_free(key) }
+
+        /// The SignerInfo's signature over the content, as PKCS7_signatureVerify checks it when
+        /// there are no authenticated attributes: the named digest of the content, verified
+        /// under the signer's key.
+        func verify(signature: ArraySlice<UInt8>, content: [UInt8]) -> Bool {
+            defer { ERR_clear_error() }
+            guard let md = EVP_MD_CTX_new() else { return false }
+            defer { EVP_MD_CTX_free(md) }
+            guard EVP_DigestVerifyInit(md, nil, digest, nil, key) == 1 else { return false }
+            return signature.withUnsafeBufferPointer { sig in
+                content.withUnsafeBufferPointer { msg in
+                    EVP_DigestVerify(md, sig.baseAddress, sig.count, msg.baseAddress, msg.count) == 1
+                }
+            }
+        }
+    }
+
+    /// The cache key: the certificates, the digest algorithms and the signer's identity and
+    /// algorithms, each a whole DER element (so their concatenation is unambiguous).
+    private static func signerKey(_ der: [UInt8], _ ranges: PKCS7SignedData.SignerRanges) -> [UInt8] {
+        Array(der[ranges.certificates]) + der[ranges.digestAlgorithms] + der[ranges.signerIdentity]
+    }
+
+    /// Verifies `signed` (parsed from `der`) at `time`: from the signer cache when these exact
+    /// certificates and signer verified before (the validity window still checked at `time`,
+    /// the signature still checked over the content), otherwise `verifyPKCS7(_:expectedContent:at:)`,
+    /// whose success is then cached.
+    func verifyPKCS7(_ der: [UInt8], signed: PKCS7SignedData, at time: Date) throws(VerificationError) {
+        guard let ranges = signed.signer else {
+            try verifyPKCS7(der, expectedContent: signed.content, at: time)
+            return
+        }
+        let key = Self.signerKey(der, ranges)
+        if let hit = key.withUnsafeBufferPointer({ signers.lookup($0) }) {
+            try ValidityTime(try Self.seconds(time)).check(hit.validity)
+            guard hit.verify(signature: der[ranges.signature], content: signed.content) else {
+                throw VerificationError(.invalidSignature, "receipt signature does not match its content")
+            }
+            return
+        }
+        let (leaf, validity) = try verifyPKCS7(der, expectedContent: signed.content, at: time)
+        guard let digest = Self.digest(der[ranges.digestOID]), let publicKey = X509_get_pubkey(leaf.x509) else {
+            ERR_clear_error()
+            return  // verified, just not cacheable
+        }
+        key.withUnsafeBufferPointer { signers.store($0, VerifiedSigner(key: publicKey, digest: digest, validity: validity)) }
+    }
+
+    /// OpenSSL's digest for a DER OBJECT IDENTIFIER element (nil when it knows none).
+    private static func digest(_ oid: ArraySlice<UInt8>) -> OpaquePointer? {
+        oid.withUnsafeBufferPointer { b -> OpaquePointer? in
+            var p: UnsafePointer<UInt8>? = b.baseAddress
+            guard let object = d2i_ASN1_OBJECT(nil, &p, b.count) else { return nil }
+            defer { ASN1_OBJECT_free(object) }
+            return EVP_get_digestbyname(OBJ_nid2sn(OBJ_obj2nid(object)))
+        }
     }
 
     /// Whether any root of this store is also a root of `other`.
@@ -46,7 +123,10 @@ final class ReceiptTrustStore: Sendable {
     /// `time` meets this store's `requirement`, a signature over the content, and signed content that is
     /// exactly `expectedContent` (what our own parser read), so OpenSSL and this package cannot
     /// disagree on what was signed.
-    func verifyPKCS7(_ der: [UInt8], expectedContent: [UInt8], at time: Date) throws(VerificationError) {
+    /// Returns the signer's certificate and the validity window of the chain it was verified through.
+    @discardableResult
+    func verifyPKCS7(_ der: [UInt8], expectedContent: [UInt8], at time: Date) throws(VerificationError)
+        -> (signer: X509Certificate, validity: ChainValidity) {
         defer { ERR_clear_error() }
         let p7: UnsafeMutablePointer<PKCS7>? = der.withUnsafeBufferPointer { buffer in
             var p: UnsafePointer<UInt8>? = buffer.baseAddress
@@ -80,12 +160,18 @@ final class ReceiptTrustStore: Sendable {
         let second = try Self.seconds(time)
         // Our own chain build first: PKCS7_verify would only say the signer chains to some pinned
         // root, not which chain it is.
-        try verifyChain(leaf: try Self.retained(leaf), intermediates: try Self.retained(iapgw_PKCS7_signers_certs(p7)), at: second)
+        let signer = try Self.retained(leaf)
+        let built = try verifyChain(leaf: signer, intermediates: try Self.retained(iapgw_PKCS7_signers_certs(p7)), at: second)
         let store = try chain.makeStore(checkingTimeAt: second)
         defer { X509_STORE_free(store) }
         guard PKCS7_verify(p7, nil, store, nil, nil, 0) == 1 else {
             throw VerificationError(.invalidSignature, "receipt signature does not match its content")
         }
+        // OpenSSL counts a certificate as expired at its notAfter second itself (X509_cmp_time
+        // treats "equal" as "earlier"); the window a cache hit is checked against must too.
+        var validity = ChainValidity(built)
+        validity.notAfter -= 1
+        return (signer, validity)
     }
 
     /// Verifies an RSA PKCS#1 v1.5 signature by `certificateDER`, whose chain (through
@@ -121,9 +207,12 @@ final class ReceiptTrustStore: Sendable {
 
     /// The chain OpenSSL builds at `second` (dates checked by OpenSSL, as PKCS7_verify will check
     /// them again), then this store's requirement on it.
-    private func verifyChain(leaf: X509Certificate, intermediates: [X509Certificate], at second: Int64) throws(VerificationError) {
+    @discardableResult
+    private func verifyChain(leaf: X509Certificate, intermediates: [X509Certificate],
+                             at second: Int64) throws(VerificationError) -> [X509Certificate] {
         let built = try chain.build(leaf: leaf, intermediates: intermediates, maxIntermediates: nil, checkingTimeAt: second)
         try requirement.policies(chain.pinnedRoot).check(built)
+        return built
     }
 
     /// `time_t(Double)` traps on NaN, infinities and out-of-range values; a caller-supplied date

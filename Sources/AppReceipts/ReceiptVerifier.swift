@@ -3,8 +3,8 @@ import IAPCore
 
 /// Verifies legacy app receipts (PKCS#7 SignedData) against pinned roots.
 public struct ReceiptVerifier: Sendable {
-    private let appleTrust: ReceiptTrustStore
-    private let xcodeTrust: ReceiptTrustStore
+    let appleTrust: ReceiptTrustStore
+    let xcodeTrust: ReceiptTrustStore
     /// Xcode StoreKit Testing receipts are accepted only when this is set AND they verify against
     /// one of the separately pinned Xcode roots; otherwise they are NOT_APP_STORE_RECEIPT.
     public let allowXcodeReceipts: Bool
@@ -34,11 +34,11 @@ public struct ReceiptVerifier: Sendable {
     public func verify(_ receipt: [UInt8], at time: Date? = nil) throws(VerificationError) -> AppReceipt {
         let signed = try PKCS7SignedData.parse(receipt)
         let payload = try AppReceipt.parsePayload(signed.content)
-        try verify(receipt, parsed: payload, content: signed.content, at: time)
+        try verify(receipt, parsed: payload, signed: signed, at: time)
         return payload
     }
 
-    func verify(_ receipt: [UInt8], parsed payload: AppReceipt, content: [UInt8], at time: Date?) throws(VerificationError) {
+    func verify(_ receipt: [UInt8], parsed payload: AppReceipt, signed: PKCS7SignedData, at time: Date?) throws(VerificationError) {
         if payload.isXcodeReceipt && !allowXcodeReceipts {
             throw VerificationError(.notAppStoreReceipt, "receipt type Xcode is a local StoreKit test receipt, not an App Store receipt")
         }
@@ -48,7 +48,7 @@ public struct ReceiptVerifier: Sendable {
         // The payload's type only selects which store to try; the store's roots decide. An Xcode
         // key cannot vouch for a "Production" receipt, and Apple's chain is not an Xcode root.
         let trust = payload.isXcodeReceipt ? xcodeTrust : appleTrust
-        try trust.verifyPKCS7(receipt, expectedContent: content, at: when)
+        try trust.verifyPKCS7(receipt, signed: signed, at: when)
     }
 }
 
@@ -101,7 +101,7 @@ public struct AppReceiptReader: Sendable {
         let signed = try PKCS7SignedData.parse(bytes)
         let payload = try AppReceipt.parsePayload(signed.content)
         do {
-            try verifier.verify(bytes, parsed: payload, content: signed.content, at: time)
+            try verifier.verify(bytes, parsed: payload, signed: signed, at: time)
             return VerifiedAppReceipt(receipt: payload, mode: mode, signatureVerified: true, signatureError: nil)
         } catch {
             if mode == .verified { throw error }

@@ -12,10 +12,12 @@ struct BenchCommand: Subcommand {
     let summary = "measure verification speed against openssl speed ecdsap256 (and Apple's Python library)"
     let usage = """
         usage: iapgw-dev bench [--seconds N] [--vectors DIR] [--python PYTHON] [--results FILE]
+               iapgw-dev bench --profile jws-warm|jws-cold|receipt-parse|receipt --calls N [--vectors DIR]
           --seconds   per measurement (default 3)
           --vectors   Apple's real vectors (default ../shared/testdata/apple-real or $IAPGW_APPLE_REAL)
           --python    a Python with app-store-server-library (Benchmarks/setup_python_peer.sh) to measure as a peer
           --results   where to write the JSON results (default Benchmarks/results/bench-<time>.json)
+          --profile   run only this workload, exactly N checked calls, no timing (under perf or callgrind)
         """
 
     func run(_ args: inout CommandLineArguments) throws -> Int32 {
@@ -27,10 +29,23 @@ struct BenchCommand: Subcommand {
             ?? AppleRealVectors.directory
         let python = try args.value("--python")
         let resultsPath = try args.value("--results")
+        let profile = try args.value("--profile")
+        let calls = try args.value("--calls").map { text throws(UsageError) -> Int in
+            guard let n = Int(text), n > 0 else { throw UsageError(message: "--calls must be a positive integer") }
+            return n
+        } ?? 1000
         try args.finish()
 
         var results = Results(seconds: seconds)
         let read = { (name: String) throws -> Data in try Data(contentsOf: vectors.appendingPathComponent(name)) }
+        let workloads = try Workloads(read: read)
+        if let profile {
+            guard let body = workloads.named[profile] else { throw UsageError(message: "unknown --profile \(profile)") }
+            var failures = 0
+            for _ in 0..<calls where !body() { failures += 1 }
+            print("\(profile): \(calls) calls, \(failures) failed")
+            return failures == 0 ? 0 : 1
+        }
 
         // 1. The physical baseline: OpenSSL's own ECDSA P-256 verify loop on one core.
         results.opensslVerifyPerSecond = try Self.opensslSpeedVerify(seconds: seconds)
@@ -48,32 +63,17 @@ struct BenchCommand: Subcommand {
         report("ES256 verify from Swift", results.swiftES256VerifyPerSecond, baseline: results.opensslVerifyPerSecond)
 
         // 3. Apple's real StoreKit 2 transaction, verified end to end at its signedDate.
-        let jws = String(decoding: try read(AppleRealVectors.sandboxConsumableTransaction), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        let root = try read(AppleRealVectors.appleRootG3)
-        func verifier(cache: Int) throws -> SignedDataVerifier {
-            try SignedDataVerifier(rootCertificates: [root], bundleId: "com.goodheartapp", appAppleId: nil,
-                                   environments: [.sandbox], cacheCapacity: cache)
-        }
-        let warm = try verifier(cache: 64)
-        // Primes the chain cache (and fails loudly if it can't verify); every timed call must give this id.
-        let transactionId = try warm.verifyAndDecodeTransaction(jws).transactionId
-        results.jwsWarmPerSecond = measure(seconds) { (try? warm.verifyAndDecodeTransaction(jws))?.transactionId == transactionId }
+        results.jwsWarmPerSecond = measure(seconds, workloads.jwsWarm)
         report("JWS verify, warm chain cache", results.jwsWarmPerSecond, baseline: results.opensslVerifyPerSecond)
-        let cold = try verifier(cache: 0)
-        results.jwsColdPerSecond = measure(seconds) { (try? cold.verifyAndDecodeTransaction(jws))?.transactionId == transactionId }
+        results.jwsColdPerSecond = measure(seconds, workloads.jwsCold)
         report("JWS verify, no chain cache", results.jwsColdPerSecond, baseline: results.opensslVerifyPerSecond)
 
         // 4. Apple's real 187-record sandbox receipt: parsed, and parsed + PKCS#7-verified at creation date.
-        let receipt = String(decoding: try read(AppleRealVectors.receiptSandboxLegacy), as: UTF8.self)
-        let reader = try AppReceiptReader(roots: [try read(AppleRealVectors.appleIncRoot)])
-        let records = try reader.read(base64: receipt).receipt.inAppPurchases.count
+        let records = workloads.receiptRecords
         results.receiptRecords = records
-        results.receiptParsePerSecond = measure(seconds) {
-            (try? AppReceipt.parseUnverified(pkcs7: StrictBase64.decode(receipt)))?.inAppPurchases.count == records
-        }
+        results.receiptParsePerSecond = measure(seconds, workloads.receiptParse)
         report("receipt parse (\(records) records)", results.receiptParsePerSecond, baseline: results.opensslVerifyPerSecond)
-        results.receiptVerifyPerSecond = measure(seconds) { (try? reader.read(base64: receipt))?.receipt.inAppPurchases.count == records }
+        results.receiptVerifyPerSecond = measure(seconds, workloads.receiptVerify)
         report("receipt parse + verify (\(records) records)", results.receiptVerifyPerSecond,
                baseline: results.opensslVerifyPerSecond)
 
@@ -96,6 +96,42 @@ struct BenchCommand: Subcommand {
         try Data((results.json.jsonText + "\n").utf8).write(to: url)
         print("\nresults written to \(url.path)")
         return 0
+    }
+
+    /// The timed calls of rows 3 and 4, each answering whether it gave the expected result.
+    struct Workloads {
+        let jwsWarm: () -> Bool
+        let jwsCold: () -> Bool
+        let receiptParse: () -> Bool
+        let receiptVerify: () -> Bool
+        let receiptRecords: Int
+
+        var named: [String: () -> Bool] {
+            ["jws-warm": jwsWarm, "jws-cold": jwsCold, "receipt-parse": receiptParse, "receipt": receiptVerify]
+        }
+
+        init(read: (String) throws -> Data) throws {
+            let jws = String(decoding: try read(AppleRealVectors.sandboxConsumableTransaction), as: UTF8.self)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            let root = try read(AppleRealVectors.appleRootG3)
+            func verifier(cache: Int) throws -> SignedDataVerifier {
+                try SignedDataVerifier(rootCertificates: [root], bundleId: "com.goodheartapp", appAppleId: nil,
+                                       environments: [.sandbox], cacheCapacity: cache)
+            }
+            let warm = try verifier(cache: 64)
+            // Primes the chain cache (and fails loudly if it can't verify); every timed call must give this id.
+            let transactionId = try warm.verifyAndDecodeTransaction(jws).transactionId
+            jwsWarm = { (try? warm.verifyAndDecodeTransaction(jws))?.transactionId == transactionId }
+            let cold = try verifier(cache: 0)
+            jwsCold = { (try? cold.verifyAndDecodeTransaction(jws))?.transactionId == transactionId }
+
+            let receipt = String(decoding: try read(AppleRealVectors.receiptSandboxLegacy), as: UTF8.self)
+            let reader = try AppReceiptReader(roots: [try read(AppleRealVectors.appleIncRoot)])
+            let records = try reader.read(base64: receipt).receipt.inAppPurchases.count
+            receiptRecords = records
+            receiptParse = { (try? AppReceipt.parseUnverified(pkcs7: StrictBase64.decode(receipt)))?.inAppPurchases.count == records }
+            receiptVerify = { (try? reader.read(base64: receipt))?.receipt.inAppPurchases.count == records }
+        }
     }
 
     struct Results {
@@ -130,26 +166,34 @@ struct BenchCommand: Subcommand {
         }
     }
 
-    /// Calls `body` in a loop for `seconds` and returns calls per second (the clock read every 50
-    /// calls). `body` answers whether its call gave the expected result: a loop with any wrong or
-    /// failed call reports no rate (0, printed as "FAILED"), never the speed of failing.
+    /// Calls `body` in a loop for `seconds` and returns calls per second of this thread's CPU time
+    /// (the clock read every 50 calls): `openssl speed` divides by its CPU (user) time too, so the
+    /// ratio holds on a loaded machine, where wall time would count other processes' turns.
+    /// `body` answers whether its call gave the expected result: a loop with any wrong or failed
+    /// call reports no rate (0, printed as "FAILED"), never the speed of failing.
     func measure(_ seconds: Double, _ body: () -> Bool) -> Double {
         var failures = 0
         for _ in 0..<50 where !body() { failures += 1 }  // warm-up
         let start = DispatchTime.now().uptimeNanoseconds
         let deadline = start + UInt64(seconds * 1e9)
+        let cpuStart = Self.threadCPUSeconds()
         var count = 0
-        var now = start
         repeat {
             for _ in 0..<50 where !body() { failures += 1 }
             count += 50
-            now = DispatchTime.now().uptimeNanoseconds
-        } while now < deadline
+        } while DispatchTime.now().uptimeNanoseconds < deadline
+        let cpu = Self.threadCPUSeconds() - cpuStart
         guard failures == 0 else {
             print("  \(failures) of \(count + 50) calls failed or gave a wrong result: no rate")
             return 0
         }
-        return Double(count) / (Double(now - start) / 1e9)
+        return Double(count) / cpu
+    }
+
+    static func threadCPUSeconds() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
 
     func report(_ label: String, _ perSecond: Double, baseline: Double?) {

@@ -50,27 +50,29 @@ struct ExactBytes: Hashable, @unchecked Sendable {
     }
 }
 
-/// A bounded map from the exact bytes of a JWS header segment (which carries x5c) to its verified
-/// chain. Keys are whole bytes, so equality is byte equality, not a hash. Only successes are stored.
-/// Eviction is first-in-first-out: cheap, and Apple signs with few distinct chains at a time.
-final class VerifiedChainCache: Sendable {
+/// A bounded map from exact bytes that carry a certificate chain to what its verification left
+/// behind: a JWS header segment (x5c) to its `VerifiedChain`, a receipt's certificates and signer
+/// to its verified signer. Keys are whole bytes, so equality is byte equality, not a hash. Only
+/// successes are stored. Eviction is first-in-first-out: cheap, and Apple signs with few distinct
+/// chains at a time.
+package final class VerifiedChainCache<Value: Sendable>: Sendable {
     private struct State {
-        var entries: [ExactBytes: VerifiedChain] = [:]
+        var entries: [ExactBytes: Value] = [:]
         var order: [ExactBytes] = []
         var head = 0
     }
 
-    let capacity: Int
+    package let capacity: Int
     private let state = Mutex(State())
     private let hitCount = Atomic<Int>(0)
     private let missCount = Atomic<Int>(0)
 
-    init(capacity: Int) { self.capacity = max(0, capacity) }
+    package init(capacity: Int) { self.capacity = max(0, capacity) }
 
-    var hits: Int { hitCount.load(ordering: .relaxed) }
-    var misses: Int { missCount.load(ordering: .relaxed) }
+    package var hits: Int { hitCount.load(ordering: .relaxed) }
+    package var misses: Int { missCount.load(ordering: .relaxed) }
 
-    func lookup(_ key: UnsafeBufferPointer<UInt8>) -> VerifiedChain? {
+    package func lookup(_ key: UnsafeBufferPointer<UInt8>) -> Value? {
         guard capacity > 0 else { missCount.add(1, ordering: .relaxed); return nil }
         let k = ExactBytes(borrowing: key)
         let found = state.withLock { $0.entries[k] }
@@ -78,7 +80,7 @@ final class VerifiedChainCache: Sendable {
         return found
     }
 
-    func store(_ key: UnsafeBufferPointer<UInt8>, _ chain: VerifiedChain) {
+    package func store(_ key: UnsafeBufferPointer<UInt8>, _ chain: Value) {
         guard capacity > 0 else { return }
         let k = ExactBytes(copying: key)
         state.withLock { s in
@@ -93,7 +95,7 @@ final class VerifiedChainCache: Sendable {
         }
     }
 
-    func removeAll() {
+    package func removeAll() {
         state.withLock { $0 = State() }
     }
 }

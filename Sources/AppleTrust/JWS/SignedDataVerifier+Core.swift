@@ -39,11 +39,12 @@ extension SignedDataVerifier {
             leafKey = cached.leafKey
             window = cached.validity
         } else {
-            let decoded = try Self.decodeHeader(header)
+            let decoded = try Self.decodeHeader(header, reusing: knownCertificate)
             window = try policy.verifyJWSChain(decoded)
             guard let key = decoded[0].publicKey, key.isP256 else {
                 throw VerificationError(.invalidSignature, "the leaf key is not an EC P-256 key")
             }
+            decoded[1].der.withUnsafeBytes { verifiedIntermediates.store($0.bindMemory(to: UInt8.self), decoded[1]) }
             certs = decoded
             leafKey = key
         }
@@ -74,7 +75,7 @@ extension SignedDataVerifier {
             let nowSecond = PayloadDates.floorSeconds(nowMs)
             try ValidityTime(nowSecond).check(verified.validity)
             if verified.revocationCheckedAt.map({ nowSecond - $0 > revocationRecheckSeconds || $0 > nowSecond }) ?? true {
-                if certs == nil { certs = try Self.decodeHeader(header) }
+                if certs == nil { certs = try Self.decodeHeader(header, reusing: knownCertificate) }
                 try revocation.check(certs!)
                 verified.revocationCheckedAt = nowSecond
                 cache.store(header, verified)
@@ -101,8 +102,24 @@ extension SignedDataVerifier {
         return Segments(header: 0..<first, payload: (first + 1)..<second, signature: (second + 1)..<bytes.count)
     }
 
-    /// The protected header: `alg` must be ES256 and `x5c` exactly three DER certificates.
-    static func decodeHeader(_ segment: UnsafeBufferPointer<UInt8>) throws(VerificationError) -> [X509Certificate] {
+    /// A certificate already parsed with exactly these DER bytes: a pinned root, or the
+    /// intermediate of a chain this verifier verified. Reused, never trusted for being known: the
+    /// chain is still built and every signature in it checked. OpenSSL 3.0's d2i_X509 costs more
+    /// than an ES256 verify (it sets up a provider decoder for the public key on every call), and a
+    /// new leaf comes under the same WWDR intermediate and root.
+    func knownCertificate(_ der: UnsafeBufferPointer<UInt8>) -> X509Certificate? {
+        for root in policy.roots where root.der.count == der.count {
+            let same = root.der.withUnsafeBytes { memcmp($0.baseAddress!, der.baseAddress!, der.count) == 0 }
+            if same { return root }
+        }
+        return verifiedIntermediates.lookup(der)
+    }
+
+    /// The protected header: `alg` must be ES256 and `x5c` exactly three DER certificates, each
+    /// parsed unless `reusing` has it.
+    static func decodeHeader(_ segment: UnsafeBufferPointer<UInt8>,
+                             reusing known: (UnsafeBufferPointer<UInt8>) -> X509Certificate? = { _ in nil })
+        throws(VerificationError) -> [X509Certificate] {
         let json = try StrictJSON(maxBytes: defaultMaxInputBytes, maxDepth: 4).parse(try Base64URL.decode(segment))
         let fields = try JSONFields(json, context: "header")
         guard let alg = try fields.string("alg") else { throw VerificationError(.unsupportedAlgorithm, "header has no alg") }
@@ -117,7 +134,12 @@ extension SignedDataVerifier {
         var certs: [X509Certificate] = []
         for entry in x5c {
             guard let b64 = entry.stringValue else { throw VerificationError(.invalidFieldType, "header.x5c must hold strings") }
-            certs.append(try X509Certificate(der: Data(try Base64URL.decodeStandardPadded(b64))))
+            let der = try Base64URL.decodeStandardPadded(b64)
+            if let reused = der.withUnsafeBufferPointer(known) {
+                certs.append(reused)
+            } else {
+                certs.append(try X509Certificate(der: Data(der)))
+            }
         }
         return certs
     }

@@ -30,7 +30,9 @@ public final class SignedDataVerifier: Sendable {
     public let maxInputBytes: Int
 
     let policy: PinnedChainPolicy
-    let cache: VerifiedChainCache
+    let cache: VerifiedChainCache<VerifiedChain>
+    /// Intermediates of chains this verifier verified, by exact DER (see `knownCertificate`).
+    let verifiedIntermediates = VerifiedChainCache<X509Certificate>(capacity: 16)
     let revocation: OCSPRevocationCheck
     let now: @Sendable () -> Date
 

@@ -80,8 +80,11 @@ final class TestSigner: @unchecked Sendable {
     }
 
     /// PKCS#7 SignedData (DER) over `content`, with one SignerInfo per signer, carrying every
-    /// signer's certificate plus `extraCertificates`: the shape of an app receipt.
-    static func pkcs7(content: [UInt8], signers: [TestSigner], extraCertificates: [TestSigner] = []) -> [UInt8] {
+    /// signer's certificate plus `extraCertificates`: the shape of an app receipt. OpenSSL adds
+    /// authenticated attributes (content type, signing time, digest) unless `signedAttributes` is
+    /// false; Apple's receipts carry none.
+    static func pkcs7(content: [UInt8], signers: [TestSigner], extraCertificates: [TestSigner] = [],
+                      signedAttributes: Bool = true) -> [UInt8] {
         let certs = iapgw_sk_X509_new_null()!
         defer { iapgw_sk_X509_free(certs) }
         for extra in extraCertificates { _ = iapgw_sk_X509_push(certs, extra.certificate) }
@@ -89,7 +92,8 @@ final class TestSigner: @unchecked Sendable {
         let p7 = PKCS7_sign(nil, nil, certs, nil, flags)!
         defer { PKCS7_free(p7) }
         for signer in signers {
-            precondition(PKCS7_sign_add_signer(p7, signer.certificate, signer.key, EVP_sha256(), 0) != nil)
+            let noAttributes = signedAttributes ? 0 : Int32(PKCS7_NOATTR)
+            precondition(PKCS7_sign_add_signer(p7, signer.certificate, signer.key, EVP_sha256(), noAttributes) != nil)
         }
         let bio = content.withUnsafeBufferPointer { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }!
         defer { BIO_free(bio) }
