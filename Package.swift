@@ -88,7 +88,7 @@ var targets: [Target] = [
     .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "IAPMapping", "AppleTrust", "AppReceipts",
                                                                "IAPCore", "UpstreamHTTP"]),
     .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "Gateway", "IAPMapping", "Demo", "Adapters", "AppStoreSimulator", "Ledger", "HTTPServer",
-                                                     "UpstreamHTTP", "TestPKI", "IAPCore", "IAPConfig", "AppleTrust"]),
+                                                     "UpstreamHTTP", "TestPKI", "IAPCore", "IAPConfig", "AppleTrust", "CommandLineSupport"]),
     .testTarget(name: "IAPGatewayClientTests", dependencies: ["IAPGatewayClient", "Demo", "Gateway", "AppStoreSimulator",
                                                              "HTTPServer", "UpstreamHTTP", "IAPCore", "AppleTrust", "TestPKI"]),
     .testTarget(name: "AppReceiptsTests", dependencies: ["AppReceipts", "AppleTrust", "TestPKI", "IAPCore", "COpenSSL"]),

@@ -14,13 +14,21 @@ wrk_ms() {
     else printf "%s", v }'
 }
 
-# `openssl speed ecdsap256` verify/s on one core.
-openssl_verify_rate() {
-  openssl speed -seconds "${1:-3}" ecdsap256 2>/dev/null | awk '/ecdsa \(nistp256\)/ {print $NF}'
+# Every child a benchmark starts has a deadline: `within SECONDS COMMAND...` runs COMMAND, sends it
+# SIGTERM after SECONDS and SIGKILL 10 s later, and fails (exit 124/137) if it had to.
+within() {
+  local limit="$1"; shift
+  timeout --kill-after=10 "$limit" "$@"
 }
 
-# initdb and pg_ctl refuse to run as root: as root they run as the `postgres` user.
-as_pg() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+# `openssl speed ecdsap256` verify/s on one core (it signs for N seconds, then verifies for N).
+openssl_verify_rate() {
+  local n="${1:-3}"
+  within $((4 * n + 30)) openssl speed -seconds "$n" ecdsap256 2>/dev/null | awk '/ecdsa \(nistp256\)/ {print $NF}'
+}
+
+# initdb and pg_ctl refuse to run as root: as root they run as the `postgres` user (within 300 s).
+as_pg() { if [[ $(id -u) == 0 ]]; then within 300 runuser -u postgres -- "$@"; else within 300 "$@"; fi; }
 
 # A throwaway PostgreSQL cluster in $work/pg (needs $work and $pg_bin): loopback, a free port, its
 # socket inside $work; sets pg_port, pg (the client options) and pg_up. Creates the database and the
@@ -34,8 +42,8 @@ pg_start_cluster() {
     -o "-p $pg_port -k $work/pg/sock -c listen_addresses=127.0.0.1 -c max_connections=100" start >/dev/null
   pg_up=1
   pg=(-h 127.0.0.1 -p "$pg_port" -U postgres)
-  "$pg_bin/createdb" "${pg[@]}" pgbench_baseline
-  "$pg_bin/psql" "${pg[@]}" -q -d pgbench_baseline -c "CREATE TABLE inbox(id bigserial PRIMARY KEY, payload text NOT NULL)"
+  within 60 "$pg_bin/createdb" "${pg[@]}" pgbench_baseline
+  within 60 "$pg_bin/psql" "${pg[@]}" -q -d pgbench_baseline -c "CREATE TABLE inbox(id bigserial PRIMARY KEY, payload text NOT NULL)"
   echo "INSERT INTO inbox(payload) SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 125);" >"$work/insert.sql"
 }
 
@@ -47,6 +55,6 @@ pg_stop_cluster() {
 # connections), one durable single-row insert of a notification's size each (synchronous_commit=on,
 # the server's default).
 pgbench_insert_rate() {
-  "$pg_bin/pgbench" "${pg[@]}" -n -c 16 -j 2 -T "$1" -f "$work/insert.sql" pgbench_baseline >"$work/pgbench.out" 2>&1
+  within $(($1 + 120)) "$pg_bin/pgbench" "${pg[@]}" -n -c 16 -j 2 -T "$1" -f "$work/insert.sql" pgbench_baseline >"$work/pgbench.out" 2>&1
   awk '/^tps = / {print $3; exit}' "$work/pgbench.out"
 }

@@ -8,9 +8,10 @@
 # STORAGE_URL must name an empty database (sqlite:PATH or postgres://…); Benchmarks/run.sh makes one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source Benchmarks/lib.sh
 count="${1:-5000}"
 connections="${2:-16}"
 storage=()
 if [[ -n "${3:-}" ]]; then storage=(--storage "$3"); fi
-[[ "${IAPGW_SKIP_BUILD:-0}" == 1 ]] || swift build -c release --product iapgw-dev >/dev/null
-.build/release/iapgw-dev bench-notifications --count "$count" --connections "$connections" --seconds 3 "${storage[@]}"
+[[ "${IAPGW_SKIP_BUILD:-0}" == 1 ]] || within 1800 swift build -c release --product iapgw-dev >/dev/null
+within 900 .build/release/iapgw-dev bench-notifications --count "$count" --connections "$connections" --seconds 3 "${storage[@]}"

@@ -33,7 +33,7 @@ for round in $(seq 1 "$rounds"); do
     db="iapgw_${round}_${which}"
     "$pg_bin/createdb" "${pg[@]}" "$db"
     # The receipt seal key lives beside an SQLite file by default; a PostgreSQL run has none.
-    IAPGW_RECEIPT_SEAL_KEY=$(openssl rand -hex 32) "$bin" bench-notifications --count "$count" --connections 16 \
+    IAPGW_RECEIPT_SEAL_KEY=$(openssl rand -hex 32) within 900 "$bin" bench-notifications --count "$count" --connections 16 \
       --seconds 1 --storage "postgres://postgres@127.0.0.1:$pg_port/$db" --json "$work/run.json" >"$work/run.out" 2>&1 \
       || echo "round $round $which: bench-notifications exited non-zero (not every notification accepted and drained)" >&2
     python3 - "$work/run.json" "$which" "$round" "${tps:-0}" >>"$out" <<'EOF'

@@ -25,6 +25,7 @@ notif_sqlite = load("notif-sqlite.json") or {}
 notif_pg = load("notif-postgres.json")
 sqlite_base = load("sqlite-baseline.json") or {}
 pg_base = load("pg-baseline.json")
+retention = load("retention.json") or {}
 peer = bench.get("python_peer") or {}
 openssl = bench.get("openssl_speed_ecdsap256_verify_per_s")
 
@@ -44,6 +45,10 @@ def row(number, figure, value, unit, baseline_label, baseline, r, goal="", met=N
 def rate(v):
     """A rate the bench withheld (0: a timed loop had a failure) is no figure."""
     return v if v else None
+
+
+def fmt_ms(v, digits=2):
+    return "?" if v is None else f"{v:,.{digits}f}"
 
 
 def at_least(r, goal):
@@ -104,6 +109,14 @@ row(1, "JWS verify, cold ÷ Apple's Swift library 6.0", cold, "/s",
 r = ratio(warm, openssl)
 row(1, "JWS verify, warm chain cache", warm, "/s", "openssl speed ecdsap256 verify (1 core)", openssl, r,
     "≥ 0.90", at_least(r, 0.9))
+deadline = retention.get("apple_deadline_ms")
+r_p99 = retention.get("p99_ms")
+r_share = ratio(r_p99, deadline)
+row(6, f"POST /v1/retention p99, {retention.get('connections', '?')} connections "
+    f"({retention.get('offered', '?')} of {retention.get('count', '?')} answered with a signed offer; "
+    f"p50 {fmt_ms(retention.get('p50_ms'))} ms, {fmt_ms(retention.get('requests_per_s'), 0)} req/s)",
+    r_p99, "ms", "Apple's realtime deadline (sandbox performance test)", deadline, r_share, "≤ 1.0, every request offered",
+    None if r_share is None else r_share <= 1.0 and retention.get("offered") == retention.get("count"))
 rss = verify.get("peak_rss_mb")
 row(4, "peak RSS under POST /verify load (gateway + simulator)", rss, "MB", "goal 100 MB", 100.0, ratio(rss, 100.0),
     "≤ 100 MB", at_most(rss, 100))
@@ -148,7 +161,7 @@ with open(out + ".json", "w") as f:
     json.dump({"when": when, "command": command, "commit": commit, "cores": os.cpu_count(), "figures": rows,
                "raw": {"bench": bench, "verify_load": verify, "notifications_sqlite": notif_sqlite,
                        "notifications_postgres": notif_pg, "sqlite_baseline": sqlite_base,
-                       "pgbench_baseline": pg_base}}, f, indent=2)
+                       "pgbench_baseline": pg_base, "retention": retention}}, f, indent=2)
 with open(out + ".md", "w") as f:
     f.write(markdown)
 print(markdown)

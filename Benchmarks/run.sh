@@ -33,14 +33,14 @@ now_ns() { date +%s%N; }
 section() { echo; echo "== $*"; }
 
 section "build (release)"
-swift build -c release --product iapgw-dev >/dev/null
+within 1800 swift build -c release --product iapgw-dev >/dev/null
 export IAPGW_SKIP_BUILD=1
 iapgw=.build/release/iapgw-dev
 git rev-parse --short HEAD >"$work/commit" 2>/dev/null || echo unknown >"$work/commit"
 
 section "1-3. JWS and receipts (iapgw-dev bench --seconds $seconds), Apple's Python library as the peer"
 python_args=()
-if peer=$(bash Benchmarks/setup_python_peer.sh 2>"$work/peer.log" | tail -1) && [[ -n "$peer" ]]; then
+if peer=$(within 900 bash Benchmarks/setup_python_peer.sh 2>"$work/peer.log" | tail -1) && [[ -n "$peer" ]]; then
   if [[ "$peer" == "env PYTHONPATH="* ]]; then
     rest="${peer#env PYTHONPATH=}"; export PYTHONPATH="${rest%% *}"; python="${rest#* }"
   else
@@ -50,19 +50,19 @@ if peer=$(bash Benchmarks/setup_python_peer.sh 2>"$work/peer.log" | tail -1) && 
 else
   echo "   the Python peer could not be installed; figures 2 and 3 lose their peer:"; sed 's/^/   /' "$work/peer.log"
 fi
-"$iapgw" bench --seconds "$seconds" "${python_args[@]}" --results "$work/bench.json" | sed 's/^/   /'
+within $((40 * seconds + 300)) "$iapgw" bench --seconds "$seconds" "${python_args[@]}" --results "$work/bench.json" | sed 's/^/   /'
 
 section "4. POST /verify: re-claims, new grants, fixed offered rate (Benchmarks/verify-load.sh $seconds)"
-bash Benchmarks/verify-load.sh "$seconds" --json "$work/verify.json" | sed 's/^/   /'
+within $((12 * seconds + 900)) bash Benchmarks/verify-load.sh "$seconds" --json "$work/verify.json" | sed 's/^/   /'
 
 section "5a. notifications on SQLite ($count notifications, 16 connections)"
-"$iapgw" bench-notifications --count "$count" --connections 16 --seconds 3 --json "$work/notif-sqlite.json" | sed 's/^/   /'
+within 600 "$iapgw" bench-notifications --count "$count" --connections 16 --seconds 3 --json "$work/notif-sqlite.json" | sed 's/^/   /'
 # Baseline: the same durability the inbox insert asks for (WAL, synchronous=FULL), one row of a
 # notification's size per transaction, from the sqlite3 CLI.
 inserts=1000
-sqlite3 "$work/baseline.sqlite" "PRAGMA journal_mode=WAL;" "CREATE TABLE inbox(id INTEGER PRIMARY KEY, payload BLOB);" >/dev/null
+within 60 sqlite3 "$work/baseline.sqlite" "PRAGMA journal_mode=WAL;" "CREATE TABLE inbox(id INTEGER PRIMARY KEY, payload BLOB);" >/dev/null
 { echo "PRAGMA synchronous=FULL;"; for _ in $(seq 1 $inserts); do echo "INSERT INTO inbox(payload) VALUES (randomblob(4000));"; done; } >"$work/inserts.sql"
-t0=$(now_ns); sqlite3 "$work/baseline.sqlite" <"$work/inserts.sql"; t1=$(now_ns)
+t0=$(now_ns); within 600 sqlite3 "$work/baseline.sqlite" <"$work/inserts.sql"; t1=$(now_ns)
 awk -v n=$inserts -v ns=$((t1 - t0)) 'BEGIN { printf "{\"inserts\":%d,\"per_s\":%.1f}\n", n, n / (ns / 1e9) }' >"$work/sqlite-baseline.json"
 echo "   baseline: sqlite3 CLI, $inserts single-row 4 KB inserts, WAL + synchronous=FULL: $(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["per_s"]))' "$work/sqlite-baseline.json")/s"
 
@@ -71,13 +71,13 @@ if [[ ! -x "$pg_bin/initdb" ]]; then
   echo "   skipped: no PostgreSQL server binaries in $pg_bin (set PG_BIN)"
 else
   pg_start_cluster
-  "$pg_bin/createdb" "${pg[@]}" iapgw_bench
+  within 60 "$pg_bin/createdb" "${pg[@]}" iapgw_bench
   tps=$(pgbench_insert_rate "$seconds")
   echo "{\"clients\":16,\"per_s\":${tps:-0}}" >"$work/pg-baseline.json"
   echo "   baseline: pgbench, 16 clients, single-row 4 KB inserts, synchronous_commit=on: ${tps:-?}/s"
   storage="postgres://postgres@127.0.0.1:$pg_port/iapgw_bench"
   # The receipt seal key lives beside an SQLite file by default; a PostgreSQL run has none.
-  if IAPGW_RECEIPT_SEAL_KEY=$(openssl rand -hex 32) "$iapgw" bench-notifications --count "$count" --connections 16 \
+  if IAPGW_RECEIPT_SEAL_KEY=$(openssl rand -hex 32) within 600 "$iapgw" bench-notifications --count "$count" --connections 16 \
        --seconds 3 --storage "$storage" --json "$work/notif-postgres.json" >"$work/notif-postgres.out" 2>&1; then
     sed 's/^/   /' "$work/notif-postgres.out"
   elif grep -q "not in this build" "$work/notif-postgres.out"; then
@@ -92,8 +92,8 @@ else
 fi
 
 section "6. POST /v1/retention, 8 connections (iapgw-dev bench-retention): p99 / Apple's ~700 ms realtime deadline"
-"$iapgw" bench-retention --count 3000 --connections 8 --json "$work/retention.json" | sed 's/^/   /'
+within 600 "$iapgw" bench-retention --count 3000 --connections 8 --json "$work/retention.json" | sed 's/^/   /'
 
 section "summary"
 mkdir -p Benchmarks/results
-python3 Benchmarks/report.py "$work" "Benchmarks/results/$stamp" "Benchmarks/run.sh $seconds"
+within 60 python3 Benchmarks/report.py "$work" "Benchmarks/results/$stamp" "Benchmarks/run.sh $seconds"

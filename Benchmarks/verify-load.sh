@@ -11,6 +11,9 @@
 # IAPGW_SKIP_BUILD=1 uses the release binary as it is (Benchmarks/run.sh has just built it);
 # IAPGW_BENCH_POOL sets the pool size (default 4,000 per second of the run: the new-grant figure is
 # withheld if the run used more requests than the pool had, as some would then be re-claims).
+# IAPGW_BIN runs another build of iapgw-dev (A/B of two binaries); IAPGW_BENCH_PROFILE=DIR also
+# measures the gateway process during each 64-connection run: `perf stat` (CPU time and context
+# switches, printed per request) and `perf record -F 499 -g` (DIR/reclaims.perf.data, DIR/grants.perf.data).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
@@ -23,8 +26,11 @@ while [[ $# -gt 0 ]]; do
 done
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
 command -v hey >/dev/null || { echo "hey is not installed (apt-get install hey)"; exit 1; }
-[[ "${IAPGW_SKIP_BUILD:-0}" == 1 ]] || swift build -c release --product iapgw-dev >/dev/null
+[[ "${IAPGW_SKIP_BUILD:-0}" == 1 ]] || within 1800 swift build -c release --product iapgw-dev >/dev/null
 pool_size="${IAPGW_BENCH_POOL:-$((4000 * seconds))}"
+bin="${IAPGW_BIN:-.build/release/iapgw-dev}"
+profile="${IAPGW_BENCH_PROFILE:-}"
+if [[ -n "$profile" ]]; then mkdir -p "$profile"; command -v perf >/dev/null || { echo "perf is not installed"; exit 1; }; fi
 dir="$(mktemp -d)"; pid=""
 stop_demo() { if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=""; fi; }
 trap 'stop_demo; rm -rf "$dir"' EXIT
@@ -33,15 +39,16 @@ url="http://127.0.0.1:$port/v1/apps/com.example.demo/verify"
 # A fresh demo (gateway + simulator in one process, a fresh database) with POOL extra signed purchases.
 start_demo() {  # POOL
   rm -rf "$dir/demo"; mkdir -p "$dir/demo"
-  .build/release/iapgw-dev demo --port $port --sim-port $sim --dir "$dir/demo" --local-only-jws --pool "$1" \
+  "$bin" demo --port $port --sim-port $sim --dir "$dir/demo" --local-only-jws --pool "$1" \
       >"$dir/demo.out" 2>"$dir/demo.log" &
   pid=$!
   for _ in $(seq 1 1200); do grep -q "Ctrl-C" "$dir/demo.out" 2>/dev/null && break; sleep 0.1; done
+  grep -q "Ctrl-C" "$dir/demo.out" || { echo "the demo did not start within 120 s:"; tail -5 "$dir/demo.log"; exit 1; }
   key=$(grep -o "Bearer [A-Za-z0-9-]*" "$dir/demo.out" | head -1 | cut -d' ' -f2)
   jws=$(cat "$dir/demo/bob-signed-transaction.jws")
   echo "{\"account\":\"bob\",\"signedTransaction\":\"$jws\"}" >"$dir/reclaim.json"
   # One warm-up request binds the re-claimed purchase to bob.
-  curl -s -o /dev/null -w "warm-up: HTTP %{http_code}\n" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+  curl -s -m 30 -o /dev/null -w "warm-up: HTTP %{http_code}\n" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
       --data-binary @"$dir/reclaim.json" "$url"
 }
 # Re-claims and the fixed-rate runs first, on a demo without a pool (the simulator keeps every
@@ -58,15 +65,29 @@ end
 LUA
 baseline=$(openssl_verify_rate 5)
 
-wrk_run() {  # LUA → the wrk output
-  wrk -t2 -c64 -d"${seconds}s" --latency -s "$1" "$url"
+wrk_run() {  # LUA [NAME] → the wrk output (and, profiling, the gateway's CPU and switches per request)
+  if [[ -z "$profile" || -z "${2:-}" ]]; then
+    within $((seconds + 60)) wrk -t2 -c64 -d"${seconds}s" --timeout 10s --latency -s "$1" "$url"
+    return
+  fi
+  within $((seconds + 60)) perf stat -x, -e task-clock,context-switches -o "$profile/$2.stat" -p "$pid" -- sleep "$seconds" &
+  local stat=$!
+  within $((seconds + 60)) perf record -q -F 499 -g -o "$profile/$2.perf.data" -p "$pid" -- sleep "$seconds" 2>/dev/null &
+  local record=$!
+  local out; out=$(within $((seconds + 60)) wrk -t2 -c64 -d"${seconds}s" --timeout 10s --latency -s "$1" "$url")
+  wait "$stat" "$record" || true
+  echo "$out"
+  awk -F, -v n="$(awk '/requests in/ {print $1}' <<<"$out")" -v name="$2" '
+    $3 == "task-clock" { cpu = $1 } $3 == "context-switches" { cs = $1 }
+    END { if (n > 0) printf "profile %s: gateway CPU %.0f us per request, %.2f context switches per request (%d requests)\n", name, cpu * 1000 / n, cs / n, n }' "$profile/$2.stat"
 }
 
-reclaim=$(wrk_run "$dir/reclaim.lua")
+reclaim=$(wrk_run "$dir/reclaim.lua" reclaims)
 rps=$(awk '/Requests\/sec/ {print $2}' <<<"$reclaim")
 p50=$(awk '$1=="50%" {print $2}' <<<"$reclaim"); p99=$(awk '$1=="99%" {print $2}' <<<"$reclaim")
 non2xx=$(awk -F= '/non2xx/ {print $2}' <<<"$reclaim")
 echo "$reclaim" | sed -n '1,12p'
+grep "^profile" <<<"$reclaim" || true
 echo "re-claims: ${rps} req/s, p50 ${p50}, p99 ${p99}, non-2xx ${non2xx}"
 
 # Fixed offered rate: hey's -q is per worker; every request's time from its CSV.
@@ -74,7 +95,7 @@ fixed_rate() {  # PERCENT → "p50 p99 p999 errors offered achieved" (ms)
   local offered q
   offered=$(awk -v r="$rps" -v p="$1" 'BEGIN { printf "%.0f", r * p / 100 }')
   q=$(awk -v o="$offered" 'BEGIN { printf "%.2f", o / 64 }')
-  hey -z "${seconds}s" -c 64 -q "$q" -m POST -T application/json -H "Authorization: Bearer $key" \
+  within $((seconds + 60)) hey -z "${seconds}s" -t 10 -c 64 -q "$q" -m POST -T application/json -H "Authorization: Bearer $key" \
       -D "$dir/reclaim.json" -o csv "$url" >"$dir/hey-$1.csv"
   python3 - "$dir/hey-$1.csv" "$offered" "$seconds" <<'PY'
 import csv, sys
@@ -114,15 +135,16 @@ done = function(summary, latency, requests)
   io.write(string.format("non2xx=%d\n", summary.errors.status))
 end
 LUA
-grants=$(wrk_run "$dir/grants.lua")
+grants=$(wrk_run "$dir/grants.lua" grants)
 g_rps=$(awk '/Requests\/sec/ {print $2}' <<<"$grants")
 g_p50=$(awk '$1=="50%" {print $2}' <<<"$grants"); g_p99=$(awk '$1=="99%" {print $2}' <<<"$grants")
 g_non2xx=$(awk -F= '/non2xx/ {print $2}' <<<"$grants")
 g_requests=$(awk '/requests in/ {print $1}' <<<"$grants")
-g_granted=$(sqlite3 "$dir/demo/iapgw.sqlite" "SELECT COUNT(*) FROM ownership WHERE account LIKE 'acct-%'" 2>/dev/null || echo "?")
+g_granted=$(within 60 sqlite3 "$dir/demo/iapgw.sqlite" "SELECT COUNT(*) FROM ownership WHERE account LIKE 'acct-%'" 2>/dev/null || echo "?")
 echo "$grants" | sed -n '1,12p'
 g_valid=1
 if (( g_requests > pool_size )); then g_valid=0; fi
+grep "^profile" <<<"$grants" || true
 echo "new grants: ${g_rps} req/s, p50 ${g_p50}, p99 ${g_p99}, non-2xx ${g_non2xx}, ${g_requests} requests from a pool of ${pool_size} (${g_granted} accounts bound)"
 [[ $g_valid == 1 ]] || echo "new grants: the pool ran out (some requests were re-claims): no new-grant rate"
 

@@ -174,11 +174,14 @@ final class ServerCore: @unchecked Sendable {
 
     func finish(_ state: RequestState, connection: SuspendedConnection, requestId: String,
                         response: HTTPResponse) {
-        let draining = lifecycle.withLock { $0.draining }
-        let mhdResponse = makeResponse(response, requestId: requestId, closeConnection: draining)
+        let mhdResponse = makeResponse(response, requestId: requestId)
         let status = UInt32(clamping: response.status)
+        // One critical section (it was two: draining read apart). The libmicrohttpd calls stay inside
+        // it: made outside it, concurrently from several handlers, WebhookCrashTests' receiver saw
+        // a second delivery from a sender that held its lease.
         let handedOver = lifecycle.withLock { life -> Bool in
             guard life.daemon != nil, life.suspended.remove(connection) != nil else { return false }
+            if life.draining { _ = MHD_add_response_header(mhdResponse, "Connection", "close") }
             if MHD_queue_response(connection.pointer, status, mhdResponse) == MHD_Result.YES {
                 MHD_destroy_response(mhdResponse)
             } else {

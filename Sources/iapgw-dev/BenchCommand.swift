@@ -206,8 +206,10 @@ struct BenchCommand: Subcommand {
 
     /// Runs `openssl speed -seconds N ecdsap256` and reads the verify/s column.
     static func opensslSpeedVerify(seconds: Double, curve: Int = 256) throws -> Double {
-        let output = try runProcess("/usr/bin/env", ["openssl", "speed", "-seconds", String(max(1, Int(seconds.rounded()))),
-                                                     "ecdsap\(curve)"])
+        // It signs for N seconds, then verifies for N: a deadline of 4 N + 30 s.
+        let whole = max(1, Int(seconds.rounded()))
+        let output = try runProcess("/usr/bin/env", ["openssl", "speed", "-seconds", String(whole), "ecdsap\(curve)"],
+                                    deadline: .seconds(4 * whole + 30))
         for line in output.split(separator: "\n") where line.contains("ecdsa (nistp\(curve))") {
             if let last = line.split(separator: " ").last, let v = Double(last) { return v }
         }
@@ -217,52 +219,23 @@ struct BenchCommand: Subcommand {
     static func pythonPeer(python: String, vectors: URL, seconds: Double) throws -> [String: JSONValue] {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Benchmarks/peer_python.py").path
-        let output = try runProcess("/usr/bin/env", [python, script, "--vectors", vectors.path, "--seconds", String(seconds)])
+        // Three measurements of `seconds` each, plus the library's import and set-up.
+        let output = try runProcess("/usr/bin/env", [python, script, "--vectors", vectors.path, "--seconds", String(seconds)],
+                                    deadline: .seconds(6 * seconds + 60))
         guard case .object(let o) = try StrictJSON().parse(output) else {
             throw UsageError(message: "the Python peer did not print a JSON object")
         }
         return o
     }
 
-    /// Runs `executable` with `arguments` and returns its standard output. Spawned with no signal
-    /// blocked and default handlers: Foundation's `Process` passes on the spawning thread's mask, and
-    /// the Swift runtime's threads block SIGALRM, with which `openssl speed` ends each timed loop (it
-    /// ran on for many minutes under `bench` and `bench-notifications`).
-    static func runProcess(_ executable: String, _ arguments: [String]) throws -> String {
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw UsageError(message: "\(executable): no pipe") }
-        let output = FileHandle(fileDescriptor: fds[0], closeOnDealloc: true)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-        posix_spawn_file_actions_addclose(&actions, fds[0])
-        posix_spawn_file_actions_addclose(&actions, fds[1])
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([executable] + arguments).map { strdup($0) }
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv + [nil], environ)
-        close(fds[1])
-        guard spawned == 0 else { throw UsageError(message: "\(executable) could not be started (\(spawned))") }
-        let data = output.readDataToEndOfFile()
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
-        // Exited normally (no signal) with status 0.
-        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
-            throw UsageError(message: "\(arguments.first ?? executable) exited with status \(status)")
+    /// A helper program run to completion within `deadline` (ChildProcess: a clean signal mask, so
+    /// `openssl speed`'s alarm fires even when spawned from the task pool; killed if it overruns).
+    static func runProcess(_ executable: String, _ arguments: [String], deadline: Duration) throws -> String {
+        do {
+            return try ChildProcess.run(executable, arguments, deadline: deadline)
+        } catch let failure as ChildProcess.Failure {
+            throw UsageError(message: failure.description)
         }
-        return String(decoding: data, as: UTF8.self)
     }
 }
 

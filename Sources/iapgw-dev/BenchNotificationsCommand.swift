@@ -82,6 +82,7 @@ struct BenchNotificationsCommand: Subcommand {
         let next = TicketCounter()
         let requests = bodies
         let start = DispatchTime.now().uptimeNanoseconds
+        let cpuStart = processCPUSeconds()
         let accepted = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<connections {
                 group.addTask {
@@ -98,6 +99,7 @@ struct BenchNotificationsCommand: Subcommand {
             return try await group.reduce(0, +)
         }
         let acceptSeconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let acceptCPUSeconds = processCPUSeconds() - cpuStart
 
         // A benchmark drains batches of 500 as fast as it can: no request waits on it, so no 5 s deadline.
         let ledger = try AsyncSQLLedger(storage: storageURL, deadline: .seconds(120))
@@ -122,6 +124,9 @@ struct BenchNotificationsCommand: Subcommand {
         print("ledger: \(backend)")
         print("accepted over HTTP (\(connections) connections): \(accepted)/\(count) with 200 in \(String(format: "%.2f", acceptSeconds)) s")
         print("  notifications accepted/s (3 JWS verified + durable \(backend) insert): \(BenchCommand.format(acceptedPerSecond))")
+        // The client posting is this process too (libcurl), so this bounds the gateway's own CPU from above.
+        print("  CPU per accepted notification (gateway + in-process HTTP client, user + system): "
+              + String(format: "%.0f µs", 1e6 * acceptCPUSeconds / Double(max(accepted, 1))))
         print("  inbox drain/s (state machine + entitlement + outbox, each entry atomic, 16 per commit): \(BenchCommand.format(drainedPerSecond))"
               + "  [\(drained) processed, \(depth.pending) left, \(depth.parked) parked]")
         print("  openssl speed ecdsap256 verify (one core, same run): \(BenchCommand.format(openssl))")
@@ -131,6 +136,7 @@ struct BenchNotificationsCommand: Subcommand {
             let figures: JSONValue = .object([
                 "backend": .string(backend), "count": .int(Int64(count)), "connections": .int(Int64(connections)),
                 "accepted": .int(Int64(accepted)), "accepted_per_s": .double(acceptedPerSecond),
+                "accept_cpu_us_per_notification": .double(1e6 * acceptCPUSeconds / Double(max(accepted, 1))),
                 "drained": .int(Int64(drained)), "drained_per_s": .double(drainedPerSecond),
                 "openssl_speed_ecdsap256_verify_per_s": .double(openssl),
             ])
@@ -138,6 +144,14 @@ struct BenchNotificationsCommand: Subcommand {
         }
         return accepted == count && drained == count ? 0 : 1
     }
+}
+
+/// User + system CPU time this process has used so far, all threads.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
 /// Hands out 0, 1, 2, … to the posting tasks.

@@ -156,6 +156,46 @@ final class NotificationIntegrityTests: XCTestCase {
         XCTAssertEqual(control.status, 200, control.text)
     }
 
+    /// A V2 body exactly as Apple sends it skips the general JSON parse (`NotificationDecoder.canonicalV2`):
+    /// the inbox row must be the same bytes either way, and the signatures are checked on both paths.
+    func testAV2BodyIsKeptInItsCanonicalFormOnEitherPathAndATamperedOneIsRefusedOnEither() async throws {
+        let e2e = try await NotificationE2E.start(self)
+        let purchase = try e2e.subscribe(owner: "device-cy")
+        let prefix = "{\"signedPayload\":\"", suffix = "\"}"
+        func signed() async throws -> String {
+            try await e2e.signed("DID_RENEW", about: try e2e.simulator.renew(originalTransactionId: purchase.originalTransactionId))
+        }
+        func stored(_ answer: GatewayAnswer) throws -> String? {
+            let id = answer.json["notificationId"]?.stringValue
+            return try e2e.ledger.inboxEntries(bundleId: e2e.bundleId, since: 0, limit: 100)
+                .first { $0.id == id }.map { String(decoding: $0.rawBody, as: UTF8.self) }
+        }
+        let asApple = try await signed(), spaced = try await signed(), escaped = try await signed()
+        let bodies = [
+            (asApple, prefix + asApple + suffix),
+            (spaced, "{ \"signedPayload\" : \"" + spaced + "\" }\n"),
+            // A JSON escape in the JWS: not the canonical shape, so parsed (and unescaped) as JSON.
+            (escaped, prefix + escaped.replacingOccurrences(of: ".", with: "\\u002e") + suffix),
+        ]
+        for (jws, body) in bodies {
+            let answer = try await e2e.postRaw(Array(body.utf8))
+            XCTAssertEqual(answer.status, 200, answer.text)
+            XCTAssertEqual(try stored(answer), prefix + jws + suffix, body.prefix(40) + "…")
+        }
+
+        let before = try e2e.inboxIds()
+        let tampered = try await signed()
+        var characters = Array(tampered)  // one signature character changed, well inside its last segment
+        characters[characters.count - 10] = characters[characters.count - 10] == "A" ? "B" : "A"
+        let flipped = String(characters)
+        for body in [prefix + flipped + suffix, "{ \"signedPayload\": \"" + flipped + "\"}"] {
+            let answer = try await e2e.postRaw(Array(body.utf8))
+            XCTAssertEqual(answer.status, 422, answer.text)
+            XCTAssertEqual(answer.errorCode, "INVALID_SIGNATURE", answer.text)
+        }
+        XCTAssertEqual(try e2e.inboxIds(), before)
+    }
+
     func testOuterPayloadSignedByAnUntrustedChainIsRefusedAndNothingIsStored() async throws {
         let e2e = try await NotificationE2E.start(self)
         let purchase = try e2e.subscribe(owner: "device-lu")

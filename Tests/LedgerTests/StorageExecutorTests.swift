@@ -32,6 +32,27 @@ final class StorageExecutorTests: LedgerTestCase {
         XCTAssertNil(answer)
     }
 
+    /// Deadlines are watched by one thread in deadline order: a short one that arrives behind a
+    /// long one still wakes it and is answered at its own time.
+    func testAShortDeadlineBehindALongerOneIsAnsweredAtItsOwn() async throws {
+        let executor = StorageExecutor(limits: .init(threads: 2, deadline: .seconds(60)))
+        let gate = Gate()
+        async let long: VerificationError? = storageError { () async throws(VerificationError) in
+            try await executor.run { gate.wait() }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        let started = ContinuousClock.now
+        let short = await storageError { () async throws(VerificationError) in
+            try await executor.run(deadline: .milliseconds(200)) { gate.wait() }
+        }
+        XCTAssertEqual(short?.code, .storageUnavailable)
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(10), "answered at its own deadline, not the earlier call's")
+        gate.open()  // both stuck calls
+        gate.open()
+        let longError = await long
+        XCTAssertNil(longError, "the long call finished once the engine was back")
+    }
+
     func testACallWhoseDeadlinePassedWhileQueuedIsNeverRun() async throws {
         let executor = StorageExecutor(limits: .init(threads: 1, deadline: .milliseconds(100)))
         let gate = Gate()

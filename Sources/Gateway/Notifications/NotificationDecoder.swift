@@ -53,6 +53,7 @@ public final class NotificationDecoder: Sendable {
     }
 
     public func decode(body: [UInt8], app: AppPolicy) throws(VerificationError) -> DecodedNotification {
+        if let jws = Self.canonicalV2(body) { return try decodeV2(jws, storedBody: body, app: app) }
         let json = try RequestBody.parse(body, maxDepth: 16)
         guard case .object(let object) = json else {
             throw VerificationError(.malformedRequest, "a notification body is a JSON object")
@@ -61,14 +62,38 @@ public final class NotificationDecoder: Sendable {
             guard object.count == 1, case .string(let jws) = signed else {
                 throw VerificationError(.malformedRequest, "a V2 notification body is {\"signedPayload\": \"…\"}")
             }
-            return try decodeV2(jws, app: app)
+            return try decodeV2(jws, storedBody: Array((Self.v2Prefix + jws + Self.v2Suffix).utf8), app: app)
         }
         return try decodeV1(JSONFields(object, context: "notification"), body: body, app: app)
     }
 
     // MARK: V2
 
-    private func decodeV2(_ jws: String, app: AppPolicy) throws(VerificationError) -> DecodedNotification {
+    static let v2Prefix = "{\"signedPayload\":\""
+    static let v2Suffix = "\"}"
+
+    /// The JWS of a body that is exactly `{"signedPayload":"<JWS>"}` (what Apple sends), the JWS only
+    /// base64url and dots: such a body is the JSON the general path would parse, and already the form
+    /// the inbox keeps, so neither the 17 KB parse nor the rebuilt copy is needed. Anything else: nil.
+    static func canonicalV2(_ body: [UInt8]) -> String? {
+        let prefix = v2Prefix.utf8, suffix = v2Suffix.utf8
+        guard body.count > prefix.count + suffix.count, body.starts(with: prefix), body.suffix(suffix.count).elementsEqual(suffix)
+        else { return nil }
+        let jws = body[prefix.count..<(body.count - suffix.count)]
+        guard jws.allSatisfy(isJWSByte) else { return nil }
+        return String(decoding: jws, as: UTF8.self)
+    }
+
+    private static func isJWSByte(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."): true
+        default: false
+        }
+    }
+
+    /// `storedBody`: `{"signedPayload":"<jws>"}`, the canonical form of the body, kept in the inbox.
+    private func decodeV2(_ jws: String, storedBody: [UInt8], app: AppPolicy) throws(VerificationError) -> DecodedNotification {
         let payload = try verifiers.verifier(for: app).verifyAndDecodeNotification(jws)
         guard let uuid = payload.notificationUUID, !uuid.isEmpty, uuid.utf8.count <= 64 else {
             throw VerificationError(.missingField, "notification.notificationUUID is required")
@@ -91,7 +116,7 @@ public final class NotificationDecoder: Sendable {
             : nil
         return DecodedNotification(id: uuid, version: "2", notificationType: payload.notificationType,
                                    subtype: payload.subtype, signedDate: payload.signedDate,
-                                   environment: environment, event: event, storedBody: Array("{\"signedPayload\":\"\(jws)\"}".utf8))
+                                   environment: environment, event: event, storedBody: storedBody)
     }
 
     // MARK: V1 (apps not yet switched to V2)

@@ -33,6 +33,7 @@ public final class BlockingExecutor: Sendable {
     /// The code of a call refused or not answered in time.
     public let unavailable: VerificationError.Code
     private let queue: JobQueue
+    private let deadlines = DeadlineWatch()
 
     public init(purpose: String, unavailable: VerificationError.Code, limits: Limits) {
         self.limits = limits
@@ -46,9 +47,16 @@ public final class BlockingExecutor: Sendable {
             thread.name = "iapgw.\(purpose).\(index)"
             thread.start()
         }
+        let deadlines = deadlines
+        let watcher = Thread { deadlines.watch() }
+        watcher.name = "iapgw.\(purpose).deadlines"
+        watcher.start()
     }
 
-    deinit { queue.stop() }
+    deinit {
+        queue.stop()
+        deadlines.stop()
+    }
 
     /// Runs `body` on one of the executor's threads and answers within `deadline` (the executor's by default).
     public func run<R: Sendable>(deadline: Duration? = nil,
@@ -68,7 +76,7 @@ public final class BlockingExecutor: Sendable {
                 return
             }
             let milliseconds = Int(limit / .milliseconds(1))
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+            deadlines.add(ContinuousClock.now + limit) {
                 answer.give(.failure(VerificationError(unavailable, "\(purpose): no answer within \(milliseconds) ms")))
             }
         }
@@ -153,5 +161,70 @@ private final class JobQueue: Sendable {
         state.withLock { $0.stopping = true }
         // A semaphore keeps its count: a thread not started yet still finds its wake-up.
         for _ in 0..<threads { available.signal() }
+    }
+}
+
+/// The deadlines of an executor's calls, kept in order and expired by one thread of its own, which
+/// sleeps until the earliest. A timer per call (`DispatchQueue.asyncAfter`) woke libdispatch's
+/// manager thread on every call and a pool thread again when it fired: two thread switches per
+/// storage call, for deadlines that almost never pass (issue 14's profile of `POST /verify`).
+private final class DeadlineWatch: @unchecked Sendable {
+    private struct Entry {
+        let deadline: ContinuousClock.Instant
+        let expire: @Sendable () -> Void
+    }
+
+    /// Guards everything below; the watching thread waits on it.
+    private let condition = NSCondition()
+    /// In deadline order from `head` on (entries before it are expired, dropped now and then).
+    private var entries: [Entry] = []
+    private var head = 0
+    private var stopping = false
+
+    func add(_ deadline: ContinuousClock.Instant, expire: @escaping @Sendable () -> Void) {
+        condition.lock()
+        defer { condition.unlock() }
+        // Calls share their executor's deadline, so they nearly always arrive in order: appended.
+        var index = entries.count
+        while index > head, entries[index - 1].deadline > deadline { index -= 1 }
+        entries.insert(Entry(deadline: deadline, expire: expire), at: index)
+        // A new earliest deadline: the watcher sleeps until an older one, so wake it.
+        if index == head { condition.signal() }
+    }
+
+    /// The watching thread: expires each entry at its deadline (answered calls ignore it). Once
+    /// stopped it still expires those pending (calls the stopped queue dropped wait for them), then ends.
+    func watch() {
+        condition.lock()
+        while true {
+            guard head < entries.count else {
+                if stopping { break }
+                condition.wait()
+                continue
+            }
+            let now = ContinuousClock.now
+            let next = entries[head]
+            guard next.deadline <= now else {
+                let (seconds, attoseconds) = (next.deadline - now).components
+                _ = condition.wait(until: Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) * 1e-18))
+                continue
+            }
+            head += 1
+            if head > 64, head * 2 > entries.count {
+                entries.removeFirst(head)
+                head = 0
+            }
+            condition.unlock()
+            next.expire()
+            condition.lock()
+        }
+        condition.unlock()
+    }
+
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
     }
 }
