@@ -112,10 +112,12 @@ public struct PKCS7SignedData: Sendable {
     /// nil for any other shape (which OpenSSL alone then verifies).
     let signer: SignerRanges?
 
-    /// The parts of a SignedData with definite lengths, certificates, no CRLs and exactly one
-    /// SignerInfo without authenticated or unauthenticated attributes: then the signature is over
-    /// the content itself, and these bytes (with the pinned store) decide everything OpenSSL
-    /// checks except the validity time and the signature value.
+    /// The parts of a SignedData with definite lengths, content in one primitive OCTET STRING,
+    /// certificates, no CRLs and exactly one SignerInfo without authenticated or unauthenticated
+    /// attributes: then the signature is over the content itself, and these bytes (with the pinned
+    /// store) decide everything OpenSSL checks except the validity time and the signature value.
+    /// The content's shape is not in the cache key, so it must be one OpenSSL's parser cannot
+    /// refuse: a constructed (BER) OCTET STRING may nest deeper than OpenSSL accepts.
     struct SignerRanges {
         /// The `certificates [0]` element, whole.
         let certificates: Range<Int>
@@ -164,7 +166,8 @@ public struct PKCS7SignedData: Sendable {
         var octets = try eContent.children()
         guard let payload = try octets.next() else { throw VerificationError(.malformedReceipt, "receipt has no content") }
         try octets.finish("eContent")
-        let signer = crls == nil ? certificates.flatMap { Self.signerRanges(digestAlgorithms, $0, signerInfos) } : nil
+        let appleShape = crls == nil && payload.tag == .octetString && !payload.indefiniteLength
+        let signer = appleShape ? certificates.flatMap { Self.signerRanges(digestAlgorithms, $0, signerInfos) } : nil
         return PKCS7SignedData(content: try payload.octetString(), signer: signer)
     }
 

@@ -65,7 +65,7 @@ final class ReceiptTrustStore: Sendable {
     /// Verifies `signed` (parsed from `der`) at `time`: from the signer cache when these exact
     /// certificates and signer verified before (the validity window still checked at `time`,
     /// the signature still checked over the content), otherwise `verifyPKCS7(_:expectedContent:at:)`,
-    /// whose success is then cached.
+    /// whose success is then cached if the receipt carries no certificate outside its chain.
     func verifyPKCS7(_ der: [UInt8], signed: PKCS7SignedData, at time: Date) throws(VerificationError) {
         guard let ranges = signed.signer else {
             try verifyPKCS7(der, expectedContent: signed.content, at: time)
@@ -79,7 +79,11 @@ final class ReceiptTrustStore: Sendable {
             }
             return
         }
-        let (leaf, validity) = try verifyPKCS7(der, expectedContent: signed.content, at: time)
+        let (leaf, validity, carriesOnlyItsChain) = try verifyPKCS7(der, expectedContent: signed.content, at: time)
+        // Which chain OpenSSL builds depends on the time when the receipt offers certificates it
+        // did not use (it takes the first candidate issuer valid then); a hit at another time
+        // would stand for a chain never built. Such receipts always verify fresh.
+        guard carriesOnlyItsChain else { return }
         guard let digest = Self.digest(der[ranges.digestOID]), let publicKey = X509_get_pubkey(leaf.x509) else {
             ERR_clear_error()
             return  // verified, just not cacheable
@@ -123,10 +127,11 @@ final class ReceiptTrustStore: Sendable {
     /// `time` meets this store's `requirement`, a signature over the content, and signed content that is
     /// exactly `expectedContent` (what our own parser read), so OpenSSL and this package cannot
     /// disagree on what was signed.
-    /// Returns the signer's certificate and the validity window of the chain it was verified through.
+    /// Returns the signer's certificate, the validity window of the chain it was verified through,
+    /// and whether every certificate the receipt carries is in that chain.
     @discardableResult
     func verifyPKCS7(_ der: [UInt8], expectedContent: [UInt8], at time: Date) throws(VerificationError)
-        -> (signer: X509Certificate, validity: ChainValidity) {
+        -> (signer: X509Certificate, validity: ChainValidity, carriesOnlyItsChain: Bool) {
         defer { ERR_clear_error() }
         let p7: UnsafeMutablePointer<PKCS7>? = der.withUnsafeBufferPointer { buffer in
             var p: UnsafePointer<UInt8>? = buffer.baseAddress
@@ -161,7 +166,8 @@ final class ReceiptTrustStore: Sendable {
         // Our own chain build first: PKCS7_verify would only say the signer chains to some pinned
         // root, not which chain it is.
         let signer = try Self.retained(leaf)
-        let built = try verifyChain(leaf: signer, intermediates: try Self.retained(iapgw_PKCS7_signers_certs(p7)), at: second)
+        let carried = try Self.retained(iapgw_PKCS7_signers_certs(p7))
+        let built = try verifyChain(leaf: signer, intermediates: carried, at: second)
         let store = try chain.makeStore(checkingTimeAt: second)
         defer { X509_STORE_free(store) }
         guard PKCS7_verify(p7, nil, store, nil, nil, 0) == 1 else {
@@ -171,7 +177,9 @@ final class ReceiptTrustStore: Sendable {
         // treats "equal" as "earlier"); the window a cache hit is checked against must too.
         var validity = ChainValidity(built)
         validity.notAfter -= 1
-        return (signer, validity)
+        let carriesOnlyItsChain = carried.count <= built.count
+            && carried.allSatisfy { c in built.contains { X509_cmp(c.x509, $0.x509) == 0 } }
+        return (signer, validity, carriesOnlyItsChain)
     }
 
     /// Verifies an RSA PKCS#1 v1.5 signature by `certificateDER`, whose chain (through

@@ -38,6 +38,43 @@ final class KnownCertificateTests: XCTestCase {
         let bare = try Fixture.ca.issueLeaf(validity: .around(Fixture.now, days: 30), hasAppleOID: false)
         assertRefused(.missingAppleOID) { try v.verifyAndDecodeTransaction(try Fixture.ca.signer(leaf: bare).sign(Fixture.transaction())) }
     }
+
+    /// Known certificates in the wrong x5c slot, or a leaf whose own validity does not cover the
+    /// payload date, are refused by a warm verifier exactly as by a fresh one.
+    private func assertRefusedAsWhenCold(_ jws: String, reusesIntermediate: Bool = true,
+                                         file: StaticString = #filePath, line: UInt = #line) throws {
+        let warm = try Fixture.verifier(cacheCapacity: 0)
+        _ = try warm.verifyAndDecodeTransaction(try Fixture.signer.sign(Fixture.transaction()))
+        let cold = code { _ = try Fixture.verifier(cacheCapacity: 0).verifyAndDecodeTransaction(jws) }
+        XCTAssertNotNil(cold, file: file, line: line)
+        let hitsBefore = warm.verifiedIntermediates.hits
+        XCTAssertEqual(code { _ = try warm.verifyAndDecodeTransaction(jws) }, cold, file: file, line: line)
+        if reusesIntermediate {
+            XCTAssertGreaterThan(warm.verifiedIntermediates.hits, hitsBefore, "a known certificate was reused", file: file, line: line)
+        }
+    }
+
+    func testTheKnownIntermediateInTheLeafSlotIsRefusedAsWhenCold() throws {
+        let ca = Fixture.ca
+        let jws = try TestPKI.JWSSigner(x5c: [ca.intermediate.der, ca.intermediate.der, ca.root.der], key: Fixture.leaf.key)
+            .sign(Fixture.transaction())
+        try assertRefusedAsWhenCold(jws)
+    }
+
+    func testThePinnedRootInTheIntermediateSlotIsRefusedAsWhenCold() throws {
+        let ca = Fixture.ca
+        let jws = try TestPKI.JWSSigner(x5c: [Fixture.leaf.der, ca.root.der, ca.root.der], key: Fixture.leaf.key)
+            .sign(Fixture.transaction())
+        // x5c[1] and x5c[2] are the pinned root's object (knownCertificate's first branch).
+        try assertRefusedAsWhenCold(jws, reusesIntermediate: false)
+    }
+
+    func testAnExpiredLeafUnderTheKnownIntermediateIsRefusedAsWhenCold() throws {
+        let old = try Fixture.ca.issueLeaf(validity: .init(notBefore: Fixture.now.addingTimeInterval(-86_400 * 60),
+                                                           notAfter: Fixture.now.addingTimeInterval(-86_400 * 30)))
+        let jws = try Fixture.ca.signer(leaf: old).sign(Fixture.transaction())
+        try assertRefusedAsWhenCold(jws)
+    }
 }
 
 private func code(_ body: () throws -> Void) -> VerificationError.Code? {

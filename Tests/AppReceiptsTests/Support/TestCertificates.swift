@@ -85,9 +85,17 @@ final class TestSigner: @unchecked Sendable {
     /// false; Apple's receipts carry none.
     static func pkcs7(content: [UInt8], signers: [TestSigner], extraCertificates: [TestSigner] = [],
                       signedAttributes: Bool = true) -> [UInt8] {
+        withExtendedLifetime(extraCertificates) {
+            pkcs7(content: content, signers: signers, extraX509: extraCertificates.map(\.certificate), signedAttributes: signedAttributes)
+        }
+    }
+
+    /// As above, the extra certificates (in this order, before the signers') given as OpenSSL
+    /// objects the caller keeps alive: for certificates a `TestSigner` cannot make.
+    static func pkcs7(content: [UInt8], signers: [TestSigner], extraX509: [OpaquePointer], signedAttributes: Bool) -> [UInt8] {
         let certs = iapgw_sk_X509_new_null()!
         defer { iapgw_sk_X509_free(certs) }
-        for extra in extraCertificates { _ = iapgw_sk_X509_push(certs, extra.certificate) }
+        for extra in extraX509 { _ = iapgw_sk_X509_push(certs, extra) }
         let flags = Int32(PKCS7_BINARY | PKCS7_PARTIAL)
         let p7 = PKCS7_sign(nil, nil, certs, nil, flags)!
         defer { PKCS7_free(p7) }
