@@ -9,7 +9,7 @@
 # Prints each beside the single-core `openssl speed ecdsap256` verify rate measured in the same run.
 #   Benchmarks/verify-load.sh [SECONDS] [--json FILE]   (default 10 s; needs wrk and hey)
 # IAPGW_SKIP_BUILD=1 uses the release binary as it is (Benchmarks/run.sh has just built it);
-# IAPGW_BENCH_POOL sets the pool size (default 4,000 per second of the run: the new-grant figure is
+# IAPGW_BENCH_POOL sets the pool size (default 10,000 per second of the run: the new-grant figure is
 # withheld if the run used more requests than the pool had, as some would then be re-claims).
 # IAPGW_BIN runs another build of iapgw-dev (A/B of two binaries); IAPGW_BENCH_PROFILE=DIR also
 # measures the gateway process during each 64-connection run: `perf stat` (CPU time and context
@@ -27,7 +27,7 @@ done
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
 command -v hey >/dev/null || { echo "hey is not installed (apt-get install hey)"; exit 1; }
 [[ "${IAPGW_SKIP_BUILD:-0}" == 1 ]] || within 1800 swift build -c release --product iapgw-dev >/dev/null
-pool_size="${IAPGW_BENCH_POOL:-$((4000 * seconds))}"
+pool_size="${IAPGW_BENCH_POOL:-$((10000 * seconds))}"
 bin="${IAPGW_BIN:-.build/release/iapgw-dev}"
 profile="${IAPGW_BENCH_PROFILE:-}"
 if [[ -n "$profile" ]]; then mkdir -p "$profile"; command -v perf >/dev/null || { echo "perf is not installed"; exit 1; }; fi
