@@ -3,8 +3,9 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// A connection pointer handed to the handler's task; only used under `ServerCore.lifecycle`
-/// while the daemon is alive, and only while the connection is suspended (so MHD keeps it).
+/// A connection pointer handed to the handler's task; used only by whoever takes it out of
+/// `Lifecycle.suspended` (the handler's `finish` or `stopDaemon`), so it is resumed exactly once,
+/// while suspended (so MHD keeps it) and before the daemon is stopped.
 struct SuspendedConnection: @unchecked Sendable, Hashable {
     let pointer: OpaquePointer
 }
@@ -26,9 +27,14 @@ final class ServerCore: @unchecked Sendable {
     let inFlightCount = Atomic<Int>(0)
     /// How many upload callbacks delivered body bytes; lets tests prove bodies arrive in pieces.
     let bodyChunksReceived = Atomic<Int>(0)
-    /// Serialises resuming connections against stopping the daemon: after `daemon` is cleared no
-    /// task touches a connection again.
+    /// Serialises taking a parked connection back against stopping the daemon: after `daemon` is
+    /// cleared no task takes one again.
     let lifecycle = Mutex(Lifecycle())
+    /// Handlers queueing their response and resuming their connection now, outside `lifecycle`
+    /// (those libmicrohttpd calls take its own lock and write its wake-up eventfd: holding ours
+    /// through them made the next request's dispatch wait, a futex sleep and switch per request).
+    /// Counted under `lifecycle`; stopping waits for it to reach 0 before it stops the daemon.
+    let resuming = Atomic<Int>(0)
 
     init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) {
         self.configuration = configuration
@@ -168,6 +174,9 @@ final class ServerCore: @unchecked Sendable {
             life.suspended.removeAll()
             return life.daemon
         }
+        // Finishes that took their connection before `daemon` was cleared: their two libmicrohttpd calls
+        // (never blocked for long) must end before the daemon and its connections are freed.
+        while resuming.load(ordering: .acquiring) > 0 { usleep(100) }
         if let daemon { MHD_stop_daemon(daemon) }
         watchdog.stop()
     }
@@ -176,21 +185,25 @@ final class ServerCore: @unchecked Sendable {
                         response: HTTPResponse) {
         let mhdResponse = makeResponse(response, requestId: requestId)
         let status = UInt32(clamping: response.status)
-        // One critical section (it was two: draining read apart). The libmicrohttpd calls stay inside
-        // it: made outside it, concurrently from several handlers, WebhookCrashTests' receiver saw
-        // a second delivery from a sender that held its lease.
-        let handedOver = lifecycle.withLock { life -> Bool in
-            guard life.daemon != nil, life.suspended.remove(connection) != nil else { return false }
-            if life.draining { _ = MHD_add_response_header(mhdResponse, "Connection", "close") }
-            if MHD_queue_response(connection.pointer, status, mhdResponse) == MHD_Result.YES {
-                MHD_destroy_response(mhdResponse)
-            } else {
-                state.pendingResponse.withLock { $0 = PendingResponse(response: mhdResponse, status: status) }
-            }
-            MHD_resume_connection(connection.pointer)
-            return true
+        // One short critical section: the connection is taken back (unless stopping resumed it first);
+        // the answer is whether the server is draining (then the connection closes after it).
+        let draining = lifecycle.withLock { life -> Bool? in
+            guard life.daemon != nil, life.suspended.remove(connection) != nil else { return nil }
+            resuming.add(1, ordering: .relaxed)
+            return life.draining
         }
-        if !handedOver { MHD_destroy_response(mhdResponse) }
+        guard let draining else {
+            MHD_destroy_response(mhdResponse)
+            return
+        }
+        defer { resuming.subtract(1, ordering: .releasing) }
+        if draining { _ = MHD_add_response_header(mhdResponse, "Connection", "close") }
+        if MHD_queue_response(connection.pointer, status, mhdResponse) == MHD_Result.YES {
+            MHD_destroy_response(mhdResponse)
+        } else {
+            state.pendingResponse.withLock { $0 = PendingResponse(response: mhdResponse, status: status) }
+        }
+        MHD_resume_connection(connection.pointer)
     }
 
     private func requestId(on connection: OpaquePointer) -> String {
