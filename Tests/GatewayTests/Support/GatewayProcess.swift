@@ -1,13 +1,15 @@
 import Foundation
-import Synchronization
 import XCTest
 
 /// `iapgw serve` as a separate process (the built binary), so a test can SIGKILL it like a
 /// crashed host and start it again on the same database.
 final class GatewayProcess: @unchecked Sendable {
     let process = Process()
-    private let stderrPipe = Pipe()
-    private let output = Mutex<String>("")
+    /// The child's stderr goes to a file, read when asked: a pipe with a `readabilityHandler`
+    /// (a libdispatch source on the pipe's descriptor) crashed the test process now and then in
+    /// `_dispatch_event_loop_drain` when the child was SIGKILLed and the pipe torn down.
+    private let stderrFile: URL
+    private let stderrHandle: FileHandle
 
     /// The debug binary next to the test bundle (`swift build` builds it with the tests).
     static var binary: URL { built("iapgw") }
@@ -32,16 +34,22 @@ final class GatewayProcess: @unchecked Sendable {
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, added in added }
         }
-        process.standardError = stderrPipe
-        process.standardOutput = FileHandle.nullDevice
-        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let chunk = String(decoding: handle.availableData, as: UTF8.self)
-            self?.output.withLock { $0 += chunk }
+        stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent("iapgw-serve-\(UUID().uuidString).log")
+        guard FileManager.default.createFile(atPath: stderrFile.path, contents: nil) else {
+            throw GatewayProcessError(message: "cannot create \(stderrFile.path)")
         }
+        stderrHandle = try FileHandle(forWritingTo: stderrFile)
+        process.standardError = stderrHandle
+        process.standardOutput = FileHandle.nullDevice
         try process.run()
     }
 
-    var log: String { output.withLock { $0 } }
+    deinit {
+        try? stderrHandle.close()
+        try? FileManager.default.removeItem(at: stderrFile)
+    }
+
+    var log: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }
 
     /// The port from the "listening" log line, once the server is up.
     func port(within seconds: Double = 10) async throws -> Int {
@@ -62,7 +70,6 @@ final class GatewayProcess: @unchecked Sendable {
     func kill9() {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        stderrPipe.fileHandleForReading.readabilityHandler = nil
     }
 }
 
