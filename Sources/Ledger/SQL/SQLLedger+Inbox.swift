@@ -11,7 +11,7 @@ extension SQLLedger {
         guard !entry.id.isEmpty, !entry.bundleId.isEmpty else {
             throw VerificationError(.internalError, "storage: inbox entry without an id or bundle id")
         }
-        let eventJSON = try entry.event.map { (event) throws(VerificationError) in try NotificationJSON.encode(event) }
+        let eventJSON = try entry.event.map { (event) throws(VerificationError) in try NotificationJSON.eventText(event) }
         // The route answers Apple 200 on return, and Apple will not send it again: like every commit of
         // the ledger, this one is on disk before the call returns (a transaction, so that on SQLite
         // concurrent deliveries share one commit and its fsync).
