@@ -114,11 +114,13 @@ struct EncoderCompatibleJSON {
 
     mutating func string(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
-        // Escapes are ASCII, so UTF-8 is walked byte by byte; most strings (ids, dates) need none.
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            bytes += s.utf8
-        } else {
-            for b in s.utf8 {
+        var s = s
+        s.withUTF8 { (utf8) in
+            // Escapes are ASCII, so UTF-8 is walked byte by byte; most strings (ids, dates) need none.
+            guard utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                return bytes.append(contentsOf: utf8)
+            }
+            for b in utf8 {
                 switch b {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), b]
                 case 0x08: bytes += #"\b"#.utf8
