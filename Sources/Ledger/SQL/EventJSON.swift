@@ -3,8 +3,8 @@ import IAPCore
 extension NotificationJSON {
     /// `encode(event)`'s exact bytes (sorted keys, slashes unescaped), written directly: JSONEncoder
     /// took ~30 µs of the ~500 µs of CPU each accepted notification costs (issue 14's profile), this
-    /// a few. The inbox row must not change with it (`EventJSONTests` compares the two), so an event
-    /// holding a fractional number, whose digits are JSONEncoder's own to choose, goes through it.
+    /// a fraction of it. The inbox row must not change with it (`InboxEventJSONTests` compares the
+    /// two), so an event holding a fractional number, whose digits are JSONEncoder's own, goes through it.
     static func eventText(_ event: LifecycleEvent) throws(VerificationError) -> String {
         var writer = EncoderCompatibleJSON()
         guard writer.event(event) else { return try encode(event) }

@@ -12,6 +12,7 @@ extension SQLLedger {
     /// when there are several, so one that fails is rolled back and answered alone: true for each
     /// inserted, false for one already there (a duplicate delivery), in order.
     public func enqueue(batch entries: [InboxEntry]) -> [Result<Bool, VerificationError>] {
+        guard !entries.isEmpty else { return [] }
         let rows = entries.map { (entry) in Result { () throws(VerificationError) in try Self.inboxRow(entry) } }
         // The route answers Apple 200 on return, and Apple will not send it again: like every commit of
         // the ledger, this one is on disk before the call returns (a transaction, so that on SQLite
