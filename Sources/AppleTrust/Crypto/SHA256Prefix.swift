@@ -9,7 +9,7 @@ import COpenSSL
 /// call from the caller's own bytes), so the state holds nothing the caller does not pass again.
 /// Whoever reuses one must know the bytes are the same: the chain cache does, by comparing every
 /// byte of its key (see `VerifiedChain.headerHash`).
-struct SHA256Prefix: @unchecked Sendable {
+struct SHA256Prefix: Sendable {
     /// How many leading bytes the state has absorbed: a multiple of 64.
     let coveredCount: Int
     private let state: SHA256_CTX
