@@ -62,7 +62,7 @@ var targets: [Target] = [
     // A Swift client for app backends (Foundation only): typed nonce / verify / entitlements, appAccountToken.
     .target(name: "IAPGatewayClient", dependencies: []),
 
-    // The benchmarks' evenly paced load generator (`iapgw-dev pace`): POSIX sockets, loopback only.
+    // The benchmarks' evenly paced load generator (`iapgw-dev pace`): sockets and epoll, loopback only.
     .systemLibrary(name: "CPoll", path: "Sources/CPoll"),
     .target(name: "LoadPacer", dependencies: ["CPoll"]),
 

@@ -55,115 +55,178 @@ public enum Pacer {
 
     public static func run(_ target: LoopbackTarget, request: [UInt8], options: Options) -> Run {
         precondition(options.rate > 0 && options.connections > 0 && options.seconds > 0)
-        let total = Int(options.rate * options.seconds)
-        let timeout = Int64(options.timeoutSeconds * 1e9)
-        var run = Run(options: options, records: (0..<total).map { Record(due: Int64((Double($0) * 1e9 / options.rate).rounded())) })
-        let slots = (0..<options.connections).map { _ in Slot(target, maxBodyBytes: options.maxResponseBytes) }
-        let t0 = monotonicNanoseconds()
-        func now() -> Int64 { monotonicNanoseconds() - t0 }
-        for slot in slots where !slot.connect(at: 0) { run.connectFailures += 1 }
-        let hardEnd = Int64(options.seconds * 1e9) + timeout + 1_000_000_000
-        var next = 0
-        var outstanding = 0
+        let engine = Engine(target, request: request, options: options)
+        engine.loop()
+        return engine.run
+    }
+}
 
-        func finish(_ slot: Slot, at time: Int64, status: Int = 0, failure: Failure? = nil) {
-            guard let index = slot.current else { return }
-            run.records[index].done = time
-            run.records[index].status = status
-            run.records[index].failure = failure
-            slot.current = nil
-            slot.freeSince = time
-            outstanding -= 1
-        }
-        func drop(_ slot: Slot, at time: Int64, failure: Failure) {
-            finish(slot, at: time, failure: failure)
-            slot.close()
-            if !slot.connect(at: time) { run.connectFailures += 1 }
-        }
-        func write(_ slot: Slot, at time: Int64) {
-            if !slot.writePending(request) { drop(slot, at: time, failure: .closed) }
-        }
+/// The run loop: one thread, level-triggered epoll over the connections, woken at the next due
+/// time (nanoseconds, epoll_pwait2) or by a response. Free connections wait in a queue, so the one
+/// free longest takes the next request (its wait is what a late send measures).
+private final class Engine {
+    var run: Pacer.Run
+    let request: [UInt8]
+    let total: Int
+    let timeout: Int64
+    let hardEnd: Int64
+    let slots: [Slot]
+    var free: [Int] = []
+    var next = 0
+    var outstanding = 0
+    let t0: Int64
+    let epoll: Int32
+    /// How often timeouts and reconnections are looked at (a timeout is late by at most this).
+    static let housekeeping: Int64 = 5_000_000
 
-        var pollSet: [pollfd] = []
+    init(_ target: LoopbackTarget, request: [UInt8], options: Pacer.Options) {
+        self.request = request
+        total = Int(options.rate * options.seconds)
+        timeout = Int64(options.timeoutSeconds * 1e9)
+        hardEnd = Int64(options.seconds * 1e9) + timeout + 1_000_000_000
+        run = Pacer.Run(options: options, records: (0..<total).map { Pacer.Record(due: Int64((Double($0) * 1e9 / options.rate).rounded())) })
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        precondition(epoll >= 0, "epoll_create1 failed")
+        slots = (0..<options.connections).map { _ in Slot(target, maxBodyBytes: options.maxResponseBytes) }
+        t0 = monotonicNanoseconds()
+        for index in slots.indices { connect(index, at: 0) }
+    }
+
+    deinit {
+        for slot in slots { slot.close() }
+        Glibc.close(epoll)
+    }
+
+    func now() -> Int64 { monotonicNanoseconds() - t0 }
+
+    func connect(_ index: Int, at time: Int64) {
+        let slot = slots[index]
+        guard slot.connect(at: time) else {
+            run.connectFailures += 1
+            return
+        }
+        watch(index, writable: false, operation: EPOLL_CTL_ADD)
+        free.append(index)
+    }
+
+    func watch(_ index: Int, writable: Bool, operation: Int32) {
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue | (writable ? EPOLLOUT.rawValue : 0)
+        event.data.u32 = UInt32(index)
+        epoll_ctl(epoll, operation, slots[index].fd, &event)
+    }
+
+    func finish(_ index: Int, at time: Int64, status: Int = 0, failure: Pacer.Failure? = nil) {
+        let slot = slots[index]
+        guard let request = slot.current else { return }
+        run.records[request].done = time
+        run.records[request].status = status
+        run.records[request].failure = failure
+        slot.current = nil
+        slot.freeSince = time
+        outstanding -= 1
+        if slot.fd >= 0 { free.append(index) }
+    }
+
+    /// Closes the connection (failing what it carried) and opens another.
+    func drop(_ index: Int, at time: Int64, failure: Pacer.Failure) {
+        finish(index, at: time, failure: failure)
+        slots[index].close()
+        free.removeAll { $0 == index }
+        connect(index, at: time)
+    }
+
+    func write(_ index: Int, at time: Int64) {
+        let slot = slots[index]
+        guard slot.writePending(request) else { return drop(index, at: time, failure: .closed) }
+        // Writability is watched only while a request is partly written (rare: the socket buffer was full).
+        let pending = slot.written < request.count
+        if pending != slot.watchesWritable {
+            watch(index, writable: pending, operation: EPOLL_CTL_MOD)
+            slot.watchesWritable = pending
+        }
+    }
+
+    func housekeep(at time: Int64) {
+        for index in slots.indices {
+            let slot = slots[index]
+            if let request = slot.current, time - run.records[request].sent > timeout { drop(index, at: time, failure: .timeout) }
+            if slot.fd < 0, slot.retryAt <= time { connect(index, at: time) }
+        }
+    }
+
+    func loop() {
+        var events = [epoll_event](repeating: epoll_event(), count: slots.count)
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var nextHousekeeping: Int64 = 0
         while true {
             var time = now()
-            for slot in slots {
-                if let index = slot.current, time - run.records[index].sent > timeout { drop(slot, at: time, failure: .timeout) }
-                if slot.fd < 0, slot.retryAt <= time, !slot.connect(at: time) { run.connectFailures += 1 }
+            if time >= nextHousekeeping {
+                housekeep(at: time)
+                nextHousekeeping = time + Self.housekeeping
             }
-            while next < total, run.records[next].due <= time, let slot = freeSlot(slots) {
+            while next < total, run.records[next].due <= time, !free.isEmpty {
+                let index = free.removeFirst()
+                let slot = slots[index]
                 run.records[next].lag = time - max(run.records[next].due, slot.freeSince)
                 run.records[next].sent = time
                 slot.current = next
                 slot.written = 0
                 next += 1
                 outstanding += 1
-                write(slot, at: time)
+                write(index, at: time)
                 time = now()
             }
             if next == total && outstanding == 0 { break }
             if time > hardEnd {
-                for slot in slots where slot.current != nil { finish(slot, at: time, failure: .timeout) }
+                for index in slots.indices { finish(index, at: time, failure: .timeout) }
                 for i in next..<total { run.records[i].failure = .notSent }
                 break
             }
-            var wake = hardEnd
-            if next < total, freeSlot(slots) != nil { wake = min(wake, run.records[next].due) }
-            pollSet.removeAll(keepingCapacity: true)
-            for slot in slots {
-                if let index = slot.current { wake = min(wake, run.records[index].sent + timeout + 1) }
-                if slot.fd < 0 { wake = min(wake, slot.retryAt) }
-                let wantsWrite = slot.current != nil && slot.written < request.count
-                pollSet.append(pollfd(fd: slot.fd, events: Int16(POLLIN) | (wantsWrite ? Int16(POLLOUT) : 0), revents: 0))
-            }
-            var wait = timespec(tv_sec: 0, tv_nsec: 0)
+            var wake = min(hardEnd, nextHousekeeping)
+            if next < total, !free.isEmpty { wake = min(wake, run.records[next].due) }
             let span = max(0, wake - time)
-            wait.tv_sec = Int(span / 1_000_000_000)
-            wait.tv_nsec = Int(span % 1_000_000_000)
-            guard CPoll.ppoll(&pollSet, nfds_t(pollSet.count), &wait, nil) > 0 else { continue }
-            for (slot, polled) in zip(slots, pollSet) where polled.fd >= 0 && polled.revents != 0 {
-                if polled.revents & Int16(POLLOUT) != 0 && slot.current != nil { write(slot, at: now()) }
-                guard polled.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0, slot.fd >= 0 else { continue }
-                while slot.fd >= 0 {
-                    let n = buffer.withUnsafeMutableBytes { recv(slot.fd, $0.baseAddress, $0.count, 0) }
-                    let at = now()
-                    if n < 0 && (errno == EAGAIN || errno == EINTR) { break }
-                    if n <= 0 {
-                        // Closed (or reset): an error only if a request was waiting on it.
-                        drop(slot, at: at, failure: .closed)
-                        break
-                    }
-                    do {
-                        let responses = try buffer.withUnsafeBytes { try slot.reader.consume(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-                        var closes = false
-                        for response in responses {
-                            guard slot.current != nil else { throw HTTPResponseReader.ReadError.malformed("a response to no request") }
-                            finish(slot, at: at, status: response.status)
-                            closes = closes || response.closesConnection
-                        }
-                        if closes {
-                            slot.close()
-                            if !slot.connect(at: at) { run.connectFailures += 1 }
-                        }
-                    } catch {
-                        run.firstProtocolError = run.firstProtocolError ?? "\(error)"
-                        drop(slot, at: at, failure: .badResponse)
-                    }
-                }
+            var wait = timespec(tv_sec: Int(span / 1_000_000_000), tv_nsec: Int(span % 1_000_000_000))
+            let ready = epoll_pwait2(epoll, &events, Int32(events.count), &wait, nil)
+            guard ready > 0 else { continue }
+            for k in 0..<Int(ready) {
+                let event = events[k]
+                let index = Int(event.data.u32)
+                guard slots[index].fd >= 0 else { continue }
+                if event.events & EPOLLOUT.rawValue != 0, slots[index].current != nil { write(index, at: now()) }
+                if event.events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 { read(index, into: &buffer) }
             }
         }
-        for slot in slots { slot.close() }
-        return run
     }
 
-    /// The free connection that has been free longest (its wait is the one a late send measures).
-    private static func freeSlot(_ slots: [Slot]) -> Slot? {
-        var best: Slot?
-        for slot in slots where slot.fd >= 0 && slot.current == nil {
-            if best == nil || slot.freeSince < best!.freeSince { best = slot }
+    func read(_ index: Int, into buffer: inout [UInt8]) {
+        let slot = slots[index]
+        while slot.fd >= 0 {
+            let n = buffer.withUnsafeMutableBytes { recv(slot.fd, $0.baseAddress, $0.count, 0) }
+            let at = now()
+            if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
+            if n <= 0 {
+                // Closed (or reset): an error only if a request was waiting on it.
+                return drop(index, at: at, failure: .closed)
+            }
+            do {
+                let responses = try buffer.withUnsafeBytes { try slot.reader.consume(UnsafeRawBufferPointer(start: $0.baseAddress, count: n)) }
+                var closes = false
+                for response in responses {
+                    guard slot.current != nil else { throw HTTPResponseReader.ReadError.malformed("a response to no request") }
+                    finish(index, at: at, status: response.status)
+                    closes = closes || response.closesConnection
+                }
+                if closes {
+                    slot.close()
+                    free.removeAll { $0 == index }
+                    connect(index, at: at)
+                }
+            } catch {
+                run.firstProtocolError = run.firstProtocolError ?? "\(error)"
+                drop(index, at: at, failure: .badResponse)
+            }
         }
-        return best
     }
 }
 
@@ -175,6 +238,7 @@ private final class Slot {
     var reader: HTTPResponseReader
     var current: Int?
     var written = 0
+    var watchesWritable = false
     var freeSince: Int64 = 0
     var retryAt: Int64 = 0
 
@@ -189,6 +253,7 @@ private final class Slot {
     func connect(at time: Int64) -> Bool {
         reader = HTTPResponseReader(maxBodyBytes: maxBodyBytes)
         freeSince = time
+        watchesWritable = false
         let domain = target.family == .ipv4 ? AF_INET : AF_INET6
         let socketFD = socket(domain, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard socketFD >= 0 else {
