@@ -116,7 +116,8 @@ if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
                          ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore", "IAPConfig", "IAPMapping"]),
                          ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "IAPConfig", "UpstreamHTTP"]),
                          ("FuzzRequest", ["Adapters", "Gateway", "HTTPServer", "IAPCore"]),
-                         ("FuzzCompareInput", ["Gateway", "IAPCore"])] {
+                         ("FuzzCompareInput", ["Gateway", "IAPCore"]),
+                         ("FuzzHTTPResponse", ["LoadPacer"])] {
         targets.append(.executableTarget(
             name: name, dependencies: deps.map { .target(name: $0) }, path: "Fuzz/\(name)",
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
