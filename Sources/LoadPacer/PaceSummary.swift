@@ -13,6 +13,7 @@ public struct PaceSummary: Sendable, Equatable {
     public let non2xx, timeouts, closed, badResponses, notSent, connectFailures: Int
     public let lagP99, lagMax: Double
     public let maxLagMs: Double
+    public let t0MonotonicNanoseconds: Int64
 
     public var errors: Int { non2xx + timeouts + closed + badResponses + notSent + connectFailures }
     /// The generator kept its schedule: its own p99 lag within `maxLagMs`.
@@ -43,6 +44,7 @@ public struct PaceSummary: Sendable, Equatable {
         lagP99 = Self.percentile(lags, 99)
         lagMax = lags.last ?? .nan
         self.maxLagMs = maxLagMs
+        t0MonotonicNanoseconds = run.t0MonotonicNanoseconds
     }
 
     /// Nearest rank: the smallest value with at least p% of the values at or below it.

@@ -48,6 +48,8 @@ public enum Pacer {
 
     public struct Run: Sendable {
         public var options: Options
+        /// t0 on CLOCK_MONOTONIC (ns), to line the records up with a trace of the server (`perf trace -p`).
+        public var t0MonotonicNanoseconds: Int64 = 0
         public var records: [Record]
         public var connectFailures = 0
         public var firstProtocolError: String?
@@ -89,6 +91,7 @@ private final class Engine {
         precondition(epoll >= 0, "epoll_create1 failed")
         slots = (0..<options.connections).map { _ in Slot(target, maxBodyBytes: options.maxResponseBytes) }
         t0 = monotonicNanoseconds()
+        run.t0MonotonicNanoseconds = t0
         for index in slots.indices { connect(index, at: 0) }
     }
 

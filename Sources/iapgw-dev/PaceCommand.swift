@@ -20,7 +20,7 @@ struct PaceCommand: Subcommand {
           --timeout    seconds a request may take from its send (default 10)
           --max-lag-ms the generator's own p99 lateness above which the figure is refused (default 1)
           --csv        every request: index, due, sent and done (ms from t0), latency (ms), status, failure
-          --json       the summary as a JSON object
+          --json       the summary as a JSON object (t0_monotonic_ns: t0 on CLOCK_MONOTONIC, as `perf trace -p` stamps)
         Exit 1 when the generator could not keep its own schedule (the figure would measure it).
         """
 
@@ -112,7 +112,8 @@ struct PaceCommand: Subcommand {
             "service_p50_ms":\(number(s.serviceP50)),"service_p99_ms":\(number(s.serviceP99)),"errors":\(s.errors),\
             "non2xx":\(s.non2xx),"timeouts":\(s.timeouts),"closed":\(s.closed),"bad_responses":\(s.badResponses),\
             "not_sent":\(s.notSent),"connect_failures":\(s.connectFailures),\
-            "generator_lag_p99_ms":\(number(s.lagP99)),"generator_lag_max_ms":\(number(s.lagMax)),"kept_pace":\(s.keptPace)}
+            "generator_lag_p99_ms":\(number(s.lagP99)),"generator_lag_max_ms":\(number(s.lagMax)),"kept_pace":\(s.keptPace),\
+            "t0_monotonic_ns":\(s.t0MonotonicNanoseconds)}
 
             """
     }
