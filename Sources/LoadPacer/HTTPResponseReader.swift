@@ -74,46 +74,77 @@ public struct HTTPResponseReader {
         return done
     }
 
-    /// The status line and the headers that delimit the body (CRLF CRLF included in `bytes`).
+    /// The status line and the headers that delimit the body (CRLF CRLF included in `bytes`). On
+    /// bytes, not Strings: the generator reads every response, and its CPU is taken from the server
+    /// it measures.
     static func parseHeader(_ bytes: [UInt8], maxBodyBytes: Int) throws(ReadError) -> (Response, Int) {
-        let text = String(decoding: bytes.dropLast(4), as: UTF8.self)
-        let lines = text.split(separator: "\r\n", omittingEmptySubsequences: false)
-        let statusLine = lines[0].split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-        guard statusLine.count >= 2, statusLine[0] == "HTTP/1.1" || statusLine[0] == "HTTP/1.0",
-            statusLine[1].count == 3, let status = Int(statusLine[1]), (200...599).contains(status)
-        else { throw .malformed("status line") }
+        var status = 0
+        var closes = false
         var length: Int?
-        var closes = statusLine[0] == "HTTP/1.0"
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else { throw .malformed("header line") }
-            let name = line[..<colon].lowercased()
-            let value = line[line.index(after: colon)...].trimmingSpaces()
-            switch name {
-            case "content-length":
-                guard !value.isEmpty, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), value.count <= 18,
-                    let n = Int(value)
-                else { throw .malformed("Content-Length") }
-                guard length == nil || length == n else { throw .malformed("conflicting Content-Length") }
-                guard n <= maxBodyBytes else { throw .bodyTooLarge(declared: n, limit: maxBodyBytes) }
-                length = n
-            case "transfer-encoding":
-                throw .unsupported("Transfer-Encoding \(value)")
-            case "connection":
-                let tokens = value.lowercased().split(separator: ",").map { $0.trimmingSpaces() }
-                if tokens.contains("close") { closes = true }
-                if tokens.contains("keep-alive") && statusLine[0] == "HTTP/1.0" { closes = false }
-            default:
-                break
+        var start = 0
+        // Lines end with CRLF; the last one, empty, at count - 2.
+        while start < bytes.count - 2 {
+            var end = start
+            while !(bytes[end] == 0x0D && bytes[end + 1] == 0x0A) { end += 1 }
+            let line = bytes[start..<end]
+            if start == 0 {
+                guard line.count >= 12, line.starts(with: "HTTP/1.".utf8), line[8] == 0x20,
+                    line[7] == 0x31 || line[7] == 0x30, line.count == 12 || line[12] == 0x20,
+                    let code = Self.decimal(line[9..<12]), (200...599).contains(code)
+                else { throw .malformed("status line") }
+                status = code
+                closes = line[7] == 0x30  // HTTP/1.0 closes unless it says keep-alive
+            } else {
+                guard let colon = line.firstIndex(of: 0x3A), colon != line.startIndex else { throw .malformed("header line") }
+                let name = line[..<colon]
+                let value = Self.trimmed(line[(colon + 1)...])
+                if Self.same(name, "content-length") {
+                    guard value.count <= 18, let n = Self.decimal(value) else { throw .malformed("Content-Length") }
+                    guard length == nil || length == n else { throw .malformed("conflicting Content-Length") }
+                    guard n <= maxBodyBytes else { throw .bodyTooLarge(declared: n, limit: maxBodyBytes) }
+                    length = n
+                } else if Self.same(name, "transfer-encoding") {
+                    throw .unsupported("Transfer-Encoding \(String(decoding: value, as: UTF8.self))")
+                } else if Self.same(name, "connection") {
+                    for token in value.split(separator: 0x2C) {
+                        if Self.same(Self.trimmed(token), "close") { closes = true }
+                        if Self.same(Self.trimmed(token), "keep-alive") && bytes[7] == 0x30 { closes = false }
+                    }
+                }
             }
+            start = end + 2
         }
         if status == 204 || status == 304 { return (Response(status: status, closesConnection: closes), 0) }
         guard let length else { throw .unsupported("no Content-Length (a kept-alive response must say where it ends)") }
         return (Response(status: status, closesConnection: closes), length)
     }
-}
 
-extension Substring {
-    fileprivate func trimmingSpaces() -> String {
-        String(self.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
+    /// Digits only (no sign, no space), at least one.
+    private static func decimal(_ digits: ArraySlice<UInt8>) -> Int? {
+        guard !digits.isEmpty else { return nil }
+        var n = 0
+        for d in digits {
+            guard d >= 0x30 && d <= 0x39 else { return nil }
+            n = n * 10 + Int(d - 0x30)
+        }
+        return n
+    }
+
+    private static func trimmed(_ text: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var text = text
+        while let first = text.first, first == 0x20 || first == 0x09 { text = text.dropFirst() }
+        while let last = text.last, last == 0x20 || last == 0x09 { text = text.dropLast() }
+        return text
+    }
+
+    /// ASCII case-insensitive equality with a lower-case name.
+    private static func same(_ text: ArraySlice<UInt8>, _ lower: StaticString) -> Bool {
+        guard text.count == lower.utf8CodeUnitCount else { return false }
+        let expected = UnsafeBufferPointer(start: lower.utf8Start, count: lower.utf8CodeUnitCount)
+        for (byte, want) in zip(text, expected) {
+            let folded: UInt8 = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+            if folded != want { return false }
+        }
+        return true
     }
 }

@@ -62,6 +62,8 @@ final class HTTPResponseReaderTests: XCTestCase {
             "HTTP/1.1 20 OK\r\nContent-Length: 0\r\n\r\n",
             "HTTP/1.1 100 Continue\r\n\r\n",
             "HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent\rLength: 0\r\n\r\n",  // not Content-Length (a CR is not a dash in any case)
+            "HTTP/1.1 200 OK\r\nContent-Length: 1 2\r\n\r\n",
             "garbage\r\n\r\n",
         ]
         for text in bad {
@@ -70,6 +72,12 @@ final class HTTPResponseReaderTests: XCTestCase {
         }
         var reader = HTTPResponseReader()
         XCTAssertEqual(try read("HTTP/1.1 204 No Content\r\n\r\n", splitAt: [], reader: &reader), [.init(status: 204, closesConnection: false)])
+        // Names in any case, values trimmed; HTTP/1.0 closes unless it says keep-alive.
+        let mixed = "HTTP/1.1 500 Oops\r\nCONTENT-LENGTH:\t2 \r\nConnection: Keep-Alive, CLOSE\r\n\r\nno"
+            + "HTTP/1.0 200 OK\r\nContent-Length: 0\r\nconnection: keep-alive\r\n\r\n" + "HTTP/1.0 201\r\nContent-Length: 0\r\n\r\n"
+        XCTAssertEqual(try read(mixed, splitAt: [], reader: &reader), [.init(status: 500, closesConnection: true),
+                                                                       .init(status: 200, closesConnection: false),
+                                                                       .init(status: 201, closesConnection: true)])
     }
 }
 
