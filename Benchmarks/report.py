@@ -135,8 +135,8 @@ for percent in ("50", "80"):
     h = (verify.get("hey_fixed_rate") or {}).get(percent)
     if h:
         row(4, f"hey -q, 64 workers in step (informational, not the goal's figure): re-claims offered at {percent}% "
-            f"({h['offered_per_s']}/s, achieved {h['achieved_per_s']}/s, {h['in_step_percent']}% of starts within 0.1 ms "
-            f"of the one before): p99 (p50 {fmt_ms(h['p50_ms'])}, p99.9 {fmt_ms(h['p999_ms'])} ms, errors {h['errors']})",
+            f"({h['offered_per_s']}/s, achieved {h['achieved_per_s']}/s, {h['in_step_percent']}% of starts in the same 0.1 ms "
+            f"as the one before): p99 (p50 {fmt_ms(h['p50_ms'])}, p99.9 {fmt_ms(h['p999_ms'])} ms, errors {h['errors']})",
             h["p99_ms"], "ms", "", None, None)
 row(5, "inbox drained/s, SQLite", notif_sqlite.get("drained_per_s"), "/s",
     "sqlite3 CLI single-row inserts (as above)", sqlite_base.get("per_s"),

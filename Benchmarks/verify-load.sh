@@ -108,7 +108,7 @@ fixed_rate() {  # PERCENT → the pace summary; $dir/pace-PERCENT.json and .csv
   within $((seconds + 60)) "${clock_priority[@]}" "$bin" pace --url "$url" --rate "$(offered_at "$1")" --connections 64 --seconds "$seconds" \
       --timeout 10 --body "$dir/reclaim.json" --header 'Content-Type: application/json' --header "Authorization: Bearer $key" \
       --json "$dir/pace-$1.json" --csv "$dir/pace-$1.csv" || true
-  [[ -z "$keep_csv" ]] || cp "$dir/pace-$1.csv" "$keep_csv/"
+  [[ -z "$keep_csv" || ! -f "$dir/pace-$1.csv" ]] || cp "$dir/pace-$1.csv" "$keep_csv/"
 }
 for percent in 50 80; do
   echo "re-claims offered at ${percent}% of peak, evenly paced (iapgw-dev pace):"
@@ -117,8 +117,8 @@ done
 
 # The same rates from hey, informational: -q is per worker, and its 64 workers' tickers start
 # together, so requests leave in bursts of up to 64 every 64/offered s. "in step" is the share of
-# requests that started within 0.1 ms (hey's CSV resolution) of the one before; evenly paced at
-# these rates they would be 0.2-0.4 ms apart.
+# requests that started in the same 0.1 ms (hey's CSV resolution) as the one before; evenly paced
+# at these rates they would be 0.2-0.4 ms apart.
 hey_rate() {  # PERCENT → "p50 p99 p999 errors offered achieved in-step%" (ms)
   local offered q
   offered=$(offered_at "$1")
@@ -131,7 +131,7 @@ import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 times = sorted(float(r["response-time"]) * 1000 for r in rows)
 starts = sorted(float(r["offset"]) for r in rows)
-in_step = sum(1 for a, b in zip(starts, starts[1:]) if b - a < 0.0001) / max(1, len(starts) - 1) * 100
+in_step = sum(1 for a, b in zip(starts, starts[1:]) if b - a < 0.00005) / max(1, len(starts) - 1) * 100
 errors = sum(1 for r in rows if not r["status-code"].startswith("2"))
 def pct(p): return times[min(len(times) - 1, int(p / 100 * len(times)))] if times else float("nan")
 print(f"{pct(50):.3f} {pct(99):.3f} {pct(99.9):.3f} {errors} {sys.argv[2]} {len(rows) / float(sys.argv[3]):.0f} {in_step:.0f}")
