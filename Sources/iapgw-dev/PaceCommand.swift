@@ -38,6 +38,7 @@ struct PaceCommand: Subcommand {
         let csvPath = try args.value("--csv")
         let jsonPath = try args.value("--json")
         try args.finish()
+        guard rate * seconds >= 1 else { throw UsageError(message: "--rate × --seconds must make at least one request") }
 
         let target: LoopbackTarget
         let request: [UInt8]

@@ -62,6 +62,8 @@ final class CommandLineTests: XCTestCase {
         let smuggled = try run(GatewayProcess.devBinary, ["pace", "--url", "http://127.0.0.1:9/", "--rate", "1", "--seconds", "1",
                                                           "--header", "X: a\r\nHost: elsewhere"])
         XCTAssertEqual(smuggled.status, 2, smuggled.stderr)
+        let nothing = try run(GatewayProcess.devBinary, ["pace", "--url", "http://127.0.0.1:9/", "--rate", "1", "--seconds", "0.5"])
+        XCTAssertEqual(nothing.status, 2, "a run of no request is a usage error, not a figure: \(nothing.stderr)")
     }
 
     /// The executables' `main` is async and awaits each command: no command parks a thread on a
