@@ -48,8 +48,10 @@ start_demo() {  # POOL
   "$bin" demo --port $port --sim-port $sim --dir "$dir/demo" --local-only-jws --pool "$1" \
       >"$dir/demo.out" 2>"$dir/demo.log" &
   pid=$!
-  for _ in $(seq 1 1200); do grep -q "Ctrl-C" "$dir/demo.out" 2>/dev/null && break; sleep 0.1; done
-  grep -q "Ctrl-C" "$dir/demo.out" || { echo "the demo did not start within 120 s:"; tail -5 "$dir/demo.log"; exit 1; }
+  # 120 s, plus 5 s per thousand purchases to sign (50,000 took over 120 s at load average 8).
+  local wait_s=$((120 + $1 / 200))
+  for _ in $(seq 1 $((wait_s * 10))); do grep -q "Ctrl-C" "$dir/demo.out" 2>/dev/null && break; sleep 0.1; done
+  grep -q "Ctrl-C" "$dir/demo.out" || { echo "the demo did not start within $wait_s s:"; tail -5 "$dir/demo.log"; exit 1; }
   key=$(grep -o "Bearer [A-Za-z0-9-]*" "$dir/demo.out" | head -1 | cut -d' ' -f2)
   jws=$(cat "$dir/demo/bob-signed-transaction.jws")
   echo "{\"account\":\"bob\",\"signedTransaction\":\"$jws\"}" >"$dir/reclaim.json"
