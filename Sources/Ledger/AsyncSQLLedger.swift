@@ -19,8 +19,8 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
     /// Set when a write fails for the storage's sake; cleared only by the readiness probe's own
     /// write succeeding (a background call that happened to write nothing proves nothing).
     private let writesFailing = Atomic<Bool>(false)
-    /// Inbox inserts, batched (`enqueue`).
-    let inbox: InboxWriter
+    /// Claims and inbox inserts, batched (`claim`, `enqueue`).
+    let writer: BatchedWriter
 
     /// A readiness probe answers within this, however long the storage deadline is.
     public static let readinessDeadline: Duration = .seconds(1)
@@ -29,7 +29,7 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
         self.ledger = ledger
         self.logger = logger
         executor = StorageExecutor(limits: .init(threads: ledger.concurrentCalls, deadline: deadline))
-        inbox = InboxWriter(ledger: ledger, executor: executor)
+        writer = BatchedWriter(database: ledger.database, executor: executor)
     }
 
     /// Opens the ledger at `storage` (see `SQLLedger.init(storage:deadline:)`).
@@ -50,6 +50,17 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
                                     _ body: @escaping @Sendable (SQLLedger) throws(VerificationError) -> R)
         async throws(VerificationError) -> R {
         try await call(operation, isWrite: true, deadline: nil, body)
+    }
+
+    /// A write run in a batch with the others queued beside it (`BatchedWriter`), not a storage call of its own.
+    private func batched<R: Sendable>(_ operation: String = #function,
+                                      _ body: @escaping @Sendable (any SQLConnection) throws(VerificationError) -> R)
+        async throws(VerificationError) -> R {
+        do {
+            return try await writer.write(body)
+        } catch {
+            throw answered(error, operation: operation, isWrite: true)
+        }
     }
 
     private func call<R: Sendable>(_ operation: String, isWrite: Bool, deadline: Duration?,
@@ -84,7 +95,8 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
     }
 
     public func claim(_ claim: PurchaseClaim) async throws(VerificationError) -> ClaimOutcome {
-        try await write { (l) throws(VerificationError) in try l.claim(claim) }
+        let ledger = ledger
+        return try await batched { (connection) throws(VerificationError) in try ledger.claim(claim, on: connection) }
     }
 
     public func entitlements(bundleId: String, account: String) async throws(VerificationError) -> [Entitlement] {
@@ -150,11 +162,7 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
     // MARK: NotificationLedger
 
     public func enqueue(_ entry: InboxEntry) async throws(VerificationError) -> Bool {
-        do {
-            return try await inbox.enqueue(entry)
-        } catch {
-            throw answered(error, operation: #function, isWrite: true)
-        }
+        try await batched { (connection) throws(VerificationError) in try SQLLedger.insert(entry, connection) }
     }
 
     public func processPending(limit: Int, now: Int64,

@@ -5,7 +5,7 @@ import XCTest
 @testable import Ledger
 
 /// Concurrent deliveries through `AsyncSQLLedger.enqueue`: queued for a writer that inserts them in
-/// batches (`InboxWriter`), each answered only after its batch committed, with its own outcome.
+/// batches (`BatchedWriter`), each answered only after its batch committed, with its own outcome.
 final class InboxWriterTests: InboxTestCase {
     /// Holds the engine's write slots in transactions of their own until `ready()`, then returns.
     private func holdWrites(_ ledger: SQLLedger, until ready: @escaping @Sendable () -> Bool) throws -> DispatchGroup {
@@ -47,7 +47,7 @@ final class InboxWriterTests: InboxTestCase {
         let distinct = 90, duplicates = 9
         let total = distinct + duplicates + 1
         let before = writes.commits
-        let held = try holdWrites(ledger) { async.inbox.waitingEntries >= total }
+        let held = try holdWrites(ledger) { async.writer.waitingCalls >= total }
         let refused = {
             var entry = entry("bad", signedDate: t0)
             entry.version = "3"
@@ -76,7 +76,49 @@ final class InboxWriterTests: InboxTestCase {
         // The holder's commit, the first writer's (it took its batch before the rest arrived), one
         // for all the others; a storage thread per delivery committed 32 at most at a time.
         XCTAssertLessThanOrEqual(writes.commits - before, 3)
-        XCTAssertEqual(async.inbox.waitingEntries, 0)
+        XCTAssertEqual(async.writer.waitingCalls, 0)
+    }
+
+    /// POST /verify's claims take the same writer: a burst of 100 while a commit is slow is one
+    /// batch after it (a storage thread per claim committed 32 at most at a time, four batches or
+    /// more), each answered with its own outcome: ten accounts racing for one purchase leave one
+    /// owner and nine refusals, each refusal rolled back alone.
+    func testABurstOfClaimsIsCommittedTogetherEachWithItsOwnAnswer() async throws {
+        try XCTSkipIf(usesPostgres, "PostgreSQL runs several batches side by side: the single-batch count is SQLite's")
+        let ledger = try openLedger()
+        let async = AsyncSQLLedger(ledger)
+        let writes = try XCTUnwrap((ledger.database as? any GroupCommittingDatabase)?.writes)
+        let distinct = 90, racing = 10
+        let total = distinct + racing
+        let before = writes.commits
+        let held = try holdWrites(ledger) { async.writer.waitingCalls >= total }
+        let claims = (0..<distinct).map { claim("buyer\($0)", [transaction("p\($0)", original: "p\($0)")]) }
+            + (0..<racing).map { claim("racer\($0)", [transaction("shared", original: "shared")]) }
+        let results = await withTaskGroup(of: (String, String).self) { group in
+            for claim in claims {
+                group.addTask {
+                    do throws(VerificationError) {
+                        let outcome = try await async.claim(claim)
+                        return (claim.account, outcome.newlyGranted.joined(separator: ","))
+                    } catch {
+                        return (claim.account, error.code.rawValue)
+                    }
+                }
+            }
+            return await group.reduce(into: [String: String]()) { $0[$1.0] = $1.1 }
+        }
+        XCTAssertEqual(held.wait(timeout: .now() + 10), .success)
+
+        for index in 0..<distinct { XCTAssertEqual(results["buyer\(index)"], "p\(index)") }
+        let raced = (0..<racing).compactMap { results["racer\($0)"] }.sorted()
+        let refusal = VerificationError.Code.transactionBoundToOtherAccount.rawValue
+        XCTAssertEqual(raced, Array(repeating: refusal, count: racing - 1) + ["shared"])
+        let winner = (0..<racing).map { "racer\($0)" }.first { results[$0] == "shared" }
+        XCTAssertEqual(try ledger.owner(bundleId: "com.example.app", originalTransactionId: "shared"), winner)
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM ownership"), Int64(distinct + 1))
+        // The holder's commit, the first writer's (it took its batch before the rest arrived), one for the others.
+        XCTAssertLessThanOrEqual(writes.commits - before, 3)
+        XCTAssertEqual(async.writer.waitingCalls, 0)
     }
 
     /// Each delivery still waits with the storage deadline: a writer stuck behind a commit that does

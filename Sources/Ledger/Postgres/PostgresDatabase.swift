@@ -98,18 +98,14 @@ final class PostgresDatabase: GroupCommittingDatabase, @unchecked Sendable {
         return result
     }
 
-    /// Runs `body` in a write transaction shared with the write calls waiting beside it
-    /// (`GroupCommit`: one COMMIT, one WAL flush, for the batch; each call in a savepoint of its own).
-    /// Each batch runs on a pooled connection of its own; a deadlock or serialization failure rolls the call
+    /// Write transactions are shared with the write calls waiting beside them (`GroupCommit`: one
+    /// COMMIT, one WAL flush, for the batch; each call in a savepoint of its own), each batch on a
+    /// pooled connection of its own (lent here); a deadlock or serialization failure rolls the call
     /// back to its savepoint and runs it again in a later transaction, as does a connection lost
     /// before BEGIN reached the server.
-    @discardableResult
-    func transaction<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
-        throws(VerificationError) -> R {
-        try writes.run(body) { (use) throws(VerificationError) in
-            let connection = try checkOut()
-            defer { checkIn(connection) }
-            use(connection)
-        }
+    func lendWriteConnection(_ use: (any GroupCommitConnection) -> Void) throws(VerificationError) {
+        let connection = try checkOut()
+        defer { checkIn(connection) }
+        use(connection)
     }
 }

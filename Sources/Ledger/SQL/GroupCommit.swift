@@ -17,6 +17,20 @@ protocol GroupCommitConnection: SQLConnection {
 /// An engine whose write transactions are group-committed (tests count its COMMITs).
 protocol GroupCommittingDatabase: SQLDatabase {
     var writes: GroupCommit { get }
+    /// Lends a leader the connection its batch runs on (`GroupCommit.Lend`).
+    func lendWriteConnection(_ use: (any GroupCommitConnection) -> Void) throws(VerificationError)
+}
+
+extension GroupCommittingDatabase {
+    @discardableResult
+    func transaction<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
+        throws(VerificationError) -> R {
+        try writes.run(body, lend: lendWriteConnection)
+    }
+
+    func transactions(each calls: [SQLWriteCall]) -> [VerificationError?] {
+        writes.run(each: calls, lend: lendWriteConnection)
+    }
 }
 
 /// Group commit, the same for both engines: the write calls that arrive while one batch commits
@@ -66,31 +80,40 @@ final class GroupCommit: Sendable {
         throws(VerificationError) -> R {
         var value: R?
         let failure = withoutActuallyEscaping(body) { (body) -> VerificationError? in
-            let write = GroupedWrite { (connection) -> VerificationError? in
+            run(each: [{ (connection) -> VerificationError? in
                 do throws(VerificationError) {
                     value = try body(connection)
                     return nil
                 } catch {
                     return error
                 }
-            }
-            let leads = batching.withLock { state -> Bool in
-                guard state.leaders < batchesInFlight else {
-                    state.waiting.append(write)
-                    return false
-                }
-                state.leaders += 1
-                return true
-            }
-            // A follower sleeps (no spinning on a mutex) until a leader answered it, or passed it
-            // the leading: then this call's batch is the next one.
-            if !leads { write.waitForTurn() }
-            if !write.finished { lead(write, lend) }
-            return write.failure
+            }], lend: lend)[0]
         }
         if let failure { throw failure }
         guard let value else { throw VerificationError(.internalError, "storage: a write call was never run") }
         return value
+    }
+
+    /// Runs `calls` from one thread as `run` runs one, each a call of its own (its own savepoint,
+    /// retries and answer) in the next batch: the calls a `BatchedWriter` queued. Returns each call's
+    /// error, or nil once its work is committed, in order.
+    func run(each calls: [SQLWriteCall], lend: Lend) -> [VerificationError?] {
+        let writes = calls.map(GroupedWrite.init)
+        guard !writes.isEmpty else { return [] }
+        let leads = batching.withLock { state -> Bool in
+            let leads = state.leaders < batchesInFlight
+            if leads { state.leaders += 1 }
+            // A leader's batch is its own call and the queue: the calls after its first go there.
+            state.waiting.append(contentsOf: writes.dropFirst(leads ? 1 : 0))
+            return leads
+        }
+        for (index, write) in writes.enumerated() {
+            // A follower sleeps (no spinning on a mutex) until a leader answered it, or passed it
+            // the leading: then this call's batch is the next one.
+            if index > 0 || !leads { write.waitForTurn() }
+            if !write.finished { lead(write, lend) }
+        }
+        return writes.map(\.failure)
     }
 
     /// Commits the leader's own call and the waiting ones, then passes the leading on.
@@ -208,14 +231,14 @@ final class GroupCommit: Sendable {
 /// One write call waiting for its batch. Touched by its caller's thread and by the leader committing
 /// its batch; the semaphore orders the two (the leader writes, then signals; the caller wakes, then reads).
 private final class GroupedWrite: @unchecked Sendable {
-    private var body: ((any SQLConnection) -> VerificationError?)?
+    private var body: SQLWriteCall?
     private(set) var finished = false
     private(set) var failure: VerificationError?
     /// Tries of this call that ended in a retryable failure so far.
     private var failedTries = 0
     private let turn = DispatchSemaphore(value: 0)
 
-    init(_ body: @escaping (any SQLConnection) -> VerificationError?) { self.body = body }
+    init(_ body: @escaping SQLWriteCall) { self.body = body }
 
     /// Runs the caller's body (again only after a transient conflict rolled it back); its error, if any.
     func run(_ connection: any SQLConnection) -> VerificationError? {

@@ -196,4 +196,13 @@ protocol SQLDatabase: Sendable {
     /// no effect outside the transaction.
     func transaction<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
         throws(VerificationError) -> R
+
+    /// Runs each of `calls` as `transaction` runs its body, from one thread (the calls a
+    /// `BatchedWriter` queued): on an engine that group-commits, together, each in a savepoint of its
+    /// own. Each call's error, or nil once its work is committed, in order.
+    func transactions(each calls: [SQLWriteCall]) -> [VerificationError?]
 }
+
+/// A write call as a batch runs it: nil once its work is done, else its error (its work is then
+/// rolled back). It may be run again after a transient conflict, so it keeps no effect outside.
+typealias SQLWriteCall = (any SQLConnection) -> VerificationError?

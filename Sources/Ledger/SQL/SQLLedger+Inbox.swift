@@ -5,41 +5,15 @@ extension SQLLedger {
     // MARK: Enqueue
 
     public func enqueue(_ entry: InboxEntry) throws(VerificationError) -> Bool {
-        try enqueue(batch: [entry])[0].get()
+        // The route answers Apple 200 on return, and Apple will not send it again: like every commit of
+        // the ledger, this one is on disk before the call returns.
+        try database.transaction { (connection) throws(VerificationError) in try Self.insert(entry, connection) }
     }
 
-    /// Inserts `entries` in one transaction (one commit, one fsync), each in a savepoint of its own
-    /// when there are several, so one that fails is rolled back and answered alone: true for each
-    /// inserted, false for one already there (a duplicate delivery), in order.
-    public func enqueue(batch entries: [InboxEntry]) -> [Result<Bool, VerificationError>] {
-        guard !entries.isEmpty else { return [] }
-        let rows = entries.map { (entry) in Result { () throws(VerificationError) in try Self.inboxRow(entry) } }
-        // The route answers Apple 200 on return, and Apple will not send it again: like every commit of
-        // the ledger, this one is on disk before the call returns (a transaction, so that on SQLite
-        // concurrent deliveries share one commit and its fsync).
-        do throws(VerificationError) {
-            let isolated = rows.count > 1
-            return try database.transaction { (connection) throws(VerificationError) -> [Result<Bool, VerificationError>] in
-                try rows.map { (row) throws(VerificationError) -> Result<Bool, VerificationError> in
-                    guard case .success(let values) = row else { return row.map { _ in false } }
-                    guard isolated else { return .success(try Self.insert(values, connection)) }
-                    try connection.deferScript("SAVEPOINT inbox_insert", operation: "savepoint")
-                    do throws(VerificationError) {
-                        let inserted = try Self.insert(values, connection)
-                        // Deferred: on PostgreSQL it goes with the next statement (the insert reported its own failure).
-                        try connection.deferScript("RELEASE SAVEPOINT inbox_insert", operation: "savepoint")
-                        return .success(inserted)
-                    } catch {
-                        try connection.executeScript("ROLLBACK TO SAVEPOINT inbox_insert; RELEASE SAVEPOINT inbox_insert",
-                                                     operation: "savepoint")
-                        return .failure(error)
-                    }
-                }
-            }
-        } catch {
-            // Nothing was committed: every entry not refused on its own fails with the transaction.
-            return rows.map { (row) in row.flatMap { _ in .failure(error) } }
-        }
+    /// Inserts `entry` inside a write transaction (its own, or a batch's savepoint: `BatchedWriter`):
+    /// true if inserted, false if it was there already (a duplicate delivery).
+    static func insert(_ entry: InboxEntry, _ connection: any SQLConnection) throws(VerificationError) -> Bool {
+        try insert(try inboxRow(entry), connection)
     }
 
     /// The row of an entry the inbox takes (checked, its event as text), for `insert`.

@@ -116,37 +116,40 @@ public final class SQLLedger: Sendable {
     // MARK: Claims
 
     public func claim(_ claim: PurchaseClaim) throws(VerificationError) -> ClaimOutcome {
-        try database.transaction { (connection) throws(VerificationError) -> ClaimOutcome in
-            var outcome = ClaimOutcome(newlyGranted: [], alreadyGranted: [])
-            // The same chain locks the notification worker takes, in one order (no deadlock between
-            // two claims): a notification applied meanwhile by another instance is seen, not overwritten.
-            let chains = Set(claim.transactions.map { $0.originalTransactionId ?? $0.transactionId }
-                             + claim.entitlements.map(\.originalTransactionId))
-            for chain in chains.sorted() {
-                try connection.serializeTransaction(on: "chain:\(claim.bundleId):\(chain)")
-            }
-            var reads = ClaimReads()
-            try refuseIfRevokedSinceFacts(claim, &reads, connection)
-            for key in Set(claim.appPurchaseKeys).sorted() { try bind(key, in: claim, &reads, connection) }
-            var seen = Set<String>()
-            for transaction in claim.transactions where seen.insert(transaction.transactionId).inserted {
-                let key = transaction.originalTransactionId ?? transaction.transactionId
-                try bind(key, in: claim, &reads, connection)
-                if try grant(transaction, key: key, in: claim, connection) {
-                    outcome.newlyGranted.append(transaction.transactionId)
-                    try Self.queueFinish(transaction, key: key, in: claim, connection)
-                } else {
-                    outcome.alreadyGranted.append(transaction.transactionId)
-                }
-            }
-            for entitlement in claim.entitlements {
-                try store(entitlement, in: claim, &reads, connection)
-            }
-            if let audit = claim.audit { try Self.insertAudit(audit, connection) }
-            outcome.entitlements = try Self.entitlements(bundleId: claim.bundleId, account: claim.account, connection)
-                .filter { chains.contains($0.originalTransactionId) }
-            return outcome
+        try database.transaction { (connection) throws(VerificationError) -> ClaimOutcome in try self.claim(claim, on: connection) }
+    }
+
+    /// The claim's work inside a write transaction (its own, or a batch's savepoint: `BatchedWriter`).
+    func claim(_ claim: PurchaseClaim, on connection: any SQLConnection) throws(VerificationError) -> ClaimOutcome {
+        var outcome = ClaimOutcome(newlyGranted: [], alreadyGranted: [])
+        // The same chain locks the notification worker takes, in one order (no deadlock between
+        // two claims): a notification applied meanwhile by another instance is seen, not overwritten.
+        let chains = Set(claim.transactions.map { $0.originalTransactionId ?? $0.transactionId }
+                         + claim.entitlements.map(\.originalTransactionId))
+        for chain in chains.sorted() {
+            try connection.serializeTransaction(on: "chain:\(claim.bundleId):\(chain)")
         }
+        var reads = ClaimReads()
+        try refuseIfRevokedSinceFacts(claim, &reads, connection)
+        for key in Set(claim.appPurchaseKeys).sorted() { try bind(key, in: claim, &reads, connection) }
+        var seen = Set<String>()
+        for transaction in claim.transactions where seen.insert(transaction.transactionId).inserted {
+            let key = transaction.originalTransactionId ?? transaction.transactionId
+            try bind(key, in: claim, &reads, connection)
+            if try grant(transaction, key: key, in: claim, connection) {
+                outcome.newlyGranted.append(transaction.transactionId)
+                try Self.queueFinish(transaction, key: key, in: claim, connection)
+            } else {
+                outcome.alreadyGranted.append(transaction.transactionId)
+            }
+        }
+        for entitlement in claim.entitlements {
+            try store(entitlement, in: claim, &reads, connection)
+        }
+        if let audit = claim.audit { try Self.insertAudit(audit, connection) }
+        outcome.entitlements = try Self.entitlements(bundleId: claim.bundleId, account: claim.account, connection)
+            .filter { chains.contains($0.originalTransactionId) }
+        return outcome
     }
 
     /// What one claim already read inside its transaction, so that no row is read twice.

@@ -193,11 +193,9 @@ final class SQLiteDatabase: GroupCommittingDatabase, @unchecked Sendable {
         return try lock.withLock { (_: inout ()) throws(VerificationError) -> R in try body(connection) }
     }
 
-    /// Runs `body` in a write transaction shared with the calls waiting beside it (see the type).
-    @discardableResult
-    func transaction<R: Sendable>(_ body: (any SQLConnection) throws(VerificationError) -> R)
-        throws(VerificationError) -> R {
+    /// Write transactions are shared with the calls waiting beside them (see the type), on the one connection.
+    func lendWriteConnection(_ use: (any GroupCommitConnection) -> Void) throws(VerificationError) {
         let connection = self.connection
-        return try writes.run(body) { (use) throws(VerificationError) in lock.withLock { _ in use(connection) } }
+        lock.withLock { _ in use(connection) }
     }
 }
