@@ -45,11 +45,11 @@ final class PostgresLedgerTests: InboxTestCase {
 
     // MARK: Round trips
 
-    /// The drain's cost on PostgreSQL is round trips, not CPU: each batch claims its entries in one
-    /// statement, and savepoints and writes whose answer nobody reads go in one pipeline with the
-    /// next statement. Per entry (a new state, an owner lookup, a webhook): the chain's lock, the
-    /// stored state, the owner, the writes with RELEASE; nine or more when each statement was its own.
-    func testDrainingAnEntryTakesAtMostFourRoundTripsAndAppliesIt() throws {
+    /// Each batch claims its entries in one statement and the locks of their chains in one more;
+    /// savepoints and writes whose answer nobody reads go in one pipeline with the next statement.
+    /// Per entry (a new state, an owner lookup, a webhook): the stored state, the owner, the writes
+    /// with RELEASE; nine or more when each statement was its own, four with a lock per entry.
+    func testDrainingAnEntryTakesAtMostThreeRoundTripsAndAppliesIt() throws {
         try requireServer()
         let ledger = try openLedger()
         let database = try XCTUnwrap(ledger.database as? PostgresDatabase)
@@ -57,16 +57,84 @@ final class PostgresLedgerTests: InboxTestCase {
         for index in 0..<(2 * entries) {
             XCTAssertTrue(try ledger.enqueue(entry("rt-\(index)", signedDate: t0 + Int64(index), chain: "rt-\(index)")))
         }
-        // The first drain prepares the statements on its connection (once per session).
-        XCTAssertEqual(try drain(ledger, limit: entries).processed, entries)
+        // One batch per drain, all on one connection: the first prepares the statements on it (once
+        // per session).
+        let batch = SQLLedger.entriesPerCommit
+        XCTAssertEqual(try drain(ledger, limit: batch).processed, batch)
         let before = database.roundTrips.total
-        XCTAssertEqual(try drain(ledger, limit: entries).processed, entries)
+        for _ in 0..<(entries / batch) { XCTAssertEqual(try drain(ledger, limit: batch).processed, batch) }
         let roundTrips = database.roundTrips.total - before
-        XCTAssertLessThanOrEqual(roundTrips, 4 * entries + 16, "\(roundTrips) round trips for \(entries) entries")
-        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM notification_inbox WHERE processed_at IS NOT NULL"),
-                       Int64(2 * entries))
-        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM subscription_states"), Int64(2 * entries))
-        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM webhook_outbox"), Int64(2 * entries))
+        XCTAssertLessThanOrEqual(roundTrips, 3 * entries + 16, "\(roundTrips) round trips for \(entries) entries")
+        let applied = Int64(batch + entries)
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM notification_inbox WHERE processed_at IS NOT NULL"), applied)
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM subscription_states"), applied)
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM webhook_outbox"), applied)
+    }
+
+    /// One drain keeps several batches in flight, each in its own transaction on its own connection,
+    /// so their round trips overlap: while an entry of a later batch is being applied, another
+    /// batch holds its claim (its chains' locks, on another backend) at the same moment.
+    func testOneDrainHasSeveralBatchesInFlightOnConnectionsOfTheirOwn() throws {
+        try requireServer()
+        let ledger = try openLedger()
+        let observer = try openLedger()
+        let total = 4 * SQLLedger.entriesPerCommit
+        for index in 0..<total {
+            XCTAssertTrue(try ledger.enqueue(entry("f-\(index)", signedDate: t0 + Int64(index), chain: "f-\(index)")))
+        }
+        var holders: Int64 = 0
+        let report = try ledger.processPending(limit: total, now: t0 + day) { (entry, stored) throws(VerificationError) in
+            // The first batch runs alone; in the first entry applied after it, look for a second one.
+            if holders == 0, entry.signedDate >= t0 + Int64(SQLLedger.entriesPerCommit) {
+                let deadline = Date().addingTimeInterval(5)
+                repeat {
+                    holders = (try? self.count(observer, """
+                        SELECT COUNT(DISTINCT pid) FROM pg_locks WHERE locktype = 'advisory' AND granted
+                        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                        """)) ?? 0
+                    if holders < 2 { Thread.sleep(forTimeInterval: 0.02) }
+                } while holders < 2 && Date() < deadline
+            }
+            return self.fakeOutcome(entry, stored)
+        }
+        XCTAssertGreaterThanOrEqual(holders, 2, "batches of one drain holding their claims at once")
+        XCTAssertEqual(report.processed, total)
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM notification_inbox WHERE processed_at IS NULL"), 0)
+    }
+
+    /// With batches side by side, each chain's entries are still applied once each and in Apple's
+    /// order, each given the state the one before it left: a batch leaves an entry whose chain
+    /// another batch of the drain holds for a later batch, and the claims take the oldest first.
+    func testBatchesInFlightApplyEachChainInOrderAndEachEntryOnce() throws {
+        try requireServer()
+        let ledger = try openLedger()
+        let chains = 7
+        let total = 20 * SQLLedger.entriesPerCommit
+        for index in 0..<total {
+            // Arrival order differs from Apple's: the drain must follow signedDate.
+            let signed = t0 + Int64((index * 37) % total)
+            XCTAssertTrue(try ledger.enqueue(entry("o-\(index)", signedDate: signed, chain: "o-\(index % chains)")))
+        }
+        var applied: [String: [Int64]] = [:]
+        var misordered: [String] = []
+        for _ in 0..<total {
+            let report = try ledger.processPending(limit: total, now: t0 + day) { (entry, stored) throws(VerificationError) in
+                let chain = entry.event?.originalTransactionId ?? "-"
+                applied[chain, default: []].append(entry.signedDate)
+                if let stored, stored.lastSignedDate >= entry.signedDate {
+                    misordered.append("\(entry.id) after a state of \(stored.lastSignedDate)")
+                }
+                return self.fakeOutcome(entry, stored)
+            }
+            if report.processed == 0 { break }
+        }
+        XCTAssertEqual(misordered, [])
+        XCTAssertEqual(applied.values.map(\.count).reduce(0, +), total, "each entry applied once")
+        for (chain, dates) in applied {
+            XCTAssertEqual(dates, dates.sorted(), "\(chain) in signedDate order")
+            XCTAssertEqual(Set(dates).count, dates.count, "\(chain): no entry applied twice")
+        }
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM notification_inbox WHERE processed_at IS NULL"), 0)
     }
 
     /// A deferred write that fails is reported by the statement after it, in its own entry: the

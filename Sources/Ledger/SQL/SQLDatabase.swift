@@ -92,8 +92,9 @@ protocol SQLConnection: AnyObject {
     /// ends. Serialises work on one purchase chain across instances even before its first row exists.
     func serializeTransaction(on key: String) throws(VerificationError)
 
-    /// `serializeTransaction(on:)` without the wait: false if another transaction holds `key` now.
-    func trySerializeTransaction(on key: String) throws(VerificationError) -> Bool
+    /// `serializeTransaction(on:)` for each of `keys`, without the wait: the keys this transaction
+    /// holds now (a key another transaction holds is left out). One round trip for all.
+    func trySerializeTransaction(on keys: [String]) throws(VerificationError) -> Set<String>
 
     /// One parameterless statement of transaction control (BEGIN, SAVEPOINT) that the engine may
     /// send together with the next statement run (PostgreSQL: one pipeline, one round trip for
