@@ -79,15 +79,21 @@ extension SQLLedger {
             guard let claim = try drain.claim(now: now, connection) else { return result }
             claims.append(claim)
             result.claimed = claim.entries.count
+            // The chains' states and owners, read once for the batch after their locks are held: no
+            // other transaction changes them before this one ends, and this batch's own changes are
+            // carried forward below, entry by entry.
+            var chains = try Self.readChains(claim.entries.map(\.entry).filter(claim.mayApply), connection)
             for (seq, entry) in claim.entries {
                 try connection.deferScript("SAVEPOINT inbox_entry", operation: "savepoint")
                 do throws(VerificationError) {
-                    if let unknown = try Self.applyDue(seq, entry, now: now, mayApply: claim.mayApply(entry), drain, connection) {
-                        result.processed += 1
-                        if unknown { result.unknown += 1 }
-                    }
+                    let outcome = try Self.applyDue(seq, entry, now: now, claim.mayApply(entry) ? chains : nil, drain, connection)
                     // Also the moment the entry's deferred writes report their failure, if any.
                     try connection.executeScript("RELEASE SAVEPOINT inbox_entry", operation: "savepoint")
+                    if let outcome {
+                        result.processed += 1
+                        if outcome.unknownType { result.unknown += 1 }
+                        if let state = outcome.newState { chains[ChainKey(state.bundleId, state.originalTransactionId)]?.state = state }
+                    }
                 } catch {
                     // Nothing of this entry remains but the failure counted after the commit.
                     try connection.executeScript("ROLLBACK TO SAVEPOINT inbox_entry; RELEASE SAVEPOINT inbox_entry",
@@ -131,31 +137,73 @@ extension SQLLedger {
         }
     }
 
-    /// Applies one claimed entry inside the caller's transaction: true/false (its type was unknown or
-    /// not) once applied, nil if it is not to be applied now (`mayApply` false: its chain is held by
-    /// another transaction; it stays due for a later batch).
-    private static func applyDue(_ seq: Int64, _ entry: InboxEntry, now: Int64, mayApply: Bool, _ drain: InboxDrain,
-                                 _ connection: any SQLConnection) throws(VerificationError) -> Bool? {
+    /// Applies one claimed entry inside the caller's transaction: its outcome once applied, nil if
+    /// it is not to be applied now (no `chains`: its chain is held by another transaction; it stays
+    /// due for a later batch).
+    private static func applyDue(_ seq: Int64, _ entry: InboxEntry, now: Int64, _ chains: [ChainKey: ChainRead]?,
+                                 _ drain: InboxDrain, _ connection: any SQLConnection)
+        throws(VerificationError) -> LifecycleOutcome? {
         let chain = entry.event?.originalTransactionId
-        if chain != nil, !mayApply { return nil }
-        let stored = try chain.flatMap { (chain) throws(VerificationError) in
-            try storedState(bundleId: entry.bundleId, originalTransactionId: chain, connection)
+        let read = chain.flatMap { chains?[ChainKey(entry.bundleId, $0)] }
+        if chain != nil, read == nil { return nil }
+        let outcome = try drain.apply(entry, read?.state)
+        try record(outcome, of: entry, seq: seq, chain: chain, owner: read?.owner, now: now, connection)
+        return outcome
+    }
+
+    /// A purchase chain of one app.
+    struct ChainKey: Hashable {
+        let bundleId: String
+        let originalTransactionId: String
+        init(_ bundleId: String, _ originalTransactionId: String) {
+            self.bundleId = bundleId
+            self.originalTransactionId = originalTransactionId
         }
-        let outcome = try drain.apply(entry, stored)
-        try record(outcome, of: entry, seq: seq, chain: chain, now: now, connection)
-        return outcome.unknownType
+    }
+
+    /// What applying a chain's entry reads: its stored state (nil for a new chain) and its owner.
+    struct ChainRead {
+        var state: SubscriptionState?
+        let owner: String?
+    }
+
+    /// The stored state and owner of the chains `entries` name, in one statement.
+    private static func readChains(_ entries: [InboxEntry], _ connection: any SQLConnection)
+        throws(VerificationError) -> [ChainKey: ChainRead] {
+        var keys: [ChainKey] = []
+        for entry in entries {
+            guard let chain = entry.event?.originalTransactionId else { continue }
+            let key = ChainKey(entry.bundleId, chain)
+            if !keys.contains(key) { keys.append(key) }
+        }
+        guard !keys.isEmpty else { return [:] }
+        let values = Array(repeating: "(CAST(? AS TEXT), CAST(? AS TEXT))", count: keys.count).joined(separator: ", ")
+        let rows = try connection.queryRows("""
+            WITH chain (bundle_id, original_transaction_id) AS (VALUES \(values))
+            SELECT chain.bundle_id, chain.original_transaction_id, s.state_json, o.account FROM chain
+            LEFT JOIN subscription_states s
+                ON s.bundle_id = chain.bundle_id AND s.original_transaction_id = chain.original_transaction_id
+            LEFT JOIN ownership o ON o.bundle_id = chain.bundle_id AND o.ownership_key = chain.original_transaction_id
+            """, keys.flatMap { [SQLValue.text($0.bundleId), .text($0.originalTransactionId)] }) {
+            (row) throws(VerificationError) in
+            let state = try row.text(2).map { (json) throws(VerificationError) in
+                try NotificationJSON.decode(SubscriptionState.self, json)
+            }
+            return (ChainKey(try row.requiredText(0), try row.requiredText(1)), ChainRead(state: state, owner: row.text(3)))
+        }
+        return Dictionary(rows, uniquingKeysWith: { first, _ in first })
     }
 
     /// Writes everything `outcome` says, then marks the entry processed; the caller's transaction
     /// makes it all-or-nothing. An outcome about another app or chain is a lifecycle bug: refused.
     private static func record(_ outcome: LifecycleOutcome, of entry: InboxEntry, seq: Int64, chain: String?,
-                               now: Int64, _ connection: any SQLConnection) throws(VerificationError) {
+                               owner: String?, now: Int64, _ connection: any SQLConnection) throws(VerificationError) {
         if let state = outcome.newState {
             guard state.bundleId == entry.bundleId, let chain, state.originalTransactionId == chain else {
                 throw VerificationError(.internalError, "storage: lifecycle outcome for another purchase chain")
             }
             try storeState(state, now: now, connection)
-            try storeOwnerEntitlement(state, connection)
+            if let owner { try storeEntitlement(state, of: owner, connection) }
         }
         for event in outcome.webhooks {
             guard event.bundleId == entry.bundleId else {
@@ -201,6 +249,12 @@ extension SQLLedger {
     static func storeOwnerEntitlement(_ state: SubscriptionState, _ connection: any SQLConnection)
         throws(VerificationError) {
         guard let account = try ownerOf(state.originalTransactionId, bundleId: state.bundleId, connection) else { return }
+        try storeEntitlement(state, of: account, connection)
+    }
+
+    /// `storeOwnerEntitlement` for an owner already read.
+    private static func storeEntitlement(_ state: SubscriptionState, of account: String, _ connection: any SQLConnection)
+        throws(VerificationError) {
         // In grace the product stays usable until the grace period ends, not until the lapsed expiry.
         try upsertEntitlement(bundleId: state.bundleId, account: account, originalTransactionId: state.originalTransactionId,
                               productId: state.productId, state: state.state.rawValue, expiresDate: state.periodEnd,
