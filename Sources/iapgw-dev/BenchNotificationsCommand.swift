@@ -81,6 +81,8 @@ struct BenchNotificationsCommand: Subcommand {
             connectTimeout: .seconds(5), requestTimeout: .seconds(30), maxConnectionsPerHost: connections))
         let next = TicketCounter()
         let requests = bodies
+        print("posting the notifications...")
+        fflush(nil)
         let start = DispatchTime.now().uptimeNanoseconds
         let cpuStart = processCPUSeconds()
         let accepted = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -105,7 +107,7 @@ struct BenchNotificationsCommand: Subcommand {
         let ledger = try AsyncSQLLedger(storage: storageURL, deadline: .seconds(120))
         let processor = NotificationProcessor(apps: configuration.apps, ledger: ledger, logger: .disabled,
                                               now: { Int64(Date().timeIntervalSince1970 * 1000) })
-        // A mark for a profiler watching the output (the database server's CPU during the drain).
+        // Marks for a profiler watching the output (the database server's CPU in each phase).
         print("draining the inbox...")
         fflush(nil)
         let drainStart = DispatchTime.now().uptimeNanoseconds
