@@ -47,9 +47,10 @@ final class PostgresLedgerTests: InboxTestCase {
 
     /// Each batch claims its entries in one statement, the locks of their chains in one more, and
     /// reads the chains' states and owners in a third; savepoints and writes whose answer nobody reads
-    /// go in one pipeline with the entry's RELEASE. So an entry (a new state, a webhook) costs one round
-    /// trip, a batch a few more (BEGIN, claim, locks, reads, COMMIT); 9.2 per entry when each statement
-    /// was its own, 4.25 with the lock, the state and the owner read per entry.
+    /// go in one pipeline with the entry's RELEASE. So an entry (a new state, its owner's entitlement,
+    /// a webhook) costs one round trip, a batch a few more (BEGIN, claim, locks, reads, COMMIT); 9.2 per
+    /// entry when each statement was its own, 4.25 with the lock, the state and the owner read per entry
+    /// (and one more for an owner's entitlement).
     func testDrainingAnEntryTakesOneRoundTripAndABatchAFewMore() throws {
         try requireServer()
         let ledger = try openLedger()
@@ -57,6 +58,12 @@ final class PostgresLedgerTests: InboxTestCase {
         let entries = 32
         for index in 0..<(2 * entries) {
             XCTAssertTrue(try ledger.enqueue(entry("rt-\(index)", signedDate: t0 + Int64(index), chain: "rt-\(index)")))
+        }
+        // Half the chains have an owner, whose entitlement each entry moves too.
+        let owned = stride(from: 0, to: 2 * entries, by: 2).map { "rt-\($0)" }
+        for chain in owned {
+            _ = try ledger.claim(claim("alice", [transaction(chain, original: chain)],
+                                       entitlements: [entitlement("alice", original: chain)], now: t0 - 1))
         }
         // One batch per drain, all on one connection: the first prepares the statements on it (once
         // per session).
@@ -70,6 +77,8 @@ final class PostgresLedgerTests: InboxTestCase {
         XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM notification_inbox WHERE processed_at IS NOT NULL"), applied)
         XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM subscription_states"), applied)
         XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM webhook_outbox"), applied)
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM entitlements WHERE source = 'notification'"),
+                       applied / 2, "the owners' entitlements follow their chains")
     }
 
     /// One drain keeps several batches in flight, each in its own transaction on its own connection,

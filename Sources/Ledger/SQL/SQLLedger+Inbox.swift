@@ -203,7 +203,8 @@ extension SQLLedger {
                 throw VerificationError(.internalError, "storage: lifecycle outcome for another purchase chain")
             }
             try storeState(state, now: now, connection)
-            if let owner { try storeEntitlement(state, of: owner, connection) }
+            // Deferred: the entry's RELEASE reports its failure, within the entry.
+            if let owner { try storeEntitlement(state, of: owner, deferred: true, connection) }
         }
         for event in outcome.webhooks {
             guard event.bundleId == entry.bundleId else {
@@ -249,16 +250,17 @@ extension SQLLedger {
     static func storeOwnerEntitlement(_ state: SubscriptionState, _ connection: any SQLConnection)
         throws(VerificationError) {
         guard let account = try ownerOf(state.originalTransactionId, bundleId: state.bundleId, connection) else { return }
-        try storeEntitlement(state, of: account, connection)
+        try storeEntitlement(state, of: account, deferred: false, connection)
     }
 
-    /// `storeOwnerEntitlement` for an owner already read.
-    private static func storeEntitlement(_ state: SubscriptionState, of account: String, _ connection: any SQLConnection)
-        throws(VerificationError) {
+    /// `storeOwnerEntitlement` for an owner already read; `deferred` as `upsertEntitlement` takes it.
+    private static func storeEntitlement(_ state: SubscriptionState, of account: String, deferred: Bool,
+                                         _ connection: any SQLConnection) throws(VerificationError) {
         // In grace the product stays usable until the grace period ends, not until the lapsed expiry.
         try upsertEntitlement(bundleId: state.bundleId, account: account, originalTransactionId: state.originalTransactionId,
                               productId: state.productId, state: state.state.rawValue, expiresDate: state.periodEnd,
-                              commitmentExpiresDate: state.commitmentExpiresDate, source: state.source, factTime: state.lastSignedDate, connection)
+                              commitmentExpiresDate: state.commitmentExpiresDate, source: state.source, factTime: state.lastSignedDate,
+                              deferred: deferred, connection)
     }
 
     /// Counts a failed attempt and schedules the next; true if the entry is now parked.
