@@ -78,7 +78,6 @@ extension SQLLedger {
             var result = BatchResult()
             guard let claim = try drain.claim(now: now, connection) else { return result }
             claims.append(claim)
-            result.claimed = claim.entries.count
             // The chains' states and owners, read once for the batch after their locks are held: no
             // other transaction changes them before this one ends, and this batch's own changes are
             // carried forward below, entry by entry.
@@ -117,7 +116,6 @@ extension SQLLedger {
     static let entriesPerCommit = 16
 
     private struct BatchResult: Sendable {
-        var claimed = 0
         var processed = 0
         var unknown = 0
         var failures: [(Int64, VerificationError.Code)] = []
