@@ -57,4 +57,15 @@ static inline int iapgw_X509_first_ocsp_url(X509 *x, char *buf, int cap) {
     return result;
 }
 static inline int iapgw_sk_PKCS7_SIGNER_INFO_num(const STACK_OF(PKCS7_SIGNER_INFO) *sk) { return sk_PKCS7_SIGNER_INFO_num(sk); }
+
+// AppleTrust (JWS): SHA-256 resumable from a saved state. The low-level API because its state is a
+// plain struct, copied by value per call with no allocation (EVP_MD_CTX_copy_ex duplicates the
+// provider's context on the heap); it runs the same block function (SHA-NI where present).
+// Deprecated in OpenSSL 3.0, not removed: wrapped here so the warning is confined to these lines.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static inline int iapgw_SHA256_Init(SHA256_CTX *c) { return SHA256_Init(c); }
+static inline int iapgw_SHA256_Update(SHA256_CTX *c, const void *data, size_t len) { return SHA256_Update(c, data, len); }
+static inline int iapgw_SHA256_Final(unsigned char *md, SHA256_CTX *c) { return SHA256_Final(md, c); }
+#pragma GCC diagnostic pop
 #endif

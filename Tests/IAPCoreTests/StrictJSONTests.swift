@@ -40,6 +40,13 @@ final class StrictJSONTests: XCTestCase {
 
     func testSizeAndDepthLimits() {
         XCTAssertEqual(code("[1,2,3]", parser: StrictJSON(maxBytes: 4)), .inputTooLarge)
+        // Every entry point keeps the limit: the array one (a JWS payload) and the generic one.
+        let bytes = Array("[1,2,3]".utf8), small = StrictJSON(maxBytes: 4)
+        for (name, parse) in [("array", { _ = try small.parse(bytes) }), ("slice", { _ = try small.parse(bytes[...]) }),
+                              ("data", { _ = try small.parse(Data(bytes)) })] as [(String, () throws -> Void)] {
+            XCTAssertThrowsError(try parse(), name) { XCTAssertEqual(($0 as? VerificationError)?.code, .inputTooLarge, name) }
+        }
+        XCTAssertEqual(try StrictJSON(maxBytes: 7).parse(bytes), .array([1, 2, 3]))
         let deep = String(repeating: "[", count: 40) + String(repeating: "]", count: 40)
         XCTAssertEqual(code(deep, parser: StrictJSON(maxDepth: 32)), .malformedJSON)
         XCTAssertNil(code(deep, parser: StrictJSON(maxDepth: 40)))

@@ -9,6 +9,12 @@ struct VerifiedChain: @unchecked Sendable {
     let validity: ChainValidity
     /// When OCSP last said "good" for this chain (seconds), if online checks ran.
     var revocationCheckedAt: Int64?
+    /// SHA-256 state after the whole 64-byte blocks of the header segment this entry is stored
+    /// under (4,352 of the 4,992 bytes Apple's real transaction signs), so a hit hashes only the rest. A hit
+    /// is only ever for a header equal to the stored key in every byte (`ExactBytes`), so the
+    /// state is that of the very bytes being verified: the digest, and so what the signature
+    /// check accepts, is the one-shot SHA-256 of the signing input, as on a miss.
+    let headerHash: SHA256Prefix
 }
 
 /// Exact bytes as a dictionary key. Stored keys own their bytes; a lookup key borrows the caller's

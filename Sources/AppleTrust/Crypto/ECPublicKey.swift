@@ -55,14 +55,20 @@ public final class ECPublicKey: @unchecked Sendable {
     /// ES256 verification: `signature` is JWS's raw r||s (64 bytes), converted here to the DER
     /// `ECDSA-Sig-Value` OpenSSL expects, checked over SHA-256 of `message`.
     public func verifyES256<Message: ContiguousBytes>(signature: [UInt8], message: Message) -> Bool {
-        guard signature.count == 64, isP256 else { return false }
-        // Digest and DER signature live on the stack: this runs once per JWS on the hot path.
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32 + ES256Signature.maxDERCount) { scratch in
-            let digest = UnsafeMutableBufferPointer(rebasing: scratch[0..<32])
-            let derSpace = UnsafeMutableBufferPointer(rebasing: scratch[32...])
+        // The digest lives on the stack: this runs once per JWS on the hot path.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
             message.withUnsafeBytes { raw in
                 _ = SHA256(raw.bindMemory(to: UInt8.self).baseAddress, raw.count, digest.baseAddress)
             }
+            return verifyES256(signature: signature, sha256: UnsafeBufferPointer(digest))
+        }
+    }
+
+    /// The same check given the message's SHA-256 (32 bytes) instead of the message: for callers
+    /// that finish the digest from a saved state (`SHA256Prefix`).
+    func verifyES256(signature: [UInt8], sha256 digest: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard signature.count == 64, digest.count == 32, isP256 else { return false }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: ES256Signature.maxDERCount) { derSpace in
             let derCount = signature.withUnsafeBufferPointer { ES256Signature.writeDER(raw: $0, into: derSpace) }
             defer { clearOpenSSLErrors() }
             guard let context = takeVerifyContext() else { return false }

@@ -35,9 +35,11 @@ extension SignedDataVerifier {
         var certs: [X509Certificate]? = nil
         let leafKey: ECPublicKey
         let window: ChainValidity
+        let headerHash: SHA256Prefix
         if let cached {
             leafKey = cached.leafKey
             window = cached.validity
+            headerHash = cached.headerHash
         } else {
             let decoded = try Self.decodeHeader(header, reusing: knownCertificate)
             window = try policy.verifyJWSChain(decoded)
@@ -47,12 +49,19 @@ extension SignedDataVerifier {
             decoded[1].der.withUnsafeBytes { verifiedIntermediates.store($0.bindMemory(to: UInt8.self), decoded[1]) }
             certs = decoded
             leafKey = key
+            headerHash = SHA256Prefix(UnsafeRawBufferPointer(header))
         }
         // Base64 shape of both segments before the signature: a non-canonical encoding is refused
         // as such even where its bytes happen to verify.
         let payloadBytes = try Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[segments.payload]))
         let signature = try Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[segments.signature]))
-        guard leafKey.verifyES256(signature: signature, message: signingInput) else {
+        // The digest is finished from the header's saved state on a hit and a miss alike (one
+        // path): the signing input starts with the header, whose whole blocks the state holds.
+        let signatureVerifies = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
+            headerHash.finish(signingInput, into: digest.baseAddress!)
+            return leafKey.verifyES256(signature: signature, sha256: UnsafeBufferPointer(digest))
+        }
+        guard signatureVerifies else {
             throw VerificationError(.invalidSignature, "the ES256 signature does not verify")
         }
 
@@ -63,7 +72,7 @@ extension SignedDataVerifier {
             throw VerificationError(.missingField, "payload.\(dateField) is required")
         }
         try ValidityTime(PayloadDates.floorSeconds(signedMs)).check(window)
-        var verified = cached ?? VerifiedChain(leafKey: leafKey, validity: window, revocationCheckedAt: nil)
+        var verified = cached ?? VerifiedChain(leafKey: leafKey, validity: window, revocationCheckedAt: nil, headerHash: headerHash)
 
         let nowMs = PayloadDates.milliseconds(now())
         let latest = nowMs.addingReportingOverflow(clockSkewMs)

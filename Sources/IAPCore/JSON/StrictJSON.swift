@@ -14,10 +14,7 @@ public struct StrictJSON: Sendable {
     }
 
     public func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(VerificationError) -> JSONValue {
-        guard bytes.count <= maxBytes else {
-            throw VerificationError(.inputTooLarge, "JSON of \(bytes.count) bytes exceeds the \(maxBytes)-byte limit")
-        }
-        // Contiguous input (an Array, as on the JWS path) is read in place rather than copied.
+        // Contiguous input is read in place rather than copied.
         if let result = bytes.withContiguousStorageIfAvailable({ buf in
             Result { () throws(VerificationError) -> JSONValue in try parse(buffer: buf) }
         }) {
@@ -27,7 +24,16 @@ public struct StrictJSON: Sendable {
         return try array.withUnsafeBufferPointer { (buf) throws(VerificationError) -> JSONValue in try parse(buffer: buf) }
     }
 
+    /// The same for an array (a decoded JWS payload), without going through the generic entry:
+    /// called from another module that one is not specialised, and its dispatch showed in profiles.
+    public func parse(_ bytes: [UInt8]) throws(VerificationError) -> JSONValue {
+        try bytes.withUnsafeBufferPointer { (buf) throws(VerificationError) -> JSONValue in try parse(buffer: buf) }
+    }
+
     private func parse(buffer buf: UnsafeBufferPointer<UInt8>) throws(VerificationError) -> JSONValue {
+        guard buf.count <= maxBytes else {
+            throw VerificationError(.inputTooLarge, "JSON of \(buf.count) bytes exceeds the \(maxBytes)-byte limit")
+        }
         var reader = Reader(buf: buf, maxDepth: maxDepth)
         reader.skipWhitespace()
         let value = try reader.value(depth: 0)
