@@ -91,7 +91,7 @@ extension SQLLedger {
                     if let outcome {
                         result.processed += 1
                         if outcome.unknownType { result.unknown += 1 }
-                        if let state = outcome.newState { chains[ChainKey(state.bundleId, state.originalTransactionId)]?.state = state }
+                        if let state = outcome.newState { chains[ChainKey(state.bundleId, state.originalTransactionId)]?.carried = state }
                     }
                 } catch {
                     // Nothing of this entry remains but the failure counted after the commit.
@@ -144,7 +144,7 @@ extension SQLLedger {
         let chain = entry.event?.originalTransactionId
         let read = chain.flatMap { chains?[ChainKey(entry.bundleId, $0)] }
         if chain != nil, read == nil { return nil }
-        let outcome = try drain.apply(entry, read?.state)
+        let outcome = try drain.apply(entry, try read?.state())
         try record(outcome, of: entry, seq: seq, chain: chain, owner: read?.owner, now: now, connection)
         return outcome
     }
@@ -161,11 +161,20 @@ extension SQLLedger {
 
     /// What applying a chain's entry reads: its stored state (nil for a new chain) and its owner.
     struct ChainRead {
-        var state: SubscriptionState?
+        /// The stored state as read, decoded by each entry inside its own savepoint: a state that
+        /// cannot be decoded fails that entry alone (counted, retried, parked), not the batch.
+        let storedJSON: String?
+        /// The state the batch's last applied entry of the chain left; it replaces the stored one.
+        var carried: SubscriptionState?
         let owner: String?
+
+        func state() throws(VerificationError) -> SubscriptionState? {
+            if let carried { return carried }
+            return try storedJSON.map(SQLLedger.decodeState)
+        }
     }
 
-    /// The stored state and owner of the chains `entries` name, in one statement.
+    /// The stored state (undecoded) and owner of the chains `entries` name, in one statement.
     private static func readChains(_ entries: [InboxEntry], _ connection: any SQLConnection)
         throws(VerificationError) -> [ChainKey: ChainRead] {
         var keys: [ChainKey] = []
@@ -184,10 +193,7 @@ extension SQLLedger {
             LEFT JOIN ownership o ON o.bundle_id = chain.bundle_id AND o.ownership_key = chain.original_transaction_id
             """, keys.flatMap { [SQLValue.text($0.bundleId), .text($0.originalTransactionId)] }) {
             (row) throws(VerificationError) in
-            let state = try row.text(2).map { (json) throws(VerificationError) in
-                try NotificationJSON.decode(SubscriptionState.self, json)
-            }
-            return (ChainKey(try row.requiredText(0), try row.requiredText(1)), ChainRead(state: state, owner: row.text(3)))
+            (ChainKey(try row.requiredText(0), try row.requiredText(1)), ChainRead(storedJSON: row.text(2), owner: row.text(3)))
         }
         return Dictionary(rows, uniquingKeysWith: { first, _ in first })
     }
@@ -298,7 +304,11 @@ extension SQLLedger {
             """, .text(bundleId), .text(originalTransactionId)) { (row) throws(VerificationError) in
             try row.requiredText(0)
         }.first
-        return try json.map { (json) throws(VerificationError) in try NotificationJSON.decode(SubscriptionState.self, json) }
+        return try json.map(decodeState)
+    }
+
+    static func decodeState(_ json: String) throws(VerificationError) -> SubscriptionState {
+        try NotificationJSON.decode(SubscriptionState.self, json)
     }
 
     public func inboxDepth() throws(VerificationError) -> InboxDepth {
