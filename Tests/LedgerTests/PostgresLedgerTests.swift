@@ -148,7 +148,9 @@ final class PostgresLedgerTests: InboxTestCase {
     }
 
     /// A deferred write that fails is reported by the statement after it, in its own entry: the
-    /// entry is rolled back alone and retried later, the others of the batch apply.
+    /// entry is rolled back alone and retried later, the others of the batch apply. All three are
+    /// of one chain, so the entry after the failed one must be given the state the one before left
+    /// (the failed entry's state is carried forward only once its RELEASE succeeded).
     func testADeferredWriteThatFailsFailsItsOwnEntryOnly() throws {
         try requireServer()
         let ledger = try openLedger()
@@ -159,20 +161,23 @@ final class PostgresLedgerTests: InboxTestCase {
                 """, operation: "test constraint")
         }
         for index in 0..<3 {
-            XCTAssertTrue(try ledger.enqueue(entry("d-\(index)", signedDate: t0 + Int64(index), chain: "d-\(index)")))
+            XCTAssertTrue(try ledger.enqueue(entry("d-\(index)", signedDate: t0 + Int64(index), chain: "d")))
         }
         var applied: [String] = []
         let report = try ledger.processPending(limit: 10, now: t0 + day) { (entry, stored) throws(VerificationError) in
-            applied.append(entry.id)
+            applied.append("\(entry.id)<-\(stored.map { String($0.lastSignedDate - t0) } ?? "none")")
             var outcome = fakeOutcome(entry, stored)
             if entry.id == "d-1" { outcome.newState?.productId = "refused-by-server" }
             return outcome
         }
-        XCTAssertEqual(applied, ["d-0", "d-1", "d-2"])
+        XCTAssertEqual(applied, ["d-0<-none", "d-1<-0", "d-2<-0"])
         XCTAssertEqual(report.processed, 2)
         XCTAssertEqual(report.failed, 1)
         XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM notification_inbox WHERE processed_at IS NOT NULL"), 2)
-        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM subscription_states WHERE original_transaction_id = 'd-1'"), 0)
+        XCTAssertEqual(try count(ledger, "SELECT attempts FROM notification_inbox WHERE notification_id = 'd-1'"), 1)
+        let state = try ledger.subscriptionState(bundleId: app, originalTransactionId: "d")
+        XCTAssertEqual(state?.lastSignedDate, t0 + 2)
+        XCTAssertEqual(state?.productId, "com.example.pro")
         XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM webhook_outbox"), 2)
     }
 
