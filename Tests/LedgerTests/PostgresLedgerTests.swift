@@ -181,6 +181,41 @@ final class PostgresLedgerTests: InboxTestCase {
         XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM webhook_outbox"), 2)
     }
 
+    /// A batch that meets a transient conflict (here a serialization failure the server raises once,
+    /// while the batch reads its chains) is run again by the group commit in a later transaction:
+    /// the rerun claims the entries again and applies them, its first claim's chains no longer
+    /// counted as held by a batch in flight.
+    func testABatchRunAgainAfterATransientConflictAppliesItsEntries() throws {
+        try requireServer()
+        let ledger = try openLedger()
+        let batch = SQLLedger.entriesPerCommit
+        for index in 0..<batch {
+            XCTAssertTrue(try ledger.enqueue(entry("r-\(index)", signedDate: t0 + Int64(index), chain: "r-\(index)")))
+        }
+        _ = try ledger.claim(claim("alice", [transaction("r-0", original: "r-0")],
+                                   entitlements: [entitlement("alice", original: "r-0")], now: t0 - 1))
+        // The owner lookup of the batch's chains fails once, as a conflict with another session would.
+        try ledger.database.withConnection { (connection) throws(VerificationError) in
+            try connection.executeScript("""
+                CREATE SEQUENCE test_conflicts;
+                CREATE FUNCTION test_conflict_once() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+                BEGIN
+                    IF nextval('test_conflicts') = 1 THEN
+                        RAISE EXCEPTION 'test conflict' USING ERRCODE = 'serialization_failure';
+                    END IF;
+                    RETURN true;
+                END $$;
+                ALTER TABLE ownership RENAME TO ownership_rows;
+                CREATE VIEW ownership AS SELECT * FROM ownership_rows WHERE test_conflict_once();
+                """, operation: "test conflict")
+        }
+        // Room for the rerun's claim within the limit: it applies them, not a later drain.
+        XCTAssertEqual(try drain(ledger, limit: 2 * batch).processed, batch)
+        XCTAssertGreaterThanOrEqual(try count(ledger, "SELECT last_value FROM test_conflicts"), 2, "the batch was run again")
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM notification_inbox WHERE processed_at IS NULL"), 0)
+        XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM entitlements WHERE source = 'notification'"), 1)
+    }
+
     // MARK: Many instances
 
     func testConflictingClaimsOnTwoPurchasesFromTwoInstancesGiveBothToOneAccount() throws {

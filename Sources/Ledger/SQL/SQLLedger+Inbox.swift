@@ -75,6 +75,10 @@ extension SQLLedger {
         // rolled back: the locks it took in the database are gone then too).
         defer { claims.forEach(drain.finish) }
         let applied = try database.transaction { (connection) throws(VerificationError) -> BatchResult in
+            // A rerun after a transient conflict (group commit): the previous try was rolled back, with
+            // the locks it took, so its chains must no longer count as held by a batch in flight.
+            claims.forEach(drain.finish)
+            claims.removeAll()
             var result = BatchResult()
             guard let claim = try drain.claim(now: now, connection) else { return result }
             claims.append(claim)
