@@ -405,7 +405,12 @@ extension SQLLedger {
 /// Order within a chain: a batch applies an entry only if no other batch of this drain holds an
 /// entry of its chain, and it holds the chain's lock (`trySerializeTransaction`, which keeps other
 /// instances out). Claims take the oldest due rows that no open transaction holds, so every older
-/// due entry of the chain is then in the same batch, before it, or held by another instance.
+/// due entry of the chain is then in the same batch, before it, or held by another drain: one
+/// drain applies a chain's entries in order. Across drains (other instances), one batch at a time
+/// applies a chain's entries, each given the state the last applied one left, but not always in
+/// order: an entry held by another drain's batch that was refused the chain's lock can be overtaken
+/// by a newer one of its chain. The final state is the same (a join over the events); the order of
+/// the chain's webhooks is not.
 private final class InboxDrain: @unchecked Sendable {
     /// A batch's entries and the chains among them it may apply.
     struct Claim {
