@@ -249,6 +249,30 @@ final class PostgresLedgerTests: InboxTestCase {
         XCTAssertEqual(try count(instances[0], "SELECT COUNT(*) FROM entitlements"), 2)
     }
 
+    /// An entry another instance's batch holds (claimed, its chain's lock refused) is not overtaken
+    /// by a newer entry of its chain: the drain leaves that chain for later, applies the others,
+    /// and once the other batch ended applies the chain's entries in order.
+    func testAnEntryHeldByAnotherInstanceIsNotOvertakenByANewerOneOfItsChain() throws {
+        try requireServer()
+        let ledger = try openLedger()
+        for (index, (id, chain)) in [("x-1", "x"), ("x-2", "x"), ("y-1", "y")].enumerated() {
+            XCTAssertTrue(try ledger.enqueue(entry(id, signedDate: t0 + Int64(index), chain: chain)))
+        }
+        // The other instance's batch: x-1's row locked, until its transaction ends.
+        let other = try PostgresConnection.open(url: storage)
+        try other.executeScript("BEGIN", operation: "test begin")
+        let held = try other.query("SELECT seq FROM notification_inbox WHERE notification_id = 'x-1' FOR UPDATE") {
+            (row) throws(VerificationError) in try row.requiredInteger(0)
+        }
+        XCTAssertEqual(held.count, 1)
+        var applied: [String] = []
+        XCTAssertEqual(try drain(ledger, applied: &applied).processed, 1)
+        XCTAssertEqual(applied, ["y-1"])
+        try other.executeScript("ROLLBACK", operation: "test rollback")
+        XCTAssertEqual(try drain(ledger, applied: &applied).processed, 2)
+        XCTAssertEqual(applied, ["y-1", "x-1", "x-2"])
+    }
+
     func testPendingEntriesProcessedConcurrentlyByTwoInstancesAreEachAppliedOnce() throws {
         try requireServer()
         let instances = [try openLedger(), try openLedger()]

@@ -42,6 +42,15 @@ enum SQLDialect: Sendable {
         }
     }
 
+    /// A text column holding JSON, as a value the JSON operators `->` and `->>` read (SQLite's take
+    /// the text as it is; PostgreSQL's need the type).
+    func json(_ column: String) -> String {
+        switch self {
+        case .sqlite: return column
+        case .postgres: return "CAST(\(column) AS json)"
+        }
+    }
+
     /// The words of `LedgerSchema`'s DDL that differ by engine; the rest of it both run as written.
     struct DDLWords {
         /// Every integer column (times are milliseconds): SQLite's INTEGER is 64 bits, PostgreSQL's 32.

@@ -85,7 +85,7 @@ extension SQLLedger {
             // The chains' states and owners, read once for the batch after their locks are held: no
             // other transaction changes them before this one ends, and this batch's own changes are
             // carried forward below, entry by entry.
-            var chains = try Self.readChains(claim.entries.map(\.entry).filter(claim.mayApply), connection)
+            var chains = try Self.readChains(claim.entries.filter { claim.mayApply($0.entry) }, now: now, connection)
             for (seq, entry) in claim.entries {
                 try connection.deferScript("SAVEPOINT inbox_entry", operation: "savepoint")
                 do throws(VerificationError) {
@@ -178,28 +178,59 @@ extension SQLLedger {
         }
     }
 
-    /// The stored state (undecoded) and owner of the chains `entries` name, in one statement.
-    private static func readChains(_ entries: [InboxEntry], _ connection: any SQLConnection)
-        throws(VerificationError) -> [ChainKey: ChainRead] {
+    /// The stored state (undecoded) and owner of the chains `entries` name, in one statement. A chain
+    /// with an older due entry outside `entries` (another drain's batch holds its row, refused the
+    /// chain's lock) is left out: its entries wait for a later batch rather than overtake that one.
+    private static func readChains(_ entries: [(seq: Int64, entry: InboxEntry)], now: Int64,
+                                   _ connection: any SQLConnection) throws(VerificationError) -> [ChainKey: ChainRead] {
+        // Each chain with its newest entry here (`entries` are in claim order, oldest first).
         var keys: [ChainKey] = []
-        for entry in entries {
-            guard let chain = entry.event?.originalTransactionId else { continue }
-            let key = ChainKey(entry.bundleId, chain)
-            if !keys.contains(key) { keys.append(key) }
+        var newest: [ChainKey: (seq: Int64, entry: InboxEntry)] = [:]
+        for claimed in entries {
+            guard let chain = claimed.entry.event?.originalTransactionId else { continue }
+            let key = ChainKey(claimed.entry.bundleId, chain)
+            if newest.updateValue(claimed, forKey: key) == nil { keys.append(key) }
         }
-        guard !keys.isEmpty else { return [:] }
-        let values = Array(repeating: "(CAST(? AS TEXT), CAST(? AS TEXT))", count: keys.count).joined(separator: ", ")
+        guard let last = entries.last, !keys.isEmpty else { return [:] }
+        func position(_ claimed: (seq: Int64, entry: InboxEntry)) -> [SQLValue] {
+            [.integer(claimed.entry.signedDate), .integer(claimed.entry.receivedAt), .integer(claimed.seq)]
+        }
+        let chainValues = keys.flatMap { (key) -> [SQLValue] in
+            [.text(key.bundleId), .text(key.originalTransactionId)] + (newest[key].map(position) ?? [])
+        }
+        let values = Array(repeating: "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))",
+                           count: keys.count).joined(separator: ", ")
+        let seqs = Array(repeating: "?", count: entries.count).joined(separator: ", ")
         let rows = try connection.queryRows("""
-            WITH chain (bundle_id, original_transaction_id) AS (VALUES \(values))
+            WITH chain (bundle_id, original_transaction_id, signed_date, received_at, seq) AS (VALUES \(values)),
+            elsewhere AS MATERIALIZED (
+                SELECT bundle_id, \(entryChain(connection.dialect)) AS original_transaction_id, signed_date, received_at, seq
+                FROM notification_inbox
+                WHERE processed_at IS NULL AND parked_at IS NULL AND next_attempt_at <= ?
+                    AND (signed_date, received_at, seq) < (?, ?, ?) AND seq NOT IN (\(seqs)))
             SELECT chain.bundle_id, chain.original_transaction_id, s.state_json, o.account FROM chain
             LEFT JOIN subscription_states s
                 ON s.bundle_id = chain.bundle_id AND s.original_transaction_id = chain.original_transaction_id
             LEFT JOIN ownership o ON o.bundle_id = chain.bundle_id AND o.ownership_key = chain.original_transaction_id
-            """, keys.flatMap { [SQLValue.text($0.bundleId), .text($0.originalTransactionId)] }) {
+            WHERE NOT EXISTS (
+                SELECT 1 FROM elsewhere e
+                WHERE e.bundle_id = chain.bundle_id AND e.original_transaction_id = chain.original_transaction_id
+                    AND (e.signed_date, e.received_at, e.seq) < (chain.signed_date, chain.received_at, chain.seq))
+            """, chainValues + [.integer(now)] + position(last) + entries.map { .integer($0.seq) }) {
             (row) throws(VerificationError) in
             (ChainKey(try row.requiredText(0), try row.requiredText(1)), ChainRead(storedJSON: row.text(2), owner: row.text(3)))
         }
         return Dictionary(rows, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// An inbox row's purchase chain in SQL: `LifecycleEvent.originalTransactionId` read from its
+    /// `event_json` (NULL for an entry without one).
+    private static func entryChain(_ dialect: SQLDialect) -> String {
+        let event = dialect.json("event_json")
+        return """
+            COALESCE(\(event) -> 'transaction' ->> 'originalTransactionId', \(event) -> 'transaction' ->> 'transactionId',
+                     \(event) -> 'renewal' ->> 'originalTransactionId')
+            """
     }
 
     /// Writes everything `outcome` says, then marks the entry processed; the caller's transaction
@@ -403,14 +434,11 @@ extension SQLLedger {
 /// claim at a time), the chains in flight, the calls to `apply` (one at a time), the report.
 ///
 /// Order within a chain: a batch applies an entry only if no other batch of this drain holds an
-/// entry of its chain, and it holds the chain's lock (`trySerializeTransaction`, which keeps other
-/// instances out). Claims take the oldest due rows that no open transaction holds, so every older
-/// due entry of the chain is then in the same batch, before it, or held by another drain: one
-/// drain applies a chain's entries in order. Across drains (other instances), one batch at a time
-/// applies a chain's entries, each given the state the last applied one left, but not always in
-/// order: an entry held by another drain's batch that was refused the chain's lock can be overtaken
-/// by a newer one of its chain. The final state is the same (a join over the events); the order of
-/// the chain's webhooks is not.
+/// entry of its chain, it holds the chain's lock (`trySerializeTransaction`, which keeps other
+/// instances out), and no older due entry of the chain is outside the batch (`readChains`: one that
+/// another instance's batch holds, claimed without the chain's lock). Claims take the oldest due
+/// rows that no open transaction holds, so a chain's due entries are applied in order, by one batch
+/// at a time, across instances too (an entry waiting for its retry does not hold back later ones).
 private final class InboxDrain: @unchecked Sendable {
     /// A batch's entries and the chains among them it may apply.
     struct Claim {
