@@ -62,19 +62,34 @@ public final class BlockingExecutor: Sendable {
     public func run<R: Sendable>(deadline: Duration? = nil,
                                  _ body: @escaping @Sendable () throws(VerificationError) -> R)
         async throws(VerificationError) -> R {
-        let limit = deadline ?? limits.deadline
         let (purpose, unavailable) = (purpose, unavailable)
-        let result: Result<R, VerificationError> = await withCheckedContinuation { continuation in
-            let answer = FirstAnswer(continuation)
+        return try await awaitAnswer(deadline: deadline) { (answer: FirstAnswer<Result<R, VerificationError>>) in
             let accepted = queue.submit {
                 // Answered already (the deadline passed while queued): nobody waits for this call.
                 guard answer.isOpen else { return }
                 answer.give(Result { () throws(VerificationError) -> R in try body() })
             }
-            guard accepted else {
-                answer.give(.failure(VerificationError(unavailable, "\(purpose): too many calls waiting")))
-                return
-            }
+            if !accepted { answer.give(.failure(VerificationError(unavailable, "\(purpose): too many calls waiting"))) }
+        }
+    }
+
+    /// Runs `job` on one of the executor's threads without waiting for it: work that answers its
+    /// callers itself, each waiting in `awaitAnswer` (a batch of calls written together). False
+    /// when the queue is full or stopped.
+    public func start(_ job: @escaping @Sendable () -> Void) -> Bool {
+        queue.submit(job)
+    }
+
+    /// Hands `answer` to `give` (which passes it to work run or `start`ed on the executor) and waits
+    /// for it, within `deadline` (the executor's by default), as `run` does.
+    public func awaitAnswer<R: Sendable>(deadline: Duration? = nil,
+                                         _ give: (FirstAnswer<Result<R, VerificationError>>) -> Void)
+        async throws(VerificationError) -> R {
+        let limit = deadline ?? limits.deadline
+        let (purpose, unavailable) = (purpose, unavailable)
+        let result: Result<R, VerificationError> = await withCheckedContinuation { continuation in
+            let answer = FirstAnswer(continuation)
+            give(answer)
             let milliseconds = Int(limit / .milliseconds(1))
             deadlines.add(ContinuousClock.now + limit) {
                 answer.give(.failure(VerificationError(unavailable, "\(purpose): no answer within \(milliseconds) ms")))
