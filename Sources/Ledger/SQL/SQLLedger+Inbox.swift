@@ -265,7 +265,7 @@ extension SQLLedger {
 
     /// An inbox row's purchase chain in SQL: `LifecycleEvent.originalTransactionId` read from its
     /// `event_json` (NULL for an entry without one).
-    private static func entryChain(_ dialect: SQLDialect) -> String {
+    static func entryChain(_ dialect: SQLDialect) -> String {
         let event = dialect.json("event_json")
         return """
             COALESCE(\(event) -> 'transaction' ->> 'originalTransactionId', \(event) -> 'transaction' ->> 'transactionId',
