@@ -24,13 +24,8 @@ final class SignatureMemoTests: XCTestCase {
     /// without any cache; one payload byte changed is a miss, verified, refused and not remembered.
     func testRealAppleTransactionSecondCallIsAMemoHitWithTheColdAnswer() throws {
         let jws = try AppleRealVectors.text(AppleRealVectors.sandboxConsumableTransaction)
-        let root = try AppleRealVectors.data(AppleRealVectors.appleRootG3)
-        func verifier(cache: Int) throws -> SignedDataVerifier {
-            try SignedDataVerifier(rootCertificates: [root], bundleId: "com.goodheartapp", appAppleId: nil,
-                                   environments: [.sandbox], cacheCapacity: cache)
-        }
-        let cold = try verifier(cache: 0).verifyAndDecodeTransaction(jws)
-        let warm = try verifier(cache: 64)
+        let cold = try Fixture.realSandboxVerifier(cacheCapacity: 0).verifyAndDecodeTransaction(jws)
+        let warm = try Fixture.realSandboxVerifier(cacheCapacity: 64)
         XCTAssertEqual(try warm.verifyAndDecodeTransaction(jws), cold)
         XCTAssertEqual(warm.signatureMemoHits, 0, "the first call verifies")
         XCTAssertEqual(try warm.verifyAndDecodeTransaction(jws), cold)
