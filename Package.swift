@@ -62,6 +62,10 @@ var targets: [Target] = [
     // A Swift client for app backends (Foundation only): typed nonce / verify / entitlements, appAccountToken.
     .target(name: "IAPGatewayClient", dependencies: []),
 
+    // The benchmarks' evenly paced load generator (`iapgw-dev pace`): sockets and epoll, loopback only.
+    .systemLibrary(name: "CPoll", path: "Sources/CPoll"),
+    .target(name: "LoadPacer", dependencies: ["CPoll"]),
+
     // What both executables share: subcommands, strict argument reading, exit codes.
     .target(name: "CommandLineSupport", dependencies: []),
 
@@ -72,7 +76,7 @@ var targets: [Target] = [
     // Development: the demo, the simulator alone and the benchmarks, on the test PKI.
     .executableTarget(name: "iapgw-dev", dependencies: ["CommandLineSupport", "IAPCore", "IAPConfig", "AppleTrust", "AppReceipts",
                                                         "TestPKI", "Gateway", "Ledger", "AppStoreSimulator", "Demo",
-                                                        "UpstreamHTTP"]),
+                                                        "UpstreamHTTP", "LoadPacer"]),
 
     // What tests share (the seeded generator, the end-to-end harness); linked by tests only.
     .target(name: "TestSupport", dependencies: ["Demo", "AppStoreSimulator", "AppleTrust", "IAPCore", "HTTPServer",
@@ -82,6 +86,7 @@ var targets: [Target] = [
     .testTarget(name: "AppleTrustTests", dependencies: ["AppleTrust", "TestPKI", "IAPCore"]),
     .testTarget(name: "LedgerTests", dependencies: ["Ledger", "IAPCore", "AppleTrust"]),
     .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+    .testTarget(name: "LoadPacerTests", dependencies: ["LoadPacer"]),
     .testTarget(name: "UpstreamHTTPTests", dependencies: ["UpstreamHTTP"]),
     .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "IAPMapping", "Gateway", "TestPKI", "IAPCore", "IAPConfig", "AppleTrust",
                                                       "UpstreamHTTP", "HTTPServer", "AppReceipts"]),
@@ -111,7 +116,8 @@ if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
                          ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore", "IAPConfig", "IAPMapping"]),
                          ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "IAPConfig", "UpstreamHTTP"]),
                          ("FuzzRequest", ["Adapters", "Gateway", "HTTPServer", "IAPCore"]),
-                         ("FuzzCompareInput", ["Gateway", "IAPCore"])] {
+                         ("FuzzCompareInput", ["Gateway", "IAPCore"]),
+                         ("FuzzHTTPResponse", ["LoadPacer"])] {
         targets.append(.executableTarget(
             name: name, dependencies: deps.map { .target(name: $0) }, path: "Fuzz/\(name)",
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]))

@@ -6,7 +6,8 @@
 #   2. the same JWS through Apple's Python library      / iapgw's warm rate (as "iapgw is N× faster")
 #   3. the 187-record receipt parsed+verified/s         / the Python library's receipt utility
 #   4. POST /verify at 64 connections (wrk), re-claims and new grants (a pool of signed purchases), and
-#      re-claims offered at 50% / 80% of the peak (hey): req/s, p50/p99/p99.9, errors, peak RSS
+#      re-claims offered at 50% / 80% of the peak, evenly paced (iapgw-dev pace; hey -q beside it,
+#      informational): req/s, p50/p99/p99.9, errors, peak RSS
 #      / openssl verify/s (one core)
 #   5. notifications accepted/s, durably, on SQLite and on PostgreSQL   / raw durable single-row inserts/s
 #      of the same backend (sqlite3 CLI, WAL + synchronous=FULL; pgbench, 16 clients, one INSERT each)

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-30}"; shift || true
 timeout="${IAPGW_FUZZ_TIMEOUT:-10}"
 all=(FuzzJWS FuzzSignedJWS FuzzDER FuzzPKCS7 FuzzOCSP FuzzConfig FuzzJSON FuzzMappings FuzzNotification FuzzServerAPI
-     FuzzRequest FuzzCompareInput)
+     FuzzRequest FuzzCompareInput FuzzHTTPResponse)
 targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 real="${IAPGW_APPLE_REAL:-../shared/testdata/apple-real}"
 [ -f "$real/AppleRootCA-G3.cer" ] || { echo "fuzz: Apple's real vectors not found in $real"; exit 1; }
@@ -91,6 +91,10 @@ seed() {
         # A batch state file over the same receipts (resume key, comparison id, outcome).
         k=$(printf '%s' "$(receipt_b64 receipt-production.b64)" | sha256sum | cut -d' ' -f1)
         printf '%s c-1 agreed\n%s c-2 disagreed price\n%s c-3 failed UPSTREAM_UNAVAILABLE\n' "$k" "$k" "$k" >"$dir/state" ;;
+    FuzzHTTPResponse)
+        # First byte: where the rest is cut. Two kept-alive responses, then one that closes.
+        printf '\x2aHTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"ok":true}HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n' >"$dir/pipelined"
+        printf '\x07HTTP/1.1 204 No Content\r\n\r\nHTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok' >"$dir/no-content" ;;
     *) echo "fuzz: unknown target $t"; exit 2 ;;
     esac
 }

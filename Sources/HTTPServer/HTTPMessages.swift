@@ -79,9 +79,12 @@ public struct HTTPResponse: Sendable {
     }
 
     /// Every JSON answer is about one client's request (entitlements, verdicts, refusals): never cached.
-    public static func json(_ status: Int, _ text: String) -> HTTPResponse {
+    public static func json(_ status: Int, _ text: String) -> HTTPResponse { json(status, bytes: Array(text.utf8)) }
+
+    /// JSON already written as UTF-8 bytes (the answer's writer's own buffer, not copied again).
+    public static func json(_ status: Int, bytes: [UInt8]) -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
-                     body: Array(text.utf8))
+                     body: bytes)
     }
 
     /// The gateway's error envelope: `{"error":{"code":…,"message":…,"retryable":…[,"requestId":…]}}`

@@ -4,8 +4,10 @@ import Synchronization
 
 public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 
-/// HTTP/1.1 on libmicrohttpd. Its threads only parse and write; each complete request is
-/// suspended while the async handler runs on Swift's pool, then resumed with the response.
+/// HTTP/1.1 on libmicrohttpd. Its threads parse and write; each complete request's connection is
+/// suspended while the async handler runs, then resumed with the response. The handler starts on
+/// libmicrohttpd's thread and continues on Swift's pool after its first suspension, so it must
+/// not block before its first `await`.
 public final class HTTPServer: Sendable {
     public let configuration: HTTPServerConfiguration
     private let core: ServerCore

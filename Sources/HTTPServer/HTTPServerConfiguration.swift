@@ -18,7 +18,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// Connections open at once from one client address; past it a new one is closed at once.
     /// 0 means no per-address limit (behind a proxy, where every client shares one address).
     public var perIPConnectionLimit: Int
-    /// libmicrohttpd polling threads; handlers run on Swift's cooperative pool, not on these.
+    /// libmicrohttpd polling threads; each runs handlers up to their first suspension, the rest runs on Swift's pool.
     public var threads: Int
     /// HTTPS with this certificate and key; nil: plain HTTP.
     public var tls: HTTPServerTLS?

@@ -158,7 +158,13 @@ final class ServerCore: @unchecked Sendable {
         // Not parked: the daemon is being stopped and this connection is about to be closed.
         guard parked else { return MHD_Result.NO }
         let handler = self.handler
-        Task {
+        // Started on this thread (libmicrohttpd's): the handler runs here until its first suspension
+        // (a verify: its JWS verification, up to the ledger call), which saves waking a pool thread
+        // per request. So no handler may block before its first `await` (that would stall every
+        // connection of this thread). One that never suspends finishes here, inside the access
+        // callback: `finish` queues its response and resumes the connection just parked, which
+        // libmicrohttpd completes on its next turn (or, if queueing fails, through `.dispatched`).
+        Task.immediate {
             let response = await handler(request)
             self.finish(state, connection: suspended, requestId: request.requestId, response: response)
         }

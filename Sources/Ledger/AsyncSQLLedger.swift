@@ -19,6 +19,8 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
     /// Set when a write fails for the storage's sake; cleared only by the readiness probe's own
     /// write succeeding (a background call that happened to write nothing proves nothing).
     private let writesFailing = Atomic<Bool>(false)
+    /// Inbox inserts, batched (`enqueue`).
+    let inbox: InboxWriter
 
     /// A readiness probe answers within this, however long the storage deadline is.
     public static let readinessDeadline: Duration = .seconds(1)
@@ -27,6 +29,7 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
         self.ledger = ledger
         self.logger = logger
         executor = StorageExecutor(limits: .init(threads: ledger.concurrentCalls, deadline: deadline))
+        inbox = InboxWriter(ledger: ledger, executor: executor)
     }
 
     /// Opens the ledger at `storage` (see `SQLLedger.init(storage:deadline:)`).
@@ -56,12 +59,17 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
         do {
             return try await executor.run(deadline: deadline) { () throws(VerificationError) -> R in try body(ledger) }
         } catch {
-            // Any other refusal (a reused nonce, a purchase of another account) was the engine answering.
-            guard error.code == .storageUnavailable else { throw error }
-            if isWrite { writesFailing.store(true, ordering: .relaxed) }
-            logger.warning("storage_failed", ["operation": String(operation.prefix { $0 != "(" }), "detail": error.message])
-            throw VerificationError(.storageUnavailable, "the gateway's storage is unavailable; try again later")
+            throw answered(error, operation: operation, isWrite: isWrite)
         }
+    }
+
+    /// What a caller is told of a failed call: the storage's own failure logged and said generically.
+    private func answered(_ error: VerificationError, operation: String, isWrite: Bool) -> VerificationError {
+        // Any other refusal (a reused nonce, a purchase of another account) was the engine answering.
+        guard error.code == .storageUnavailable else { return error }
+        if isWrite { writesFailing.store(true, ordering: .relaxed) }
+        logger.warning("storage_failed", ["operation": String(operation.prefix { $0 != "(" }), "detail": error.message])
+        return VerificationError(.storageUnavailable, "the gateway's storage is unavailable; try again later")
     }
 
     // MARK: Ledger
@@ -142,7 +150,11 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
     // MARK: NotificationLedger
 
     public func enqueue(_ entry: InboxEntry) async throws(VerificationError) -> Bool {
-        try await write { (l) throws(VerificationError) in try l.enqueue(entry) }
+        do {
+            return try await inbox.enqueue(entry)
+        } catch {
+            throw answered(error, operation: #function, isWrite: true)
+        }
     }
 
     public func processPending(limit: Int, now: Int64,

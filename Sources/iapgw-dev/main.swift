@@ -3,5 +3,5 @@
 import CommandLineSupport
 
 await runCommandLine(tool: "iapgw-dev", subcommands: [
-    DemoCommand(), SimCommand(), BenchCommand(), BenchNotificationsCommand(), BenchRetentionCommand(),
+    DemoCommand(), SimCommand(), BenchCommand(), BenchNotificationsCommand(), BenchRetentionCommand(), PaceCommand(),
 ])

@@ -4,7 +4,7 @@ import XCTest
 /// `iapgw` and `iapgw-dev` as an operator runs them (the built binaries).
 final class CommandLineTests: XCTestCase {
     static let commands = ["serve", "reconcile", "notifications", "jws", "receipt", "mappings", "config", "compare", "audit"]
-    static let devCommands = ["demo", "sim", "bench", "bench-notifications"]
+    static let devCommands = ["demo", "sim", "bench", "bench-notifications", "pace"]
 
     private struct Run { let status: Int32; let stdout: String; let stderr: String }
 
@@ -49,6 +49,21 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(nested.stdout.contains("usage: iapgw jws verify"))
         // A real usage error stays one.
         XCTAssertEqual(try iapgw(["jws", "verify", "--no-such-flag"]).status, 2)
+    }
+
+    /// The benchmarks' load generator sends to loopback only: any other host is a usage error before
+    /// a socket is opened, and so is a header that would smuggle another line.
+    func testPaceRefusesAnythingButLoopback() throws {
+        for url in ["http://10.0.0.1:80/", "http://localhost:8080/", "https://127.0.0.1:8443/", "http://example.com:80/"] {
+            let refused = try run(GatewayProcess.devBinary, ["pace", "--url", url, "--rate", "1", "--seconds", "1"])
+            XCTAssertEqual(refused.status, 2, url)
+            XCTAssertTrue(refused.stderr.contains("loopback"), "\(url): \(refused.stderr)")
+        }
+        let smuggled = try run(GatewayProcess.devBinary, ["pace", "--url", "http://127.0.0.1:9/", "--rate", "1", "--seconds", "1",
+                                                          "--header", "X: a\r\nHost: elsewhere"])
+        XCTAssertEqual(smuggled.status, 2, smuggled.stderr)
+        let nothing = try run(GatewayProcess.devBinary, ["pace", "--url", "http://127.0.0.1:9/", "--rate", "1", "--seconds", "0.5"])
+        XCTAssertEqual(nothing.status, 2, "a run of no request is a usage error, not a figure: \(nothing.stderr)")
     }
 
     /// The executables' `main` is async and awaits each command: no command parks a thread on a

@@ -58,6 +58,23 @@ final class StrictJSONTests: XCTestCase {
         XCTAssertEqual(try json.parse(v.jsonText), v)
     }
 
+    /// The byte writer (what an HTTP answer sends) writes every escape, integer extreme and non-ASCII
+    /// scalar as JSON, byte for byte the text, and StrictJSON reads each back to the same value.
+    func testJSONBytesEscapeControlCharactersAndWriteIntegersExactly() throws {
+        let v = JSONValue.object([
+            "s": .string("q\"\\\n\r\t\u{01}\u{1f} é😀/"), "min": .int(Int64.min), "max": .int(Int64.max), "zero": .int(0),
+            "neg": .int(-42), "a": .array([.bool(true), .null, .double(0.5), .object([:]), .array([])]),
+        ])
+        let expected = #"{"a":[true,null,0.5,{},[]],"max":9223372036854775807,"min":-9223372036854775808,"#
+            + #""neg":-42,"s":"q\"\\\n\r\t\u0001\u001f é😀/","zero":0}"#
+        XCTAssertEqual(String(decoding: v.jsonBytes, as: UTF8.self), expected)
+        XCTAssertEqual(v.jsonText, expected)
+        XCTAssertEqual(try json.parse(expected), v)
+        for i: Int64 in [1, 9, 10, 99, 100, -1, -10, 1_234_567_890] {
+            XCTAssertEqual(JSONValue.int(i).jsonBytes, Array(String(i).utf8))
+        }
+    }
+
     func testFieldReadsAreStrictAboutJSONTypes() throws {
         let fields = try JSONFields(try json.parse(#"{"signedDate":"1700000000000","price":230000,"ok":true,"n":null}"#),
                                     context: "payload")

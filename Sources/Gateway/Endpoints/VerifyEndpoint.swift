@@ -54,7 +54,7 @@ struct VerifyEndpoint: Sendable {
             let result = try attempt.get()
             log.info("verified", ["bundleId": app.bundleId, "adapter": audit.adapter ?? "", "evidence": evidence.kind.rawValue,
                                   "transactions": String(audit.transactionIds.count)])
-            return .json(200, result.jsonText)
+            return .json(200, bytes: result.jsonBytes)
         } catch {
             audit.errorCode = error.code
             audit.appleStatus = appleAnswers.summary

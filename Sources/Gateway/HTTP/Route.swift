@@ -47,6 +47,17 @@ struct Route: Sendable {
     let name: String
     let operation: OpenAPIOperation
     let handler: Handler
+    /// `path` split once: matching runs for every route on every request.
+    private let template: [Substring]
+
+    init(method: String, path: String, name: String, operation: OpenAPIOperation, handler: Handler) {
+        self.method = method
+        self.path = path
+        self.name = name
+        self.operation = operation
+        self.handler = handler
+        self.template = path.split(separator: "/")
+    }
 
     var requiresAppKey: Bool {
         if case .app = handler { return true }
@@ -55,7 +66,6 @@ struct Route: Sendable {
 
     /// The path's parameters when `segments` is this route's path; nil otherwise.
     func parameters(_ segments: [String]) -> Parameters? {
-        let template = path.split(separator: "/")
         guard segments.count == template.count else { return nil }
         var parameters: Parameters = [:]
         for (segment, part) in zip(segments, template) {

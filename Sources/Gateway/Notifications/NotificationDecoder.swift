@@ -80,16 +80,22 @@ public final class NotificationDecoder: Sendable {
         guard body.count > prefix.count + suffix.count, body.starts(with: prefix), body.suffix(suffix.count).elementsEqual(suffix)
         else { return nil }
         let jws = body[prefix.count..<(body.count - suffix.count)]
-        guard jws.allSatisfy(isJWSByte) else { return nil }
+        guard jws.withUnsafeBufferPointer(areJWSBytes) else { return nil }
         return String(decoding: jws, as: UTF8.self)
     }
 
-    private static func isJWSByte(_ b: UInt8) -> Bool {
-        switch b {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."): true
-        default: false
+    /// Every byte base64url or a dot. Branch-free, with no early exit, so the compiler vectorises it:
+    /// a byte-by-byte `switch` over the 17 KB body was 1.5–1.8% of an accepted notification's CPU.
+    static func areJWSBytes(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var invalid: UInt8 = 0
+        for b in bytes {
+            // `b | 0x20` folds A–Z onto a–z (and nothing else onto them).
+            let letter: UInt8 = (b | 0x20) &- UInt8(ascii: "a") < 26 ? 1 : 0
+            let digit: UInt8 = b &- UInt8(ascii: "0") < 10 ? 1 : 0
+            let mark: UInt8 = b == UInt8(ascii: "-") || b == UInt8(ascii: "_") || b == UInt8(ascii: ".") ? 1 : 0
+            invalid |= (letter | digit | mark) ^ 1
         }
+        return invalid == 0
     }
 
     /// `storedBody`: `{"signedPayload":"<jws>"}`, the canonical form of the body, kept in the inbox.

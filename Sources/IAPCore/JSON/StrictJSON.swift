@@ -269,60 +269,85 @@ public struct StrictJSON: Sendable {
 
 extension JSONValue {
     /// Compact JSON text with keys sorted (stable bytes for output, audit and golden files).
-    public var jsonText: String {
-        var out = ""
+    public var jsonText: String { String(decoding: jsonBytes, as: UTF8.self) }
+
+    /// The same document as UTF-8 bytes, written byte by byte into one buffer (what an HTTP answer
+    /// sends): String appends and the copy into a body were a visible share of a /verify answer.
+    public var jsonBytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(512)
         write(to: &out)
         return out
     }
 
-    public func write(to out: inout String) {
+    public func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let i): out += String(i)
-        case .double(let d): out += "\(d)"
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .int(let i): Self.writeInteger(i, to: &out)
+        case .double(let d): out.append(contentsOf: "\(d)".utf8)
         case .string(let s): Self.writeString(s, to: &out)
         case .array(let a):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (i, v) in a.enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 v.write(to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let o):
-            out += "{"
-            for (i, k) in o.keys.sorted().enumerated() {
-                if i > 0 { out += "," }
+            out.append(UInt8(ascii: "{"))
+            // Sorted as pairs: no second hash lookup of each key.
+            for (i, (k, v)) in o.sorted(by: { $0.key < $1.key }).enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 Self.writeString(k, to: &out)
-                out += ":"
-                o[k]!.write(to: &out)
+                out.append(UInt8(ascii: ":"))
+                v.write(to: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    static func writeString(_ s: String, to out: inout String) {
-        out += "\""
-        // Almost every string written (ids, dates, JWS, product ids) needs no escaping: append it
-        // whole instead of scalar by scalar (this loop was the hottest code of a /verify answer).
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out += s
-            out += "\""
+    /// Decimal digits straight into the buffer (the same text as `String(i)`).
+    static func writeInteger(_ i: Int64, to out: inout [UInt8]) {
+        if i < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = i.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for Int64.min's 19 digits
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var start = buffer.count
+            repeat {
+                start -= 1
+                buffer[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            out.append(contentsOf: buffer[start...])
+        }
+    }
+
+    static func writeString(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        // Almost every string written (ids, dates, JWS, product ids) needs no escaping: append its
+        // bytes whole instead of scalar by scalar (this loop was the hottest code of a /verify answer).
+        let utf8 = s.utf8
+        if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(contentsOf: utf8)
+            out.append(UInt8(ascii: "\""))
             return
         }
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where u.value < 0x20:
-                let hex = String(u.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(u)
+        for b in utf8 {
+            switch b {
+            case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
+            case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
+            case UInt8(ascii: "\n"): out.append(contentsOf: #"\n"#.utf8)
+            case UInt8(ascii: "\r"): out.append(contentsOf: #"\r"#.utf8)
+            case UInt8(ascii: "\t"): out.append(contentsOf: #"\t"#.utf8)
+            case _ where b < 0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: #"\u00"#.utf8)
+                out.append(hex[Int(b >> 4)])
+                out.append(hex[Int(b & 0xF)])
+            default: out.append(b)  // bytes of multi-byte scalars pass through unchanged
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 }

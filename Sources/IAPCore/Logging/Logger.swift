@@ -9,7 +9,14 @@ import Foundation
 public struct Logger: Sendable {
     public enum Level: String, Sendable, Comparable {
         case debug, info, warning, error
-        private var rank: Int { [.debug: 0, .info: 1, .warning: 2, .error: 3][self]! }
+        private var rank: Int {
+            switch self {  // not a dictionary literal: this runs on every log call
+            case .debug: 0
+            case .info: 1
+            case .warning: 2
+            case .error: 3
+            }
+        }
         public static func < (a: Level, b: Level) -> Bool { a.rank < b.rank }
     }
 
@@ -45,7 +52,9 @@ public struct Logger: Sendable {
             "ts": .string(Self.timestamp()), "level": .string(level.rawValue), "event": .string(event),
         ]
         if let requestId = Self.requestId { object["requestId"] = .string(requestId) }
-        for (k, v) in context.merging(fields, uniquingKeysWith: { _, new in new }) { object[k] = .string(v) }
+        // The call's fields win over the logger's context (no merged dictionary built per line).
+        for (k, v) in context where fields[k] == nil { object[k] = .string(v) }
+        for (k, v) in fields { object[k] = .string(v) }
         sink(JSONValue.object(object).jsonText)
     }
 

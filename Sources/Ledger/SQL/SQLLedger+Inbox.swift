@@ -5,27 +5,67 @@ extension SQLLedger {
     // MARK: Enqueue
 
     public func enqueue(_ entry: InboxEntry) throws(VerificationError) -> Bool {
+        try enqueue(batch: [entry])[0].get()
+    }
+
+    /// Inserts `entries` in one transaction (one commit, one fsync), each in a savepoint of its own
+    /// when there are several, so one that fails is rolled back and answered alone: true for each
+    /// inserted, false for one already there (a duplicate delivery), in order.
+    public func enqueue(batch entries: [InboxEntry]) -> [Result<Bool, VerificationError>] {
+        guard !entries.isEmpty else { return [] }
+        let rows = entries.map { (entry) in Result { () throws(VerificationError) in try Self.inboxRow(entry) } }
+        // The route answers Apple 200 on return, and Apple will not send it again: like every commit of
+        // the ledger, this one is on disk before the call returns (a transaction, so that on SQLite
+        // concurrent deliveries share one commit and its fsync).
+        do throws(VerificationError) {
+            let isolated = rows.count > 1
+            return try database.transaction { (connection) throws(VerificationError) -> [Result<Bool, VerificationError>] in
+                try rows.map { (row) throws(VerificationError) -> Result<Bool, VerificationError> in
+                    guard case .success(let values) = row else { return row.map { _ in false } }
+                    guard isolated else { return .success(try Self.insert(values, connection)) }
+                    try connection.deferScript("SAVEPOINT inbox_insert", operation: "savepoint")
+                    do throws(VerificationError) {
+                        let inserted = try Self.insert(values, connection)
+                        // Deferred: on PostgreSQL it goes with the next statement (the insert reported its own failure).
+                        try connection.deferScript("RELEASE SAVEPOINT inbox_insert", operation: "savepoint")
+                        return .success(inserted)
+                    } catch {
+                        try connection.executeScript("ROLLBACK TO SAVEPOINT inbox_insert; RELEASE SAVEPOINT inbox_insert",
+                                                     operation: "savepoint")
+                        return .failure(error)
+                    }
+                }
+            }
+        } catch {
+            // Nothing was committed: every entry not refused on its own fails with the transaction.
+            return rows.map { (row) in row.flatMap { _ in .failure(error) } }
+        }
+    }
+
+    /// The row of an entry the inbox takes (checked, its event as text), for `insert`.
+    private static func inboxRow(_ entry: InboxEntry) throws(VerificationError) -> [SQLValue] {
         guard entry.version == "1" || entry.version == "2" else {
             throw VerificationError(.internalError, "storage: inbox entry version must be 1 or 2")
         }
         guard !entry.id.isEmpty, !entry.bundleId.isEmpty else {
             throw VerificationError(.internalError, "storage: inbox entry without an id or bundle id")
         }
-        let eventJSON = try entry.event.map { (event) throws(VerificationError) in try NotificationJSON.encode(event) }
-        // The route answers Apple 200 on return, and Apple will not send it again: like every commit of
-        // the ledger, this one is on disk before the call returns (a transaction, so that on SQLite
-        // concurrent deliveries share one commit and its fsync).
-        return try database.transaction { (connection) throws(VerificationError) -> Bool in
-            let inserted = try connection.run("""
-                INSERT INTO notification_inbox (bundle_id, notification_id, version, notification_type, subtype,
-                                                signed_date, environment, received_at, raw_body, event_json)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (bundle_id, notification_id) DO NOTHING
-                """, .text(entry.bundleId), .text(entry.id), .text(entry.version), .text(entry.notificationType),
+        let eventJSON = try entry.event.map { (event) throws(VerificationError) in try NotificationJSON.eventText(event) }
+        return [.text(entry.bundleId), .text(entry.id), .text(entry.version), .text(entry.notificationType),
                 .text(entry.subtype), .integer(entry.signedDate), .text(entry.environment),
-                .integer(entry.receivedAt), .blob(entry.rawBody), .text(eventJSON))
-            return inserted == 1
-        }
+                .integer(entry.receivedAt), .blob(entry.rawBody), .text(eventJSON)]
+    }
+
+    /// True if inserted, false if the entry was there already.
+    private static func insert(_ row: [SQLValue], _ connection: any SQLConnection) throws(VerificationError) -> Bool {
+        let written = try connection.write("""
+            INSERT INTO notification_inbox (bundle_id, notification_id, version, notification_type, subtype,
+                                            signed_date, environment, received_at, raw_body, event_json)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (bundle_id, notification_id) DO NOTHING
+            """, row)
+        guard case .changed(let count) = written else { throw SQLConnectionErrors.constraintViolated }
+        return count == 1
     }
 
     // MARK: Processing
