@@ -12,7 +12,7 @@ struct BenchCommand: Subcommand {
     let summary = "measure verification speed against openssl speed ecdsap256 (and Apple's Python library)"
     let usage = """
         usage: iapgw-dev bench [--seconds N] [--vectors DIR] [--python PYTHON] [--results FILE]
-               iapgw-dev bench --profile jws-warm|jws-cold|receipt-parse|receipt --calls N [--vectors DIR]
+               iapgw-dev bench --profile jws-warm|jws-memo|jws-cold|receipt-parse|receipt --calls N [--vectors DIR]
           --seconds   per measurement (default 3)
           --vectors   Apple's real vectors (default ../shared/testdata/apple-real or $IAPGW_APPLE_REAL)
           --python    a Python with app-store-server-library (Benchmarks/setup_python_peer.sh) to measure as a peer
@@ -65,6 +65,8 @@ struct BenchCommand: Subcommand {
         // 3. Apple's real StoreKit 2 transaction, verified end to end at its signedDate.
         results.jwsWarmPerSecond = measure(seconds, workloads.jwsWarm)
         report("JWS verify, warm chain cache", results.jwsWarmPerSecond, baseline: results.opensslVerifyPerSecond)
+        results.jwsMemoHitPerSecond = measure(seconds, workloads.jwsMemoHit)
+        report("JWS again, signature memo hit (no verify)", results.jwsMemoHitPerSecond, baseline: results.opensslVerifyPerSecond)
         results.jwsColdPerSecond = measure(seconds, workloads.jwsCold)
         report("JWS verify, no chain cache", results.jwsColdPerSecond, baseline: results.opensslVerifyPerSecond)
 
@@ -101,27 +103,34 @@ struct BenchCommand: Subcommand {
     /// The timed calls of rows 3 and 4, each answering whether it gave the expected result.
     struct Workloads {
         let jwsWarm: () -> Bool
+        let jwsMemoHit: () -> Bool
         let jwsCold: () -> Bool
         let receiptParse: () -> Bool
         let receiptVerify: () -> Bool
         let receiptRecords: Int
 
         var named: [String: () -> Bool] {
-            ["jws-warm": jwsWarm, "jws-cold": jwsCold, "receipt-parse": receiptParse, "receipt": receiptVerify]
+            ["jws-warm": jwsWarm, "jws-memo": jwsMemoHit, "jws-cold": jwsCold, "receipt-parse": receiptParse, "receipt": receiptVerify]
         }
 
         init(read: (String) throws -> Data) throws {
             let jws = String(decoding: try read(AppleRealVectors.sandboxConsumableTransaction), as: UTF8.self)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
             let root = try read(AppleRealVectors.appleRootG3)
-            func verifier(cache: Int) throws -> SignedDataVerifier {
+            func verifier(cache: Int, signatureMemo: Int = 0) throws -> SignedDataVerifier {
                 try SignedDataVerifier(rootCertificates: [root], bundleId: "com.goodheartapp", appAppleId: nil,
-                                       environments: [.sandbox], cacheCapacity: cache)
+                                       environments: [.sandbox], cacheCapacity: cache, signatureMemoCapacity: signatureMemo)
             }
+            // Row 1 is "JWS verify/s": the warm loop presents one JWS again and again, so it runs
+            // without the memo of verified signatures, which would otherwise answer every call
+            // without a verify. The memo hit (a re-claim's path) is its own row.
             let warm = try verifier(cache: 64)
             // Primes the chain cache (and fails loudly if it can't verify); every timed call must give this id.
             let transactionId = try warm.verifyAndDecodeTransaction(jws).transactionId
             jwsWarm = { (try? warm.verifyAndDecodeTransaction(jws))?.transactionId == transactionId }
+            let memo = try verifier(cache: 64, signatureMemo: SignedDataVerifier.defaultSignatureMemoCapacity)
+            _ = try memo.verifyAndDecodeTransaction(jws)
+            jwsMemoHit = { (try? memo.verifyAndDecodeTransaction(jws))?.transactionId == transactionId }
             let cold = try verifier(cache: 0)
             jwsCold = { (try? cold.verifyAndDecodeTransaction(jws))?.transactionId == transactionId }
 
@@ -140,6 +149,7 @@ struct BenchCommand: Subcommand {
         var opensslP384VerifyPerSecond = 0.0
         var swiftES256VerifyPerSecond = 0.0
         var jwsWarmPerSecond = 0.0
+        var jwsMemoHitPerSecond = 0.0
         var jwsColdPerSecond = 0.0
         var receiptRecords = 0
         var receiptParsePerSecond = 0.0
@@ -153,6 +163,7 @@ struct BenchCommand: Subcommand {
                 "openssl_speed_ecdsap384_verify_per_s": .double(opensslP384VerifyPerSecond),
                 "swift_es256_verify_per_s": .double(swiftES256VerifyPerSecond),
                 "jws_warm_per_s": .double(jwsWarmPerSecond),
+                "jws_memo_hit_per_s": .double(jwsMemoHitPerSecond),
                 "jws_cold_per_s": .double(jwsColdPerSecond),
                 "jws_warm_ratio_to_openssl": .double(jwsWarmPerSecond / opensslVerifyPerSecond),
                 "jws_cold_ratio_to_openssl": .double(jwsColdPerSecond / opensslVerifyPerSecond),

@@ -70,13 +70,8 @@ final class HeaderHashTests: XCTestCase {
     /// with the same answer as the cold one, and refuses it once one byte of the payload changes.
     func testRealAppleTransactionVerifiesTheSameWarmAndCold() throws {
         let jws = try AppleRealVectors.text(AppleRealVectors.sandboxConsumableTransaction)
-        let root = try AppleRealVectors.data(AppleRealVectors.appleRootG3)
-        func verifier(cache: Int) throws -> SignedDataVerifier {
-            try SignedDataVerifier(rootCertificates: [root], bundleId: "com.goodheartapp", appAppleId: nil,
-                                   environments: [.sandbox], cacheCapacity: cache)
-        }
-        let warm = try verifier(cache: 64)
-        let cold = try verifier(cache: 0).verifyAndDecodeTransaction(jws)
+        let warm = try Fixture.realSandboxVerifier(cacheCapacity: 64)
+        let cold = try Fixture.realSandboxVerifier(cacheCapacity: 0).verifyAndDecodeTransaction(jws)
         XCTAssertEqual(try warm.verifyAndDecodeTransaction(jws), cold)
         XCTAssertEqual(try warm.verifyAndDecodeTransaction(jws), cold)
         XCTAssertEqual(warm.chainCacheHits, 1)

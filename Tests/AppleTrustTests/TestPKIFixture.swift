@@ -24,6 +24,12 @@ enum Fixture {
                                ocspTransport: UnreachableOCSPTransport())
     }
 
+    /// A verifier for Apple's real sandbox transaction (`AppleRealVectors`), pinned to Apple Root G3.
+    static func realSandboxVerifier(cacheCapacity: Int) throws -> SignedDataVerifier {
+        try SignedDataVerifier(rootCertificates: [AppleRealVectors.data(AppleRealVectors.appleRootG3)], bundleId: "com.goodheartapp",
+                               appAppleId: nil, environments: [.sandbox], cacheCapacity: cacheCapacity)
+    }
+
     static func transaction(_ overrides: [String: JSONValue] = [:]) -> JSONValue {
         var t: [String: JSONValue] = [
             "transactionId": "2000000000000001", "originalTransactionId": "2000000000000001",

@@ -118,6 +118,37 @@ final class InboxProcessingTests: InboxTestCase {
         XCTAssertEqual(try ledger.parkedEntries(limit: 10), [])
     }
 
+    /// A chain whose stored state cannot be read fails its own entries, each in its savepoint: the
+    /// batch's other chains apply, and the entry is counted, retried and parked like any failure
+    /// (not the whole batch refused again on every pass).
+    func testUndecodableStoredStateFailsOnlyItsChainsEntryWhichIsParkedAfterItsAttempts() throws {
+        let ledger = try openLedger()
+        for (index, chain) in ["c-good", "c-corrupt"].enumerated() {
+            XCTAssertTrue(try ledger.enqueue(entry("first-\(chain)", signedDate: t0 + Int64(index), chain: chain)))
+        }
+        XCTAssertEqual(try drain(ledger, now: t0).processed, 2)
+        try ledger.database.withConnection { (connection) throws(VerificationError) in
+            _ = try connection.run("UPDATE subscription_states SET state_json = '{' WHERE original_transaction_id = ?",
+                                   .text("c-corrupt"))
+        }
+        for (index, chain) in ["c-corrupt", "c-good", "c-new"].enumerated() {
+            XCTAssertTrue(try ledger.enqueue(entry("next-\(chain)", signedDate: t0 + 10 + Int64(index), chain: chain)))
+        }
+        var applied: [String] = []
+        XCTAssertEqual(try drain(ledger, now: t0 + 20, applied: &applied), ProcessReport(processed: 2, failed: 1))
+        XCTAssertEqual(applied, ["next-c-good", "next-c-new"])
+        XCTAssertEqual(try ledger.subscriptionState(bundleId: app, originalTransactionId: "c-good")?.lastSignedDate, t0 + 11)
+        XCTAssertEqual(try count(ledger, "SELECT attempts FROM notification_inbox WHERE notification_id = 'next-c-corrupt'"), 1)
+
+        let policy = InboxRetryPolicy.standard
+        var parked = 0
+        for attempt in 1..<policy.maxAttempts {
+            parked += try drain(ledger, now: t0 + 20 + Int64(attempt) * policy.maxDelayMillis).parked
+        }
+        XCTAssertEqual(parked, 1)
+        XCTAssertEqual(try ledger.parkedEntries(limit: 10).map(\.id), ["next-c-corrupt"])
+    }
+
     func testAnotherLedgerOnTheFileFindsPendingEntriesPendingAndProcessedOnesDone() throws {
         let first = try openLedger()
         for index in 0..<4 { XCTAssertTrue(try first.enqueue(entry("n-\(index)", signedDate: t0 + Int64(index)))) }

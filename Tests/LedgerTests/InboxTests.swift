@@ -84,6 +84,27 @@ final class InboxTests: InboxTestCase {
         XCTAssertEqual(seenStates, [nil])
     }
 
+    /// The drain's SQL reads an entry's chain from its stored event (to find older entries of a
+    /// chain held elsewhere): it must be the chain the event names, whichever part names it.
+    func testTheChainTheInboxSQLReadsIsTheChainOfTheEntrysEvent() throws {
+        let ledger = try openLedger()
+        var entries = [entry("original", signedDate: t0, chain: "1000"), entry("none", signedDate: t0, chain: nil, type: "TEST")]
+        var first = entry("first-purchase", signedDate: t0, chain: "-")
+        first.event?.transaction?.originalTransactionId = nil
+        var renewal = entry("renewal-only", signedDate: t0, chain: "-")
+        renewal.event?.transaction = nil
+        renewal.event?.renewal = CanonicalRenewal(originalTransactionId: "3000", source: "serverAPI", mappingVersion: "serverAPI/v1")
+        entries += [first, renewal]
+        for entry in entries { XCTAssertTrue(try ledger.enqueue(entry)) }
+        let chains = try ledger.database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("""
+                SELECT notification_id, \(SQLLedger.entryChain(connection.dialect)) FROM notification_inbox ORDER BY seq
+                """) { (row) throws(VerificationError) in "\(try row.requiredText(0))=\(row.text(1) ?? "nil")" }
+        }
+        XCTAssertEqual(chains, entries.map { "\($0.id)=\($0.event?.originalTransactionId ?? "nil")" })
+        XCTAssertEqual(chains, ["original=1000", "none=nil", "first-purchase=t-first-purchase", "renewal-only=3000"])
+    }
+
     func testReplaySinceATimeAppliesThoseEntriesAgainAndOnlyThose() throws {
         let ledger = try openLedger()
         for (index, id) in ["old", "mid", "new"].enumerated() {

@@ -15,6 +15,9 @@ struct VerifiedChain: @unchecked Sendable {
     /// state is that of the very bytes being verified: the digest, and so what the signature
     /// check accepts, is the one-shot SHA-256 of the signing input, as on a miss.
     let headerHash: SHA256Prefix
+    /// Signatures that verified under `leafKey` (see `VerifiedSignatureMemo`: why a hit is the
+    /// verify's own verdict). A reference: every copy of this entry shares it, and it ends with the entry.
+    let verifiedSignatures: VerifiedSignatureMemo
 }
 
 /// Exact bytes as a dictionary key. Stored keys own their bytes; a lookup key borrows the caller's

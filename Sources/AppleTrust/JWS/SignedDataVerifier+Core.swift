@@ -7,7 +7,8 @@ extension SignedDataVerifier {
     ///
     /// Order: (1) shape and header; (2) the chain's date-independent checks (pinned root, Apple
     /// OIDs, every certificate signature), or a cache hit for exactly these header bytes, which
-    /// implies them; (3) the ES256 signature under the leaf key; only then (4) the payload is
+    /// implies them; (3) the ES256 signature under the leaf key (or the memo of signatures that
+    /// verified under it, which gives the same verdict); only then (4) the payload is
     /// parsed (its base64 shape is checked just before the signature), and its date picks the time the chain must be valid at; (5) the clock
     /// checks (signedDate, then the registered JWT claims, `RegisteredClaims`) and online checks. Nothing the payload says is read before it is proven to be Apple's, so a
     /// foreign token is UNTRUSTED_ROOT and tampering is INVALID_SIGNATURE whatever the payload is.
@@ -57,9 +58,20 @@ extension SignedDataVerifier {
         let signature = try Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[segments.signature]))
         // The digest is finished from the header's saved state on a hit and a miss alike (one
         // path): the signing input starts with the header, whose whole blocks the state holds.
+        // A (digest, signature) pair that already verified under this entry's leaf key is not
+        // verified again: the verdict is a function of exactly (key, digest, signature), so the
+        // memo gives the verify's own answer (`VerifiedSignatureMemo`); a new entry starts empty.
+        let memo = cached?.verifiedSignatures ?? VerifiedSignatureMemo(capacity: signatureMemoCapacity)
         let signatureVerifies = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
             headerHash.finish(signingInput, into: digest.baseAddress!)
-            return leafKey.verifyES256(signature: signature, sha256: UnsafeBufferPointer(digest))
+            let pair = VerifiedSignatureMemo.Pair(digest: UnsafeBufferPointer(digest), signature: signature)
+            if let pair, memo.contains(pair) {
+                signatureMemoHitCount.add(1, ordering: .relaxed)
+                return true
+            }
+            guard leafKey.verifyES256(signature: signature, sha256: UnsafeBufferPointer(digest)) else { return false }
+            if let pair { memo.insertVerified(pair) }
+            return true
         }
         guard signatureVerifies else {
             throw VerificationError(.invalidSignature, "the ES256 signature does not verify")
@@ -72,7 +84,8 @@ extension SignedDataVerifier {
             throw VerificationError(.missingField, "payload.\(dateField) is required")
         }
         try ValidityTime(PayloadDates.floorSeconds(signedMs)).check(window)
-        var verified = cached ?? VerifiedChain(leafKey: leafKey, validity: window, revocationCheckedAt: nil, headerHash: headerHash)
+        var verified = cached ?? VerifiedChain(leafKey: leafKey, validity: window, revocationCheckedAt: nil, headerHash: headerHash,
+                                                verifiedSignatures: memo)
 
         let nowMs = PayloadDates.milliseconds(now())
         let latest = nowMs.addingReportingOverflow(clockSkewMs)

@@ -1,5 +1,6 @@
 import Foundation
 import IAPCore
+import Synchronization
 
 /// Verifies and decodes data Apple signs as compact JWS (transactions, renewal info, notifications,
 /// app transactions) against pinned roots. Named after Apple's library; stricter than it: inner
@@ -17,6 +18,8 @@ import IAPCore
 public final class SignedDataVerifier: Sendable {
     /// `limits.maxJWSBytes`'s default; also the bound on a JWS header's JSON.
     public static let defaultMaxInputBytes = 64 * 1024
+    /// Verified signatures remembered per cached chain (`VerifiedSignatureMemo`: the bound and why).
+    public static let defaultSignatureMemoCapacity = 128
 
     public let bundleId: String
     public let appAppleId: Int64?
@@ -33,6 +36,9 @@ public final class SignedDataVerifier: Sendable {
     let cache: VerifiedChainCache<VerifiedChain>
     /// Intermediates of chains this verifier verified, by exact DER (see `knownCertificate`).
     let verifiedIntermediates = VerifiedChainCache<X509Certificate>(capacity: 16)
+    /// Pairs each new chain entry's `VerifiedSignatureMemo` holds at most (0: every signature verified).
+    let signatureMemoCapacity: Int
+    let signatureMemoHitCount = Atomic<Int>(0)
     let revocation: OCSPRevocationCheck
     let now: @Sendable () -> Date
 
@@ -42,7 +48,8 @@ public final class SignedDataVerifier: Sendable {
                 now: @escaping @Sendable () -> Date = { Date() }, cacheCapacity: Int = 64,
                 ocspTransport: any OCSPTransport = URLSessionOCSPTransport(),
                 revocationRecheckSeconds: Int64 = 300,
-                maxInputBytes: Int = SignedDataVerifier.defaultMaxInputBytes) throws(VerificationError) {
+                maxInputBytes: Int = SignedDataVerifier.defaultMaxInputBytes,
+                signatureMemoCapacity: Int = SignedDataVerifier.defaultSignatureMemoCapacity) throws(VerificationError) {
         guard !rootCertificates.isEmpty else { throw VerificationError(.invalidConfiguration, "no root certificate pinned") }
         self.policy = try PinnedChainPolicy(rootCertificates: rootCertificates)
         self.bundleId = bundleId
@@ -57,11 +64,14 @@ public final class SignedDataVerifier: Sendable {
         self.revocation = OCSPRevocationCheck(transport: ocspTransport, pinned: policy)
         self.revocationRecheckSeconds = min(max(0, revocationRecheckSeconds), PayloadDates.maxMs / 1000)
         self.maxInputBytes = max(0, maxInputBytes)
+        self.signatureMemoCapacity = max(0, signatureMemoCapacity)
     }
 
     /// Chain cache counters (metrics).
     public var chainCacheHits: Int { cache.hits }
     public var chainCacheMisses: Int { cache.misses }
+    /// Signatures accepted from the memo of verified signatures rather than verified again.
+    public var signatureMemoHits: Int { signatureMemoHitCount.load(ordering: .relaxed) }
 
     public func verifyAndDecodeTransaction(_ jws: String) throws(VerificationError) -> JWSTransactionDecodedPayload {
         let (t, ids) = try verified(jws, as: .transaction, JWSTransactionDecodedPayload.init)

@@ -168,10 +168,15 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
         }
     }
 
-    func trySerializeTransaction(on key: String) throws(VerificationError) -> Bool {
-        try queryRows("SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))", [.text(key)]) {
-            (row) throws(VerificationError) in try row.requiredText(0) == "t"
-        }.first ?? false
+    /// One statement, one row, a column per key (a prepared statement per number of keys).
+    func trySerializeTransaction(on keys: [String]) throws(VerificationError) -> Set<String> {
+        guard !keys.isEmpty else { return [] }
+        let locks = Array(repeating: "pg_try_advisory_xact_lock(hashtextextended(?, 0))", count: keys.count)
+        let granted = try queryRows("SELECT " + locks.joined(separator: ", "), keys.map(SQLValue.text)) {
+            (row) throws(VerificationError) in
+            try (0..<Int32(keys.count)).map { (column) throws(VerificationError) in try row.requiredText(column) == "t" }
+        }.first ?? []
+        return Set(zip(keys, granted).compactMap { $0.1 ? $0.0 : nil })
     }
 
     /// Marks the start of a transaction attempt, so the database can tell a transient conflict of

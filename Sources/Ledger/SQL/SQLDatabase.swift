@@ -42,6 +42,15 @@ enum SQLDialect: Sendable {
         }
     }
 
+    /// A text column holding JSON, as a value the JSON operators `->` and `->>` read (SQLite's take
+    /// the text as it is; PostgreSQL's need the type).
+    func json(_ column: String) -> String {
+        switch self {
+        case .sqlite: return column
+        case .postgres: return "CAST(\(column) AS json)"
+        }
+    }
+
     /// The words of `LedgerSchema`'s DDL that differ by engine; the rest of it both run as written.
     struct DDLWords {
         /// Every integer column (times are milliseconds): SQLite's INTEGER is 64 bits, PostgreSQL's 32.
@@ -92,8 +101,9 @@ protocol SQLConnection: AnyObject {
     /// ends. Serialises work on one purchase chain across instances even before its first row exists.
     func serializeTransaction(on key: String) throws(VerificationError)
 
-    /// `serializeTransaction(on:)` without the wait: false if another transaction holds `key` now.
-    func trySerializeTransaction(on key: String) throws(VerificationError) -> Bool
+    /// `serializeTransaction(on:)` for each of `keys`, without the wait: the keys this transaction
+    /// holds now (a key another transaction holds is left out). One round trip for all.
+    func trySerializeTransaction(on keys: [String]) throws(VerificationError) -> Set<String>
 
     /// One parameterless statement of transaction control (BEGIN, SAVEPOINT) that the engine may
     /// send together with the next statement run (PostgreSQL: one pipeline, one round trip for

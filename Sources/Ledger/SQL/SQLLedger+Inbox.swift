@@ -47,63 +47,102 @@ extension SQLLedger {
     public func processPending(limit: Int, now: Int64,
                                _ apply: (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome)
         throws(VerificationError) -> ProcessReport {
-        let policy = InboxRetryPolicy.standard
-        var report = ProcessReport()
         // Entries are applied in batches, one transaction (one durable commit) each, every entry
         // inside its own savepoint: a failing entry rolls back alone, as if it had its own transaction.
-        // Each batch claims its entries itself, in one statement; `limit` bounds the entries claimed
-        // in all (one left due, its chain held by another instance, is claimed again by the next batch).
-        var claimed = 0
-        while claimed < limit {
-            let size = min(Self.entriesPerCommit, limit - claimed)
-            let applied = try database.transaction { (connection) throws(VerificationError) -> BatchResult in
-                var result = BatchResult()
-                let entries = try Self.claimDue(size, now: now, connection)
-                result.claimed = entries.count
-                for (seq, entry) in entries {
-                    try connection.deferScript("SAVEPOINT inbox_entry", operation: "savepoint")
-                    do throws(VerificationError) {
-                        if let unknown = try Self.applyDue(seq, entry, now: now, apply, connection) {
-                            result.processed += 1
-                            if unknown { result.unknown += 1 }
-                        }
-                        // Also the moment the entry's deferred writes report their failure, if any.
-                        try connection.executeScript("RELEASE SAVEPOINT inbox_entry", operation: "savepoint")
-                    } catch {
-                        // Nothing of this entry remains but the failure counted after the commit.
-                        try connection.executeScript("ROLLBACK TO SAVEPOINT inbox_entry; RELEASE SAVEPOINT inbox_entry",
-                                                     operation: "savepoint")
-                        result.failures.append((seq, error.code))
-                    }
+        // Each batch claims its entries itself (`InboxDrain.claim`); `limit` bounds the entries claimed
+        // in all (one left due, its chain held elsewhere, is claimed again by a later batch). On
+        // PostgreSQL several batches are in flight, each on a connection of its own, so one batch's
+        // round trips overlap another's: the caller's thread drains, and once a full batch showed
+        // there is more, helper threads drain beside it.
+        try withoutActuallyEscaping(apply) { (apply) throws(VerificationError) -> ProcessReport in
+            let drain = InboxDrain(limit: limit, apply: apply)
+            // `apply` must not outlive this call: no thread may reach it once the drain is over.
+            defer { drain.end() }
+            let batch = { @Sendable () throws(VerificationError) in try self.drainBatch(drain, now: now) }
+            // The first batch alone: an idle inbox costs no thread.
+            drain.runBatch(batch)
+            let done = DispatchGroup()
+            for _ in 0..<(drain.isOver ? 0 : drainBatchesInFlight - 1) {
+                done.enter()
+                Thread.detachNewThread {
+                    drain.runBatches(batch)
+                    done.leave()
                 }
-                return result
             }
-            claimed += applied.claimed
-            report.processed += applied.processed
-            report.unknown += applied.unknown
-            for (seq, code) in applied.failures {
-                report.failed += 1
-                if try recordFailure(seq, code: code, now: now, policy: policy) { report.parked += 1 }
-            }
-            if applied.claimed < size { break }
+            drain.runBatches(batch)
+            done.wait()
+            return try drain.report()
         }
-        return report
+    }
+
+    /// Drain batches in flight at once: one per connection on PostgreSQL (half of the group commit's
+    /// slots, the rest left for the inbox inserts and grants beside it); SQLite has one writer.
+    private var drainBatchesInFlight: Int {
+        guard let postgres = database as? PostgresDatabase else { return 1 }
+        return max(1, postgres.writes.batchesInFlight / 2)
+    }
+
+    /// Claims and applies one batch of `drain` in one transaction, then counts its failures.
+    fileprivate func drainBatch(_ drain: InboxDrain, now: Int64) throws(VerificationError) {
+        var claims: [InboxDrain.Claim] = []
+        // The chains this batch claimed stay its own until its transaction ended (committed or
+        // rolled back: the locks it took in the database are gone then too).
+        defer { claims.forEach(drain.finish) }
+        let applied = try database.transaction { (connection) throws(VerificationError) -> BatchResult in
+            // A rerun after a transient conflict (group commit): the previous try was rolled back, with
+            // the locks it took, so its chains must no longer count as held by a batch in flight.
+            claims.forEach(drain.finish)
+            claims.removeAll()
+            var result = BatchResult()
+            guard let claim = try drain.claim(now: now, connection) else { return result }
+            claims.append(claim)
+            // The chains' states and owners, read once for the batch after their locks are held: no
+            // other transaction changes them before this one ends, and this batch's own changes are
+            // carried forward below, entry by entry.
+            var chains = try Self.readChains(claim.entries.filter { claim.mayApply($0.entry) }, now: now, connection)
+            for (seq, entry) in claim.entries {
+                try connection.deferScript("SAVEPOINT inbox_entry", operation: "savepoint")
+                do throws(VerificationError) {
+                    let outcome = try Self.applyDue(seq, entry, now: now, claim.mayApply(entry) ? chains : nil, drain, connection)
+                    // Also the moment the entry's deferred writes report their failure, if any.
+                    try connection.executeScript("RELEASE SAVEPOINT inbox_entry", operation: "savepoint")
+                    if let outcome {
+                        result.processed += 1
+                        if outcome.unknownType { result.unknown += 1 }
+                        if let state = outcome.newState { chains[ChainKey(state.bundleId, state.originalTransactionId)]?.carried = state }
+                    }
+                } catch {
+                    // Nothing of this entry remains but the failure counted after the commit.
+                    try connection.executeScript("ROLLBACK TO SAVEPOINT inbox_entry; RELEASE SAVEPOINT inbox_entry",
+                                                 operation: "savepoint")
+                    result.failures.append((seq, error.code))
+                }
+            }
+            return result
+        }
+        var report = ProcessReport()
+        report.processed = applied.processed
+        report.unknown = applied.unknown
+        for (seq, code) in applied.failures {
+            report.failed += 1
+            if try recordFailure(seq, code: code, now: now, policy: .standard) { report.parked += 1 }
+        }
+        drain.add(report)
     }
 
     /// Entries applied per commit: a durable commit costs a disk sync, an entry a few statements.
     static let entriesPerCommit = 16
 
     private struct BatchResult: Sendable {
-        var claimed = 0
         var processed = 0
         var unknown = 0
         var failures: [(Int64, VerificationError.Code)] = []
     }
 
     /// Takes up to `count` due entries, oldest first, for the caller's transaction; on PostgreSQL their
-    /// rows stay locked until it ends, and rows another instance holds are skipped, so two drainers
+    /// rows stay locked until it ends, and rows another transaction holds are skipped, so two drainers
     /// never take the same entry (a row it finished meanwhile is re-read and no longer due).
-    private static func claimDue(_ count: Int, now: Int64, _ connection: any SQLConnection)
+    fileprivate static func claimDue(_ count: Int, now: Int64, _ connection: any SQLConnection)
         throws(VerificationError) -> [(seq: Int64, entry: InboxEntry)] {
         try connection.query("""
             SELECT \(entryColumns), seq FROM notification_inbox
@@ -114,34 +153,111 @@ extension SQLLedger {
         }
     }
 
-    /// Applies one claimed entry inside the caller's transaction: true/false (its type was unknown or
-    /// not) once applied, nil if it is not to be applied now (its chain held by another instance's
-    /// transaction: it stays due for the next pass).
-    private static func applyDue(_ seq: Int64, _ entry: InboxEntry, now: Int64,
-                                 _ apply: (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome,
-                                 _ connection: any SQLConnection) throws(VerificationError) -> Bool? {
+    /// Applies one claimed entry inside the caller's transaction: its outcome once applied, nil if
+    /// it is not to be applied now (no `chains`: its chain is held by another transaction; it stays
+    /// due for a later batch).
+    private static func applyDue(_ seq: Int64, _ entry: InboxEntry, now: Int64, _ chains: [ChainKey: ChainRead]?,
+                                 _ drain: InboxDrain, _ connection: any SQLConnection)
+        throws(VerificationError) -> LifecycleOutcome? {
         let chain = entry.event?.originalTransactionId
-        // Two entries of one chain taken by two instances must not both read the old state. No
-        // waiting here: a batch holding one chain while waiting for another could deadlock.
-        if let chain, !(try connection.trySerializeTransaction(on: "chain:\(entry.bundleId):\(chain)")) { return nil }
-        let stored = try chain.flatMap { (chain) throws(VerificationError) in
-            try storedState(bundleId: entry.bundleId, originalTransactionId: chain, connection)
+        let read = chain.flatMap { chains?[ChainKey(entry.bundleId, $0)] }
+        if chain != nil, read == nil { return nil }
+        let outcome = try drain.apply(entry, try read?.state())
+        try record(outcome, of: entry, seq: seq, chain: chain, owner: read?.owner, now: now, connection)
+        return outcome
+    }
+
+    /// A purchase chain of one app.
+    struct ChainKey: Hashable {
+        let bundleId: String
+        let originalTransactionId: String
+        init(_ bundleId: String, _ originalTransactionId: String) {
+            self.bundleId = bundleId
+            self.originalTransactionId = originalTransactionId
         }
-        let outcome = try apply(entry, stored)
-        try record(outcome, of: entry, seq: seq, chain: chain, now: now, connection)
-        return outcome.unknownType
+    }
+
+    /// What applying a chain's entry reads: its stored state (nil for a new chain) and its owner.
+    struct ChainRead {
+        /// The stored state as read, decoded by each entry inside its own savepoint: a state that
+        /// cannot be decoded fails that entry alone (counted, retried, parked), not the batch.
+        let storedJSON: String?
+        /// The state the batch's last applied entry of the chain left; it replaces the stored one.
+        var carried: SubscriptionState?
+        let owner: String?
+
+        func state() throws(VerificationError) -> SubscriptionState? {
+            if let carried { return carried }
+            return try storedJSON.map(SQLLedger.decodeState)
+        }
+    }
+
+    /// The stored state (undecoded) and owner of the chains `entries` name, in one statement. A chain
+    /// with an older due entry outside `entries` (another drain's batch holds its row, refused the
+    /// chain's lock) is left out: its entries wait for a later batch rather than overtake that one.
+    private static func readChains(_ entries: [(seq: Int64, entry: InboxEntry)], now: Int64,
+                                   _ connection: any SQLConnection) throws(VerificationError) -> [ChainKey: ChainRead] {
+        // Each chain with its newest entry here (`entries` are in claim order, oldest first).
+        var keys: [ChainKey] = []
+        var newest: [ChainKey: (seq: Int64, entry: InboxEntry)] = [:]
+        for claimed in entries {
+            guard let chain = claimed.entry.event?.originalTransactionId else { continue }
+            let key = ChainKey(claimed.entry.bundleId, chain)
+            if newest.updateValue(claimed, forKey: key) == nil { keys.append(key) }
+        }
+        guard let last = entries.last, !keys.isEmpty else { return [:] }
+        func position(_ claimed: (seq: Int64, entry: InboxEntry)) -> [SQLValue] {
+            [.integer(claimed.entry.signedDate), .integer(claimed.entry.receivedAt), .integer(claimed.seq)]
+        }
+        let chainValues = keys.flatMap { (key) -> [SQLValue] in
+            [.text(key.bundleId), .text(key.originalTransactionId)] + (newest[key].map(position) ?? [])
+        }
+        let values = Array(repeating: "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))",
+                           count: keys.count).joined(separator: ", ")
+        let seqs = Array(repeating: "?", count: entries.count).joined(separator: ", ")
+        let rows = try connection.queryRows("""
+            WITH chain (bundle_id, original_transaction_id, signed_date, received_at, seq) AS (VALUES \(values)),
+            elsewhere AS MATERIALIZED (
+                SELECT bundle_id, \(entryChain(connection.dialect)) AS original_transaction_id, signed_date, received_at, seq
+                FROM notification_inbox
+                WHERE processed_at IS NULL AND parked_at IS NULL AND next_attempt_at <= ?
+                    AND (signed_date, received_at, seq) < (?, ?, ?) AND seq NOT IN (\(seqs)))
+            SELECT chain.bundle_id, chain.original_transaction_id, s.state_json, o.account FROM chain
+            LEFT JOIN subscription_states s
+                ON s.bundle_id = chain.bundle_id AND s.original_transaction_id = chain.original_transaction_id
+            LEFT JOIN ownership o ON o.bundle_id = chain.bundle_id AND o.ownership_key = chain.original_transaction_id
+            WHERE NOT EXISTS (
+                SELECT 1 FROM elsewhere e
+                WHERE e.bundle_id = chain.bundle_id AND e.original_transaction_id = chain.original_transaction_id
+                    AND (e.signed_date, e.received_at, e.seq) < (chain.signed_date, chain.received_at, chain.seq))
+            """, chainValues + [.integer(now)] + position(last) + entries.map { .integer($0.seq) }) {
+            (row) throws(VerificationError) in
+            (ChainKey(try row.requiredText(0), try row.requiredText(1)), ChainRead(storedJSON: row.text(2), owner: row.text(3)))
+        }
+        return Dictionary(rows, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// An inbox row's purchase chain in SQL: `LifecycleEvent.originalTransactionId` read from its
+    /// `event_json` (NULL for an entry without one).
+    static func entryChain(_ dialect: SQLDialect) -> String {
+        let event = dialect.json("event_json")
+        return """
+            COALESCE(\(event) -> 'transaction' ->> 'originalTransactionId', \(event) -> 'transaction' ->> 'transactionId',
+                     \(event) -> 'renewal' ->> 'originalTransactionId')
+            """
     }
 
     /// Writes everything `outcome` says, then marks the entry processed; the caller's transaction
     /// makes it all-or-nothing. An outcome about another app or chain is a lifecycle bug: refused.
     private static func record(_ outcome: LifecycleOutcome, of entry: InboxEntry, seq: Int64, chain: String?,
-                               now: Int64, _ connection: any SQLConnection) throws(VerificationError) {
+                               owner: String?, now: Int64, _ connection: any SQLConnection) throws(VerificationError) {
         if let state = outcome.newState {
             guard state.bundleId == entry.bundleId, let chain, state.originalTransactionId == chain else {
                 throw VerificationError(.internalError, "storage: lifecycle outcome for another purchase chain")
             }
             try storeState(state, now: now, connection)
-            try storeOwnerEntitlement(state, connection)
+            // Deferred: the entry's RELEASE reports its failure, within the entry.
+            if let owner { try storeEntitlement(state, of: owner, deferred: true, connection) }
         }
         for event in outcome.webhooks {
             guard event.bundleId == entry.bundleId else {
@@ -187,10 +303,17 @@ extension SQLLedger {
     static func storeOwnerEntitlement(_ state: SubscriptionState, _ connection: any SQLConnection)
         throws(VerificationError) {
         guard let account = try ownerOf(state.originalTransactionId, bundleId: state.bundleId, connection) else { return }
+        try storeEntitlement(state, of: account, deferred: false, connection)
+    }
+
+    /// `storeOwnerEntitlement` for an owner already read; `deferred` as `upsertEntitlement` takes it.
+    private static func storeEntitlement(_ state: SubscriptionState, of account: String, deferred: Bool,
+                                         _ connection: any SQLConnection) throws(VerificationError) {
         // In grace the product stays usable until the grace period ends, not until the lapsed expiry.
         try upsertEntitlement(bundleId: state.bundleId, account: account, originalTransactionId: state.originalTransactionId,
                               productId: state.productId, state: state.state.rawValue, expiresDate: state.periodEnd,
-                              commitmentExpiresDate: state.commitmentExpiresDate, source: state.source, factTime: state.lastSignedDate, connection)
+                              commitmentExpiresDate: state.commitmentExpiresDate, source: state.source, factTime: state.lastSignedDate,
+                              deferred: deferred, connection)
     }
 
     /// Counts a failed attempt and schedules the next; true if the entry is now parked.
@@ -230,7 +353,11 @@ extension SQLLedger {
             """, .text(bundleId), .text(originalTransactionId)) { (row) throws(VerificationError) in
             try row.requiredText(0)
         }.first
-        return try json.map { (json) throws(VerificationError) in try NotificationJSON.decode(SubscriptionState.self, json) }
+        return try json.map(decodeState)
+    }
+
+    static func decodeState(_ json: String) throws(VerificationError) -> SubscriptionState {
+        try NotificationJSON.decode(SubscriptionState.self, json)
     }
 
     public func inboxDepth() throws(VerificationError) -> InboxDepth {
@@ -314,6 +441,125 @@ extension SQLLedger {
                           notificationType: try row.requiredText(3), subtype: row.text(4),
                           signedDate: try row.requiredInteger(5), environment: try row.requiredText(6),
                           receivedAt: try row.requiredInteger(7), rawBody: row.blob(8) ?? Data(), event: event)
+    }
+}
+
+/// One `processPending` call, shared by the threads draining batches of it: what is claimed (one
+/// claim at a time), the chains in flight, the calls to `apply` (one at a time), the report.
+///
+/// Order within a chain: a batch applies an entry only if no other batch of this drain holds an
+/// entry of its chain, it holds the chain's lock (`trySerializeTransaction`, which keeps other
+/// instances out), and no older due entry of the chain is outside the batch (`readChains`: one that
+/// another instance's batch holds, claimed without the chain's lock). Claims take the oldest due
+/// rows that no open transaction holds, so a chain's due entries are applied in order, by one batch
+/// at a time, across instances too (an entry waiting for its retry does not hold back later ones).
+private final class InboxDrain: @unchecked Sendable {
+    /// A batch's entries and the chains among them it may apply.
+    struct Claim {
+        let entries: [(seq: Int64, entry: InboxEntry)]
+        let chains: Set<String>
+        let held: Set<String>
+
+        func mayApply(_ entry: InboxEntry) -> Bool { InboxDrain.chain(of: entry).map(held.contains) ?? true }
+    }
+
+    private let limit: Int
+    /// Held across a claim's statements: `claimed` and `chainsInFlight` change only under it.
+    private let claiming = NSLock()
+    private var claimed = 0
+    /// Per chain, the batches in flight that claimed an entry of it.
+    private var chainsInFlight: [String: Int] = [:]
+    /// Held while `apply` runs: the caller's closure is not required to be thread-safe.
+    private let applying = NSLock()
+    private var applyBody: ((InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome)?
+    /// Guards `over`, `failure` and `total`.
+    private let state = NSLock()
+    private var over = false
+    private var failure: VerificationError?
+    private var total = ProcessReport()
+
+    init(limit: Int, apply: @escaping (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome) {
+        self.limit = limit
+        applyBody = apply
+    }
+
+    static func chain(of entry: InboxEntry) -> String? {
+        entry.event?.originalTransactionId.map { "chain:\(entry.bundleId):\($0)" }
+    }
+
+    /// True once every entry was claimed (or none is due), or a batch failed: no batch is to start.
+    var isOver: Bool { state.withLock { over } }
+
+    private func stop(_ error: VerificationError? = nil) {
+        state.withLock {
+            over = true
+            if failure == nil { failure = error }
+        }
+    }
+
+    /// Runs one batch; a failure ends the drain (the other batches finish theirs).
+    func runBatch(_ batch: () throws(VerificationError) -> Void) {
+        do throws(VerificationError) {
+            try batch()
+        } catch {
+            stop(error)
+        }
+    }
+
+    func runBatches(_ batch: () throws(VerificationError) -> Void) {
+        while !isOver { runBatch(batch) }
+    }
+
+    /// Claims the next batch's entries in the caller's transaction, and the locks of their chains
+    /// that no other batch of this drain holds; nil once the drain is over.
+    func claim(now: Int64, _ connection: any SQLConnection) throws(VerificationError) -> Claim? {
+        claiming.lock()
+        defer { claiming.unlock() }
+        guard !isOver, claimed < limit else {
+            stop()
+            return nil
+        }
+        let size = min(SQLLedger.entriesPerCommit, limit - claimed)
+        let entries = try SQLLedger.claimDue(size, now: now, connection)
+        claimed += entries.count
+        if entries.count < size || claimed >= limit { stop() }
+        var chains: [String] = []
+        for case let chain? in entries.map({ Self.chain(of: $0.entry) }) where !chains.contains(chain) { chains.append(chain) }
+        let held = try connection.trySerializeTransaction(on: chains.filter { chainsInFlight[$0] == nil })
+        for chain in chains { chainsInFlight[chain, default: 0] += 1 }
+        return Claim(entries: entries, chains: Set(chains), held: held)
+    }
+
+    /// The batch of `claim` ended (committed or rolled back): its chains are free for the others.
+    func finish(_ claim: Claim) {
+        claiming.withLock {
+            for chain in claim.chains {
+                let batches = (chainsInFlight[chain] ?? 1) - 1
+                chainsInFlight[chain] = batches > 0 ? batches : nil
+            }
+        }
+    }
+
+    func apply(_ entry: InboxEntry, _ stored: SubscriptionState?) throws(VerificationError) -> LifecycleOutcome {
+        applying.lock()
+        defer { applying.unlock() }
+        guard let applyBody else { throw VerificationError(.internalError, "storage: an inbox entry applied after its drain") }
+        return try applyBody(entry, stored)
+    }
+
+    func add(_ report: ProcessReport) {
+        state.withLock { total.add(report) }
+    }
+
+    /// Drops the caller's closure: every thread is done with it.
+    func end() { applying.withLock { applyBody = nil } }
+
+    /// What the batches applied, or the first failure.
+    func report() throws(VerificationError) -> ProcessReport {
+        state.lock()
+        defer { state.unlock() }
+        if let failure { throw failure }
+        return total
     }
 }
 

@@ -266,11 +266,13 @@ public final class SQLLedger: Sendable {
 
     /// The one write of an entitlement row, for claims and notifications alike. `updated_at` is the
     /// time of the fact the row holds: an older fact never overwrites a newer one, and a row that
-    /// would not change is not rewritten.
+    /// would not change is not rewritten. `deferred`: sent with the caller's next statement
+    /// (`SQLConnection.deferWrite`), which then reports its failure.
     static func upsertEntitlement(bundleId: String, account: String, originalTransactionId: String, productId: String,
                                   state: String, expiresDate: Int64?, commitmentExpiresDate: Int64?, source: String,
-                                  factTime: Int64, _ connection: any SQLConnection) throws(VerificationError) {
-        try connection.run("""
+                                  factTime: Int64, deferred: Bool = false, _ connection: any SQLConnection)
+        throws(VerificationError) {
+        let sql = """
             INSERT INTO entitlements (bundle_id, account, original_transaction_id, product_id, state,
                                       expires_date, commitment_expires_date, source, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -285,8 +287,12 @@ public final class SQLLedger: Sendable {
                         OR entitlements.expires_date IS DISTINCT FROM excluded.expires_date
                         OR entitlements.commitment_expires_date IS DISTINCT FROM excluded.commitment_expires_date
                         OR entitlements.source IS DISTINCT FROM excluded.source))
-            """, .text(bundleId), .text(account), .text(originalTransactionId), .text(productId), .text(state),
-            .integer(expiresDate), .integer(commitmentExpiresDate), .text(source), .integer(factTime))
+            """
+        let arguments: [SQLValue] = [.text(bundleId), .text(account), .text(originalTransactionId), .text(productId),
+                                     .text(state), .integer(expiresDate), .integer(commitmentExpiresDate), .text(source),
+                                     .integer(factTime)]
+        if deferred { return try connection.deferWrite(sql, arguments) }
+        guard case .changed = try connection.write(sql, arguments) else { throw SQLConnectionErrors.constraintViolated }
     }
 
     static func ownerOf(_ key: String, bundleId: String, _ connection: any SQLConnection)

@@ -108,7 +108,7 @@ final class SQLiteConnection: GroupCommitConnection {
     /// SQLite has one writer at a time: a transaction (BEGIN IMMEDIATE) already excludes every other.
     func serializeTransaction(on key: String) throws(VerificationError) {}
 
-    func trySerializeTransaction(on key: String) throws(VerificationError) -> Bool { true }
+    func trySerializeTransaction(on keys: [String]) throws(VerificationError) -> Set<String> { Set(keys) }
 
     private func release(_ statement: OpaquePointer) {
         sqlite3_reset(statement)
