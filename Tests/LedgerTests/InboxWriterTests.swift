@@ -27,6 +27,19 @@ final class InboxWriterTests: InboxTestCase {
         return held
     }
 
+    /// A ledger whose one write slot is held until `total` calls wait in its writer (SQLite's single
+    /// batch at a time), and the COMMITs since, the holder's included.
+    private func heldUntilQueued(_ total: Int) throws
+        -> (SQLLedger, AsyncSQLLedger, committed: () -> Int, held: DispatchGroup) {
+        try XCTSkipIf(usesPostgres, "PostgreSQL runs several batches side by side: the single-batch count is SQLite's")
+        let ledger = try openLedger()
+        let async = AsyncSQLLedger(ledger)
+        let writes = try XCTUnwrap((ledger.database as? any GroupCommittingDatabase)?.writes)
+        let before = writes.commits
+        let held = try holdWrites(ledger) { async.writer.waitingCalls >= total }
+        return (ledger, async, { writes.commits - before }, held)
+    }
+
     /// "inserted", "duplicate", or the code of the failure.
     private static func outcome(_ ledger: AsyncSQLLedger, _ entry: InboxEntry) async -> String {
         do throws(VerificationError) {
@@ -40,14 +53,8 @@ final class InboxWriterTests: InboxTestCase {
     /// a commit is slow: one batch after it, not one per thread; duplicates of one notification
     /// insert it once, and an entry the ledger refuses fails alone.
     func testABurstOfDeliveriesIsCommittedTogetherEachWithItsOwnAnswer() async throws {
-        try XCTSkipIf(usesPostgres, "PostgreSQL runs several batches side by side: the single-batch count is SQLite's")
-        let ledger = try openLedger()
-        let async = AsyncSQLLedger(ledger)
-        let writes = try XCTUnwrap((ledger.database as? any GroupCommittingDatabase)?.writes)
         let distinct = 90, duplicates = 9
-        let total = distinct + duplicates + 1
-        let before = writes.commits
-        let held = try holdWrites(ledger) { async.writer.waitingCalls >= total }
+        let (ledger, async, committed, held) = try heldUntilQueued(distinct + duplicates + 1)
         let refused = {
             var entry = entry("bad", signedDate: t0)
             entry.version = "3"
@@ -75,7 +82,7 @@ final class InboxWriterTests: InboxTestCase {
         XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM notification_inbox"), Int64(distinct + 1))
         // The holder's commit, the first writer's (it took its batch before the rest arrived), one
         // for all the others; a storage thread per delivery committed 32 at most at a time.
-        XCTAssertLessThanOrEqual(writes.commits - before, 3)
+        XCTAssertLessThanOrEqual(committed(), 3)
         XCTAssertEqual(async.writer.waitingCalls, 0)
     }
 
@@ -84,14 +91,8 @@ final class InboxWriterTests: InboxTestCase {
     /// more), each answered with its own outcome: ten accounts racing for one purchase leave one
     /// owner and nine refusals, each refusal rolled back alone.
     func testABurstOfClaimsIsCommittedTogetherEachWithItsOwnAnswer() async throws {
-        try XCTSkipIf(usesPostgres, "PostgreSQL runs several batches side by side: the single-batch count is SQLite's")
-        let ledger = try openLedger()
-        let async = AsyncSQLLedger(ledger)
-        let writes = try XCTUnwrap((ledger.database as? any GroupCommittingDatabase)?.writes)
         let distinct = 90, racing = 10
-        let total = distinct + racing
-        let before = writes.commits
-        let held = try holdWrites(ledger) { async.writer.waitingCalls >= total }
+        let (ledger, async, committed, held) = try heldUntilQueued(distinct + racing)
         let claims = (0..<distinct).map { claim("buyer\($0)", [transaction("p\($0)", original: "p\($0)")]) }
             + (0..<racing).map { claim("racer\($0)", [transaction("shared", original: "shared")]) }
         let results = await withTaskGroup(of: (String, String).self) { group in
@@ -117,7 +118,7 @@ final class InboxWriterTests: InboxTestCase {
         XCTAssertEqual(try ledger.owner(bundleId: "com.example.app", originalTransactionId: "shared"), winner)
         XCTAssertEqual(try count(ledger, "SELECT COUNT(*) FROM ownership"), Int64(distinct + 1))
         // The holder's commit, the first writer's (it took its batch before the rest arrived), one for the others.
-        XCTAssertLessThanOrEqual(writes.commits - before, 3)
+        XCTAssertLessThanOrEqual(committed(), 3)
         XCTAssertEqual(async.writer.waitingCalls, 0)
     }
 
