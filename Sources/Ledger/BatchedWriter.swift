@@ -66,7 +66,8 @@ final class BatchedWriter: Sendable {
             defer { state.queued.removeAll() }
             return state.queued
         }
-        call.answer(refusal)
+        // This call is among `unanswered` when no writer is left; otherwise the running writer takes
+        // it (refusing it here would answer 503 for a call it then commits).
         unanswered.forEach { $0.answer(refusal) }
     }
 
