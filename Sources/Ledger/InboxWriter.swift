@@ -61,7 +61,8 @@ final class InboxWriter: Sendable {
                 defer { state.queued.removeAll() }
                 return state.queued
             }
-            answer.give(.failure(refusal))
+            // This delivery's entry is among `unanswered` when no writer is left; otherwise the
+            // running writer takes it (refusing it here would answer 503 for an entry it then stores).
             unanswered.forEach { $0.answer.give(.failure(refusal)) }
         }
     }
