@@ -35,6 +35,9 @@ final class ServerCore: @unchecked Sendable {
     /// through them made the next request's dispatch wait, a futex sleep and switch per request).
     /// Counted under `lifecycle`; stopping waits for it to reach 0 before it stops the daemon.
     let resuming = Atomic<Int>(0)
+    /// The largest POST body whose handler starts on libmicrohttpd's thread (a signed transaction
+    /// is ~5 KB, a notification ~17 KB; a receipt of many MB is parsed on the pool instead).
+    static let maxBodyStartedInline = 64 * 1024
 
     init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) {
         self.configuration = configuration
@@ -158,15 +161,23 @@ final class ServerCore: @unchecked Sendable {
         // Not parked: the daemon is being stopped and this connection is about to be closed.
         guard parked else { return MHD_Result.NO }
         let handler = self.handler
-        // Started on this thread (libmicrohttpd's): the handler runs here until its first suspension
-        // (a verify: its JWS verification, up to the ledger call), which saves waking a pool thread
-        // per request. So no handler may block before its first `await` (that would stall every
-        // connection of this thread). One that never suspends finishes here, inside the access
-        // callback: `finish` queues its response and resumes the connection just parked, which
-        // libmicrohttpd completes on its next turn (or, if queueing fails, through `.dispatched`).
-        Task.immediate {
+        let run: @Sendable () async -> Void = {
             let response = await handler(request)
             self.finish(state, connection: suspended, requestId: request.requestId, response: response)
+        }
+        // A small POST (a verify, a notification) starts on this thread (libmicrohttpd's) and runs
+        // here until its first suspension (its JWS verification, up to the ledger call), which saves
+        // waking a pool thread per request. So no handler may block before its first `await` (that
+        // would stall every connection of this thread; online checks run on threads of their own).
+        // Anything else (a large receipt body, the GET reports, which may even carry on here when
+        // their first storage answer comes before they suspend) starts on the pool as before. One
+        // that never suspends finishes here, inside the access callback: `finish` queues its
+        // response and resumes the connection just parked, which libmicrohttpd completes on its
+        // next turn (or, if queueing fails, through `.dispatched`).
+        if method == "POST" && request.body.count <= Self.maxBodyStartedInline {
+            Task.immediate(operation: run)
+        } else {
+            Task(operation: run)
         }
         return MHD_Result.YES
     }

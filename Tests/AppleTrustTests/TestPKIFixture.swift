@@ -25,9 +25,10 @@ enum Fixture {
     }
 
     /// A verifier for Apple's real sandbox transaction (`AppleRealVectors`), pinned to Apple Root G3.
-    static func realSandboxVerifier(cacheCapacity: Int) throws -> SignedDataVerifier {
+    static func realSandboxVerifier(cacheCapacity: Int, signatureMemoCapacity: Int = 128) throws -> SignedDataVerifier {
         try SignedDataVerifier(rootCertificates: [AppleRealVectors.data(AppleRealVectors.appleRootG3)], bundleId: "com.goodheartapp",
-                               appAppleId: nil, environments: [.sandbox], cacheCapacity: cacheCapacity)
+                               appAppleId: nil, environments: [.sandbox], cacheCapacity: cacheCapacity,
+                               signatureMemoCapacity: signatureMemoCapacity)
     }
 
     static func transaction(_ overrides: [String: JSONValue] = [:]) -> JSONValue {

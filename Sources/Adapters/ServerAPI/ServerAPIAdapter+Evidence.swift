@@ -57,7 +57,10 @@ extension ServerAPIAdapter {
         var lookup = evidence.value
         var order = try Self.order(policy, app: app)
         if evidence.kind == .signedAppTransaction {
-            let local = try context.verifier.verifyAndDecodeAppTransaction(evidence.value)
+            let signed = evidence.value
+            let local = try await context.verifier.verifying { verifier throws(VerificationError) in
+                try verifier.verifyAndDecodeAppTransaction(signed)
+            }
             try policy.admit(EvidenceIdentity(bundleId: local.bundleId, appAppleId: local.appAppleId, environment: local.receiptType))
             if app.localOnlyJWS || local.receiptType.isLocalTest {
                 return (local.receiptType, try normalizer.normalize(appTransaction: local.raw))
@@ -78,7 +81,10 @@ extension ServerAPIAdapter {
                             policy: any EvidencePolicy, _ context: AppContext)
         async throws(VerificationError) -> (AppStoreEnvironment, CanonicalAppTransaction) {
         let answer = try await context.client.get().getAppTransactionInfo(anyTransactionId: lookup, order: order)
-        let confirmed = try context.verifier.verifyAndDecodeAppTransaction(answer.signedAppTransactionInfo)
+        let signedInfo = answer.signedAppTransactionInfo
+        let confirmed = try await context.verifier.verifying { verifier throws(VerificationError) in
+            try verifier.verifyAndDecodeAppTransaction(signedInfo)
+        }
         guard confirmed.receiptType == answer.environment.appStoreEnvironment else {
             throw VerificationError(.environmentNotAllowed, "Get App Transaction Info answered from another environment than it states")
         }

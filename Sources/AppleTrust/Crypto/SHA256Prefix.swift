@@ -14,24 +14,30 @@ struct SHA256Prefix: Sendable {
     let coveredCount: Int
     private let state: SHA256_CTX
 
+    /// False when OpenSSL reported a failure: then no digest finished from this state is used.
+    private let usable: Bool
+
     /// Hashes the whole 64-byte blocks of `bytes`.
     init(_ bytes: UnsafeRawBufferPointer) {
         var context = SHA256_CTX()
-        _ = iapgw_SHA256_Init(&context)
+        var ok = iapgw_SHA256_Init(&context) == 1
         let covered = bytes.count / 64 * 64
-        if covered > 0 { _ = iapgw_SHA256_Update(&context, bytes.baseAddress, covered) }
+        if covered > 0 { ok = ok && iapgw_SHA256_Update(&context, bytes.baseAddress, covered) == 1 }
         coveredCount = covered
         state = context
+        usable = ok
     }
 
     /// SHA-256 of the prefix's bytes followed by whatever comes after them, given as `message`:
     /// the whole message again (its first `coveredCount` bytes must be the ones this state hashed;
-    /// they are skipped, not re-read). Writes 32 bytes to `digest`.
-    func finish(_ message: UnsafeRawBufferPointer, into digest: UnsafeMutablePointer<UInt8>) {
-        precondition(message.count >= coveredCount, "the message is shorter than the hashed prefix")
+    /// they are skipped, not re-read). Writes 32 bytes to `digest`; false (nothing to verify
+    /// against: the caller refuses the signature) if the message is shorter than the hashed prefix
+    /// or OpenSSL reported a failure. Neither happens for a split JWS; failing closed, not trapping.
+    func finish(_ message: UnsafeRawBufferPointer, into digest: UnsafeMutablePointer<UInt8>) -> Bool {
+        guard usable, message.count >= coveredCount else { return false }
         var context = state  // a copy: this state serves every later call too
         let rest = message.count - coveredCount
-        if rest > 0 { _ = iapgw_SHA256_Update(&context, message.baseAddress! + coveredCount, rest) }
-        _ = iapgw_SHA256_Final(digest, &context)
+        if rest > 0, iapgw_SHA256_Update(&context, message.baseAddress! + coveredCount, rest) != 1 { return false }
+        return iapgw_SHA256_Final(digest, &context) == 1
     }
 }

@@ -16,12 +16,16 @@ import IAPCore
 /// Checked only after the signature verified (nothing a payload says is acted on before), for every
 /// kind of payload and every inner JWS of a notification: they all pass `verifiedPayload`.
 enum RegisteredClaims {
+    /// Every claim name checked below (a claim checked but not listed here would be skipped).
+    static let names = ["exp", "nbf", "iat", "aud", "sub", "jti"]
+    private static let nameLengths = names.map(\.utf8.count).min()!...names.map(\.utf8.count).max()!
+
     static func check(_ payload: JSONValue, nowMs: Int64) throws(VerificationError) {
         guard let claims = payload.objectValue else { return }
-        // Every claim checked here has a three-byte name and Apple's payloads have no three-byte
-        // key, so one pass over the key lengths (no hashing) settles the usual case; any key of
-        // that length sends the payload through every check below, in their order.
-        guard claims.keys.contains(where: { $0.utf8.count == 3 }) else { return }
+        // Apple's payloads have no key as short as these names, so one pass over the key lengths
+        // (no hashing) settles the usual case; any key of such a length sends the payload through
+        // every check below, in their order.
+        guard claims.keys.contains(where: { nameLengths.contains($0.utf8.count) }) else { return }
         if let exp = try numericDateMs("exp", claims), exp <= nowMs {
             throw VerificationError(.jwtExpired, "payload.exp \(exp / 1000) is not after now (\(nowMs / 1000))")
         }

@@ -63,7 +63,7 @@ extension SignedDataVerifier {
         // memo gives the verify's own answer (`VerifiedSignatureMemo`); a new entry starts empty.
         let memo = cached?.verifiedSignatures ?? VerifiedSignatureMemo(capacity: signatureMemoCapacity)
         let signatureVerifies = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
-            headerHash.finish(signingInput, into: digest.baseAddress!)
+            guard headerHash.finish(signingInput, into: digest.baseAddress!) else { return false }
             let pair = VerifiedSignatureMemo.Pair(digest: UnsafeBufferPointer(digest), signature: signature)
             if let pair, memo.contains(pair) {
                 signatureMemoHitCount.add(1, ordering: .relaxed)

@@ -34,7 +34,9 @@ struct RetentionEndpoint: Sendable {
                   case .string(let jws)? = body["signedPayload"] else {
                 throw VerificationError(.malformedRequest, "a realtime request body is {\"signedPayload\": \"…\"}")
             }
-            let realtime = try verifiers.verifier(for: app).verifyAndDecodeRealtimeRequest(jws)
+            let realtime = try await verifiers.verifier(for: app).verifying { verifier throws(VerificationError) in
+                try verifier.verifyAndDecodeRealtimeRequest(jws)
+            }
             try ClaimPolicy(app: app, claimant: .apple).admit(EvidenceIdentity(environment: realtime.environment))
             audit.transactionIds = [realtime.originalTransactionId]
             audit.productIds = [realtime.productId]

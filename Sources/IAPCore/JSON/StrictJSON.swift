@@ -20,6 +20,9 @@ public struct StrictJSON: Sendable {
         }) {
             return try result.get()
         }
+        guard bytes.count <= maxBytes else {
+            throw VerificationError(.inputTooLarge, "JSON of \(bytes.count) bytes exceeds the \(maxBytes)-byte limit")
+        }
         let array = Array(bytes)
         return try array.withUnsafeBufferPointer { (buf) throws(VerificationError) -> JSONValue in try parse(buffer: buf) }
     }
