@@ -20,7 +20,7 @@ extension SQLLedger {
             let advanced = try database.transaction { (connection) throws(VerificationError) -> Bool in
                 // The lock claims and the inbox take: the row is read again under it, so a fact that
                 // arrived meanwhile (a renewal) is what gets judged, and two sweeps move it once.
-                try connection.serializeTransaction(on: "chain:\(bundleId):\(chain)")
+                try connection.serializeTransaction(on: Self.chainLock(bundleId: bundleId, originalTransactionId: chain))
                 let rows = try connection.query("""
                     SELECT product_id, state, expires_date FROM entitlements
                     WHERE bundle_id = ? AND account = ? AND original_transaction_id = ?

@@ -484,7 +484,7 @@ private final class InboxDrain: @unchecked Sendable {
     }
 
     static func chain(of entry: InboxEntry) -> String? {
-        entry.event?.originalTransactionId.map { "chain:\(entry.bundleId):\($0)" }
+        entry.event?.originalTransactionId.map { SQLLedger.chainLock(bundleId: entry.bundleId, originalTransactionId: $0) }
     }
 
     /// True once every entry was claimed (or none is due), or a batch failed: no batch is to start.

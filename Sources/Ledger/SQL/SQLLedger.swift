@@ -119,6 +119,13 @@ public final class SQLLedger: Sendable {
         try database.transaction { (connection) throws(VerificationError) -> ClaimOutcome in try self.claim(claim, on: connection) }
     }
 
+    /// The name of a purchase chain's transaction lock (`serializeTransaction`): claims, the inbox
+    /// drain and the entitlement sweep each take it before they read or change the chain, so the
+    /// three must name it alike.
+    static func chainLock(bundleId: String, originalTransactionId: String) -> String {
+        "chain:\(bundleId):\(originalTransactionId)"
+    }
+
     /// The claim's work inside a write transaction (its own, or a batch's savepoint: `BatchedWriter`).
     func claim(_ claim: PurchaseClaim, on connection: any SQLConnection) throws(VerificationError) -> ClaimOutcome {
         var outcome = ClaimOutcome(newlyGranted: [], alreadyGranted: [])
@@ -127,7 +134,7 @@ public final class SQLLedger: Sendable {
         let chains = Set(claim.transactions.map { $0.originalTransactionId ?? $0.transactionId }
                          + claim.entitlements.map(\.originalTransactionId))
         for chain in chains.sorted() {
-            try connection.serializeTransaction(on: "chain:\(claim.bundleId):\(chain)")
+            try connection.serializeTransaction(on: Self.chainLock(bundleId: claim.bundleId, originalTransactionId: chain))
         }
         var reads = ClaimReads()
         try refuseIfRevokedSinceFacts(claim, &reads, connection)
