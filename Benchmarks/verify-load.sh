@@ -16,9 +16,16 @@
 # withheld if the run used more requests than the pool had, as some would then be re-claims).
 # IAPGW_BIN runs another build of iapgw-dev (A/B of two binaries); IAPGW_BENCH_PROFILE=DIR also
 # measures the gateway process during each 64-connection run: `perf stat` (CPU time and context
-# switches, printed per request) and `perf record -F 499 -g` (DIR/reclaims.perf.data, DIR/grants.perf.data).
+# switches, printed per request) and `perf record -F 499 -g` (DIR/reclaims.perf.data, DIR/grants.perf.data),
+# and the same during each fixed-rate run (DIR/pace-50.perf.data, pace-80.perf.data).
 # IAPGW_BENCH_CSV=DIR keeps every request of the fixed-rate runs: DIR/pace-50.csv, pace-80.csv (due,
-# sent and done times, latency, status) and DIR/hey-50.csv, hey-80.csv.
+# sent and done times, latency, generator lag, status) and DIR/hey-50.csv, hey-80.csv.
+# Benchmarks/tail-profile.sh sets the three below to attribute the fixed-rate tails:
+# IAPGW_TAIL_PROFILE=DIR records, during each fixed-rate run, the gateway's writer trace
+# (IAPGW_WRITER_TRACE), its fdatasync/fsync calls and the scheduler of both cores (`perf record -a`),
+# and prints what the slowest 1% waited on (Benchmarks/tail_attribution.py); IAPGW_PACE_PEAK=R
+# offers the fixed rates as percentages of R instead of the re-claim peak measured first (an A/B
+# offers both binaries the same rates); IAPGW_BENCH_PACED_ONLY=1 stops after the fixed-rate rows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
@@ -36,6 +43,11 @@ bin="${IAPGW_BIN:-.build/release/iapgw-dev}"
 profile="${IAPGW_BENCH_PROFILE:-}"
 keep_csv="${IAPGW_BENCH_CSV:-}"
 [[ -z "$keep_csv" ]] || mkdir -p "$keep_csv"
+tails="${IAPGW_TAIL_PROFILE:-}"
+if [[ -n "$tails" ]]; then
+  mkdir -p "$tails"; command -v perf >/dev/null || { echo "perf is not installed"; exit 1; }
+  rm -f "$tails/writer.trace"; export IAPGW_WRITER_TRACE="$tails/writer.trace"
+fi
 if [[ -n "$profile" ]]; then mkdir -p "$profile"; command -v perf >/dev/null || { echo "perf is not installed"; exit 1; }; fi
 dir="$(mktemp -d)"; pid=""
 stop_demo() { if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=""; fi; }
@@ -90,13 +102,18 @@ wrk_run() {  # LUA [NAME] → the wrk output (and, profiling, the gateway's CPU 
     END { if (n > 0) printf "profile %s: gateway CPU %.0f us per request, %.2f context switches per request (%d requests)\n", name, cpu * 1000 / n, cs / n, n }' "$profile/$2.stat"
 }
 
-reclaim=$(wrk_run "$dir/reclaim.lua" reclaims)
-rps=$(awk '/Requests\/sec/ {print $2}' <<<"$reclaim")
-p50=$(awk '$1=="50%" {print $2}' <<<"$reclaim"); p99=$(awk '$1=="99%" {print $2}' <<<"$reclaim")
-non2xx=$(awk -F= '/non2xx/ {print $2}' <<<"$reclaim")
-echo "$reclaim" | sed -n '1,12p'
-grep "^profile" <<<"$reclaim" || true
-echo "re-claims: ${rps} req/s, p50 ${p50}, p99 ${p99}, non-2xx ${non2xx}"
+if [[ -n "${IAPGW_PACE_PEAK:-}" ]]; then
+  rps="$IAPGW_PACE_PEAK"; p50="-"; p99="-"; non2xx=0
+  echo "re-claims: peak not measured, the fixed rates are offered as percentages of IAPGW_PACE_PEAK=${rps}/s"
+else
+  reclaim=$(wrk_run "$dir/reclaim.lua" reclaims)
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$reclaim")
+  p50=$(awk '$1=="50%" {print $2}' <<<"$reclaim"); p99=$(awk '$1=="99%" {print $2}' <<<"$reclaim")
+  non2xx=$(awk -F= '/non2xx/ {print $2}' <<<"$reclaim")
+  echo "$reclaim" | sed -n '1,12p'
+  grep "^profile" <<<"$reclaim" || true
+  echo "re-claims: ${rps} req/s, p50 ${p50}, p99 ${p99}, non-2xx ${non2xx}"
+fi
 
 # Fixed offered rate, evenly paced: the goal's figure. pace exits 1 when it could not keep its own
 # schedule; its JSON then says kept_pace false and the figure is refused, not dropped. The generator
@@ -107,15 +124,48 @@ clock_priority=()
 if chrt -f 10 true 2>/dev/null; then clock_priority=(chrt -f 10); fi
 offered_at() { awk -v r="$rps" -v p="$1" 'BEGIN { printf "%.0f", r * p / 100 }'; }
 fixed_rate() {  # PERCENT → the pace summary; $dir/pace-PERCENT.json and .csv
+  local record=""
+  if [[ -n "$tails" ]]; then
+    # Both cores' scheduler and the sync calls, on the clock pace stamps its t0 with.
+    within $((seconds + 60)) perf record -q -a -k CLOCK_MONOTONIC -o "$tails/pace-$1.sched.data" \
+        -e sched:sched_switch -e sched:sched_wakeup -e sched:sched_wakeup_new \
+        -e syscalls:sys_enter_fdatasync -e syscalls:sys_exit_fdatasync -e syscalls:sys_enter_fsync -e syscalls:sys_exit_fsync \
+        -- sleep "$((seconds + 2))" 2>/dev/null &
+    record=$!
+    sleep 0.5
+  fi
+  local stat=""
+  if [[ -n "$profile" ]]; then
+    within $((seconds + 60)) perf stat -x, -e task-clock,context-switches -o "$profile/pace-$1.stat" -p "$pid" -- sleep "$seconds" &
+    stat=$!
+    within $((seconds + 60)) perf record -q -F 499 -g -o "$profile/pace-$1.perf.data" -p "$pid" -- sleep "$seconds" 2>/dev/null &
+  fi
   within $((seconds + 60)) "${clock_priority[@]}" "$bin" pace --url "$url" --rate "$(offered_at "$1")" --connections 64 --seconds "$seconds" \
       --timeout 10 --body "$dir/reclaim.json" --header 'Content-Type: application/json' --header "Authorization: Bearer $key" \
       --json "$dir/pace-$1.json" --csv "$dir/pace-$1.csv" || true
   [[ -z "$keep_csv" || ! -f "$dir/pace-$1.csv" ]] || cp "$dir/pace-$1.csv" "$keep_csv/"
+  if [[ -n "$stat" ]]; then
+    wait "$stat" || true
+    # pace runs `seconds` and so does perf stat: the requests due in that time.
+    awk -F, -v n="$(offered_at "$1")" -v s="$seconds" -v name="pace-$1" '
+      $3 == "task-clock" { cpu = $1 } $3 == "context-switches" { cs = $1 }
+      END { n = n * s; if (n > 0) printf "profile %s: gateway CPU %.0f us per request, %.2f context switches per request (%d requests)\n", name, cpu * 1000 / n, cs / n, n }' "$profile/pace-$1.stat"
+  fi
+  if [[ -n "$record" ]]; then
+    wait "$record" || true
+    for task in /proc/$pid/task/*; do echo "${task##*/} $(cat "$task/comm")"; done >"$tails/gateway.tids"
+    cp "$dir/pace-$1.csv" "$dir/pace-$1.json" "$tails/"
+    within 300 perf sched timehist -i "$tails/pace-$1.sched.data" >"$tails/pace-$1.timehist" 2>/dev/null || true
+    within 300 perf script -i "$tails/pace-$1.sched.data" -F tid,time,event 2>/dev/null | grep ' syscalls:' >"$tails/pace-$1.syscalls" || true
+    within 300 python3 Benchmarks/tail_attribution.py "$tails" "pace-$1" || echo "tail attribution failed"
+  fi
 }
 for percent in 50 80; do
   echo "re-claims offered at ${percent}% of peak, evenly paced (iapgw-dev pace):"
   fixed_rate "$percent" | sed 's/^/  /'
 done
+
+if [[ "${IAPGW_BENCH_PACED_ONLY:-0}" == 1 ]]; then exit 0; fi
 
 # The same rates from hey, informational: -q is per worker, and its 64 workers' tickers start
 # together, so requests leave in bursts of up to 64 every 64/offered s. "in step" is the share of

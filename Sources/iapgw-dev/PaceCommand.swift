@@ -19,7 +19,7 @@ struct PaceCommand: Subcommand {
           --body       the request body (the same for every request); the method is then POST
           --timeout    seconds a request may take from its send (default 10)
           --max-lag-ms the generator's own p99 lateness above which the figure is refused (default 1)
-          --csv        every request: index, due, sent and done (ms from t0), latency (ms), status, failure
+          --csv        every request: index, due, sent and done (ms from t0), latency, the generator's lag (ms), status, failure
           --json       the summary as a JSON object (t0_monotonic_ns: t0 on CLOCK_MONOTONIC, as `perf trace -p` stamps)
         Exit 1 when the generator could not keep its own schedule (the figure would measure it).
         """
@@ -94,13 +94,14 @@ struct PaceCommand: Subcommand {
     }
 
     static func csv(_ run: Pacer.Run) -> String {
-        var out = "index,due_ms,sent_ms,done_ms,latency_ms,status,failure\n"
+        var out = "index,due_ms,sent_ms,done_ms,latency_ms,lag_ms,status,failure\n"
         out.reserveCapacity(run.records.count * 48)
         func at(_ t: Int64) -> String { t < 0 ? "" : ms(Double(t) / 1e6) }
         for (i, r) in run.records.enumerated() {
             let latency = r.done < 0 ? "" : ms(Double(r.done - r.due) / 1e6)
             let failure = r.failure.map { "\($0)" } ?? ""
-            out += "\(i),\(at(r.due)),\(at(r.sent)),\(at(r.done)),\(latency),\(r.status),\(failure)\n"
+            let lag = r.sent < 0 ? "" : ms(Double(r.lag) / 1e6)
+            out += "\(i),\(at(r.due)),\(at(r.sent)),\(at(r.done)),\(latency),\(lag),\(r.status),\(failure)\n"
         }
         return out
     }
