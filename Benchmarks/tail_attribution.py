@@ -101,8 +101,29 @@ def main(directory, name):
             syncs.append((began, t, tid, call))
     sync_spans = indexed([(s, e) for s, e, _, _ in syncs])
 
+    # The disk's own time: each block write from issue to completion, paired by sector. Flushes
+    # carry no sector and are only counted (pairing them in order gave figures no sync could have).
+    block = re.compile(r"^\s*\d+\s+(\d+\.\d+):\s+block:block_rq_(issue|complete):\s+(\S+)\s+(\S+)\s+(?:\d+\s+)?\(\)\s+(\d+)")
+    issued, flushes_issued, device = {}, [], {"write": []}
+    for line in open(f"{directory}/{name}.syscalls"):
+        m = block.match(line)
+        if not m:
+            continue
+        t, kind, rwbs, sector = int(round(float(m.group(1)) * 1e9)), m.group(2), m.group(4), m.group(5)
+        if not start <= t <= end:
+            continue
+        if rwbs.startswith("F") and rwbs.rstrip("FS") == "":
+            if kind == "issue":
+                flushes_issued.append(t)
+        elif "W" in rwbs:
+            key = (m.group(3), sector)
+            if kind == "issue":
+                issued[key] = t
+            elif key in issued:
+                device["write"].append((t - issued.pop(key)) / 1e6)
+
     # Run-queue delay: per switch-out line, [time - run - sch_delay, time - run] the task was runnable.
-    gateway_waits, pacer_waits, running = [], [], defaultdict(list)
+    gateway_waits, pacer_waits, storage_waits, running = [], [], [], defaultdict(list)
     wait_by_thread = defaultdict(int)
     line_pattern = re.compile(r"^\s*(\d+\.\d+)\s+\[(\d+)\]\s+(.*?)\[(\d+)(?:/\d+)?\]\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$")
     for line in open(f"{directory}/{name}.timehist"):
@@ -120,11 +141,13 @@ def main(directory, name):
         span = (t - run - delay, t - run)
         if tid in gateway_tids:
             gateway_waits.append(span)
+            if gateway_tids[tid].startswith("storage.") and gateway_tids[tid] != "storage.watch":
+                storage_waits.append(span)
             if start <= span[0] <= end:
                 wait_by_thread[gateway_tids[tid]] += delay
         elif comm.startswith("iapgw-dev pace"):
             pacer_waits.append(span)
-    gateway_waits, pacer_waits = indexed(gateway_waits), indexed(pacer_waits)
+    gateway_waits, pacer_waits, storage_waits = indexed(gateway_waits), indexed(pacer_waits), indexed(storage_waits)
     checkpoint_spans = indexed([(c[0], c[1]) for c in checkpoints])
     for cpu in running:
         running[cpu].sort()
@@ -209,6 +232,18 @@ def main(directory, name):
     covered = lambda ms: sum(e - s for s, e in writer_syncs if e - s >= ms * 1e6) / (end - start) * 100
     print("  share of the run's time the writer spent in WAL syncs of >= 1 / 2 / 5 / 10 ms: "
           + " / ".join(f"{covered(ms):.1f}%" for ms in (1, 2, 5, 10)))
+    # Inside the slow COMMITs (>= 5 ms): the sync, the writer runnable but off-CPU (only the writer's
+    # storage thread is busy then), and the rest (blocked elsewhere: the WAL write, a lock).
+    slow_commits = [c for c in commits if c[2] - c[1] >= 5e6]
+    if slow_commits:
+        total = sum(c[2] - c[1] for c in slow_commits)
+        synced = sum(union_overlap(sync_spans, c[1], c[2]) for c in slow_commits)
+        queued = sum(union_overlap(storage_waits, c[1], c[2]) for c in slow_commits)
+        print(f"  {len(slow_commits)} COMMITs of >= 5 ms ({total / 1e6:.0f} ms in all): {100 * synced / total:.0f}% in fdatasync, "
+              f"{100 * queued / total:.0f}% the writer runnable off-CPU, {100 * max(0, total - synced - queued) / total:.0f}% elsewhere (WAL write, locks)")
+    writes = device["write"]
+    print(f"  the disk itself (every process): {len(flushes_issued)} cache flushes issued; {len(writes)} writes, issue -> completion "
+          f"p50 {pct(writes, 50):.2f} p99 {pct(writes, 99):.2f} max {max(writes, default=0):.2f} ms")
     passes = [(c[1] - c[0]) / 1e6 for c in checkpoints]
     print(f"  checkpoint passes: {len(checkpoints)}, p50 {pct(passes, 50):.2f} max {max(passes, default=0):.2f} ms, "
           f"pages copied p50 {pct([c[3] for c in checkpoints], 50)} max {max([c[3] for c in checkpoints], default=0)}")

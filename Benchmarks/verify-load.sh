@@ -130,6 +130,7 @@ fixed_rate() {  # PERCENT → the pace summary; $dir/pace-PERCENT.json and .csv
     within $((seconds + 60)) perf record -q -a -k CLOCK_MONOTONIC -o "$tails/pace-$1.sched.data" \
         -e sched:sched_switch -e sched:sched_wakeup -e sched:sched_wakeup_new \
         -e syscalls:sys_enter_fdatasync -e syscalls:sys_exit_fdatasync -e syscalls:sys_enter_fsync -e syscalls:sys_exit_fsync \
+        -e block:block_rq_issue -e block:block_rq_complete \
         -- sleep "$((seconds + 2))" 2>/dev/null &
     record=$!
     sleep 0.5
@@ -156,7 +157,7 @@ fixed_rate() {  # PERCENT → the pace summary; $dir/pace-PERCENT.json and .csv
     for task in /proc/$pid/task/*; do echo "${task##*/} $(cat "$task/comm")"; done >"$tails/gateway.tids"
     cp "$dir/pace-$1.csv" "$dir/pace-$1.json" "$tails/"
     within 300 perf sched timehist -i "$tails/pace-$1.sched.data" >"$tails/pace-$1.timehist" 2>/dev/null || true
-    within 300 perf script -i "$tails/pace-$1.sched.data" -F tid,time,event 2>/dev/null | grep ' syscalls:' >"$tails/pace-$1.syscalls" || true
+    within 300 perf script -i "$tails/pace-$1.sched.data" -F tid,time,event,trace 2>/dev/null | grep -E ' (syscalls|block):' >"$tails/pace-$1.syscalls" || true
     within 300 python3 Benchmarks/tail_attribution.py "$tails" "pace-$1" || echo "tail attribution failed"
   fi
 }
