@@ -131,7 +131,7 @@ public struct ClaimOutcome: Hashable, Sendable {
 
 /// What an audited request was answered (the audit_log `verdict` column).
 public enum AuditVerdict: String, Codable, Hashable, Sendable {
-    /// Answered 200 and something grants access now (a verify answer's `granted`; a retention answer).
+    /// Answered 200: a verify answer's `granted` (something grants access now), or a retention answer.
     case granted
     /// Answered 200 with verdict `notGranted`: genuine and bound to the account, nothing grants access now.
     case notGranted
