@@ -2,6 +2,7 @@ import AppStoreSimulator
 import CommandLineSupport
 import Demo
 import Foundation
+import Glibc
 import Gateway
 import IAPConfig
 import IAPCore
@@ -17,12 +18,16 @@ struct BenchNotificationsCommand: Subcommand {
     let name = "bench-notifications"
     let summary = "benchmark: notifications accepted/s and inbox drain/s (with openssl speed ecdsap256)"
     let usage = """
-        usage: iapgw-dev bench-notifications [--count N] [--connections C] [--seconds S] [--storage URL] [--json FILE]
+        usage: iapgw-dev bench-notifications [--count N] [--connections C] [--seconds S] [--storage URL] [--gateway IAPGW]
+                                             [--json FILE]
           --count        notifications, signed in advance by the simulator (default 5000)
           --connections  concurrent HTTP connections posting them (default 16)
           --seconds      for openssl speed (default 3)
           --storage      the ledger measured: an empty database, sqlite:PATH or postgres://…
                          (default: a fresh SQLite file in a temporary directory)
+          --gateway      measure this `iapgw` binary (`iapgw serve`) in a process of its own: its peak RSS
+                         and CPU under the load are then the gateway's alone, apart from the simulator and
+                         the client (default: the gateway in this process, its RSS not measured)
           --json         also write the figures as a JSON object to FILE
         """
 
@@ -31,17 +36,18 @@ struct BenchNotificationsCommand: Subcommand {
         let connections = try args.positiveCount("--connections", default: 16)
         let seconds = try args.positiveCount("--seconds", default: 3)
         let storage = try args.value("--storage")
+        let gatewayBinary = try args.value("--gateway")
         let jsonPath = try args.value("--json")
         try args.finish()
         let mappings = URL(fileURLWithPath: "Mappings", isDirectory: true)
         // Measured first, before the gateway under test starts: waiting for the subprocess holds a thread.
         let openssl = try BenchCommand.opensslSpeedVerify(seconds: Double(seconds))
         return try await Self.bench(count: count, connections: connections, openssl: openssl, mappings: mappings,
-                                    storage: storage, jsonPath: jsonPath)
+                                    storage: storage, gatewayBinary: gatewayBinary, jsonPath: jsonPath)
     }
 
     static func bench(count: Int, connections: Int, openssl: Double, mappings: URL, storage: String?,
-                      jsonPath: String?) async throws -> Int32 {
+                      gatewayBinary: String?, jsonPath: String?) async throws -> Int32 {
         let fm = FileManager.default
         let directory = fm.temporaryDirectory.appendingPathComponent("iapgw-bench-notif-\(UUID().uuidString)", isDirectory: true)
         defer { try? fm.removeItem(at: directory) }
@@ -56,10 +62,8 @@ struct BenchNotificationsCommand: Subcommand {
             .replacingOccurrences(of: "sqlite:" + directory.appendingPathComponent("iapgw.sqlite").path, with: escaped)
         try xml.write(to: gatewayXML, atomically: true, encoding: .utf8)
         let configuration = try ConfigLoader.loadAll(configDirectory: directory)
-        let assembly = GatewayAssembly(configuration: configuration, mappingsDirectory: mappings, logger: .disabled)
-        let service = try assembly.makeService()
-        let server = try assembly.makeServer(service: service)
-        try server.start()
+        let gateway = try MeasuredGateway(binary: gatewayBinary, configuration: configuration, configDirectory: directory,
+                                          mappings: mappings)
 
         let chains = max(1, min(200, count / 25))
         print("signing \(count) DID_RENEW notifications over \(chains) subscriptions (outer + transaction + renewal JWS each)...")
@@ -76,15 +80,17 @@ struct BenchNotificationsCommand: Subcommand {
             bodies.append(Array(JSONValue.object(["signedPayload": .string(jws)]).jsonText.utf8))
         }
 
-        let url = "http://127.0.0.1:\(server.port)/v1/notifications/\(harness.bundleId)"
+        let url = "http://127.0.0.1:\(gateway.port)/v1/notifications/\(harness.bundleId)"
         let client = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(
             connectTimeout: .seconds(5), requestTimeout: .seconds(30), maxConnectionsPerHost: connections))
         let next = TicketCounter()
         let requests = bodies
         print("posting the notifications...")
         fflush(nil)
+        gateway.resetPeakRSS()
         let start = DispatchTime.now().uptimeNanoseconds
         let cpuStart = processCPUSeconds()
+        let gatewayCPUStart = gateway.childCPUSeconds()
         let accepted = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<connections {
                 group.addTask {
@@ -102,6 +108,9 @@ struct BenchNotificationsCommand: Subcommand {
         }
         let acceptSeconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         let acceptCPUSeconds = processCPUSeconds() - cpuStart
+        let gatewayCPUSeconds = gateway.childCPUSeconds().map { $0 - (gatewayCPUStart ?? 0) }
+        let gatewayPeakRSS = gateway.childPeakRSSMegabytes()
+        await gateway.stop()
 
         // A benchmark drains batches of 500 as fast as it can: no request waits on it, so no 5 s deadline.
         let ledger = try AsyncSQLLedger(storage: storageURL, deadline: .seconds(120))
@@ -122,7 +131,6 @@ struct BenchNotificationsCommand: Subcommand {
         let drainCPUSeconds = processCPUSeconds() - drainCPUStart
         let depth = try await ledger.inboxDepth()
 
-        await server.shutdown(gracePeriod: .seconds(2))
         await harness.stop()
 
         let acceptedPerSecond = Double(accepted) / acceptSeconds
@@ -131,9 +139,16 @@ struct BenchNotificationsCommand: Subcommand {
         print("ledger: \(backend)")
         print("accepted over HTTP (\(connections) connections): \(accepted)/\(count) with 200 in \(String(format: "%.2f", acceptSeconds)) s")
         print("  notifications accepted/s (3 JWS verified + durable \(backend) insert): \(BenchCommand.format(acceptedPerSecond))")
-        // The client posting is this process too (libcurl), so this bounds the gateway's own CPU from above.
-        print("  CPU per accepted notification (gateway + in-process HTTP client, user + system): "
-              + String(format: "%.0f µs", 1e6 * acceptCPUSeconds / Double(max(accepted, 1))))
+        if let gatewayCPUSeconds, let gatewayPeakRSS {
+            print("  gateway process alone (\(gatewayBinary ?? "")): CPU per accepted notification "
+                  + String(format: "%.0f µs (user + system), peak RSS under the load %.1f MB", 1e6 * gatewayCPUSeconds / Double(max(accepted, 1)), gatewayPeakRSS))
+            print("  this process (simulator, the signed bodies, HTTP client): CPU per notification "
+                  + String(format: "%.0f µs", 1e6 * acceptCPUSeconds / Double(max(accepted, 1))))
+        } else {
+            // The client posting is this process too (libcurl), so this bounds the gateway's own CPU from above.
+            print("  CPU per accepted notification (gateway + in-process HTTP client, user + system): "
+                  + String(format: "%.0f µs", 1e6 * acceptCPUSeconds / Double(max(accepted, 1))))
+        }
         print("  inbox drain/s (state machine + entitlement + outbox, each entry atomic, 16 per commit): \(BenchCommand.format(drainedPerSecond))"
               + "  [\(drained) processed, \(depth.pending) left, \(depth.parked) parked]")
         print("  gateway CPU per drained entry (user + system; the database server's is not counted): "
@@ -142,15 +157,19 @@ struct BenchNotificationsCommand: Subcommand {
         print("  accepted/s as a share of one core's raw verify rate: \(String(format: "%.1f%%", 100 * acceptedPerSecond / openssl))"
               + " (each notification costs at least 3 verifies)")
         if let jsonPath {
-            let figures: JSONValue = .object([
+            var figures: [String: JSONValue] = [
                 "backend": .string(backend), "count": .int(Int64(count)), "connections": .int(Int64(connections)),
                 "accepted": .int(Int64(accepted)), "accepted_per_s": .double(acceptedPerSecond),
                 "accept_cpu_us_per_notification": .double(1e6 * acceptCPUSeconds / Double(max(accepted, 1))),
                 "drained": .int(Int64(drained)), "drained_per_s": .double(drainedPerSecond),
                 "drain_cpu_us_per_entry": .double(1e6 * drainCPUSeconds / Double(max(drained, 1))),
                 "openssl_speed_ecdsap256_verify_per_s": .double(openssl),
-            ])
-            try Data((figures.jsonText + "\n").utf8).write(to: URL(fileURLWithPath: jsonPath))
+            ]
+            if let gatewayCPUSeconds, let gatewayPeakRSS {
+                figures["gateway_accept_cpu_us_per_notification"] = .double(1e6 * gatewayCPUSeconds / Double(max(accepted, 1)))
+                figures["gateway_peak_rss_mb"] = .double(gatewayPeakRSS)
+            }
+            try Data((JSONValue.object(figures).jsonText + "\n").utf8).write(to: URL(fileURLWithPath: jsonPath))
         }
         return accepted == count && drained == count ? 0 : 1
     }
