@@ -141,14 +141,17 @@ row(6, f"POST /v1/retention p99, {retention.get('connections', '?')} connections
     None if r_share is None else r_share <= 1.0 and retention.get("offered") == retention.get("count"))
 # Peak RSS (VmHWM, reset before each load) of the process serving it. Re-claims: the demo (gateway +
 # simulator, no pool); new grants: `iapgw serve` alone (the simulator that signed the pool is gone);
-# notifications: `iapgw serve` alone, the bench's simulator and client in another process.
+# notifications: `iapgw serve` alone, posted the same notifications again on another empty database
+# (bench-notifications --gateway), the bench's simulator and client in another process.
 verify_rss = verify.get("peak_rss") or {}
 rss_loads = [("POST /verify re-claims, 64 connections and paced (gateway + simulator process, no pool)", verify_rss.get("reclaims_mb")),
              ("POST /verify new grants, 64 connections (gateway process alone)", verify_rss.get("new_grants_mb")),
              ("POST /verify new grants, paced (gateway process alone)", verify_rss.get("new_grants_paced_mb")),
-             ("notifications accepted, SQLite (gateway process alone)", notif_sqlite.get("gateway_peak_rss_mb"))]
+             ("notifications, SQLite (gateway process alone, accepting with its inbox worker draining)",
+              (notif_sqlite.get("gateway_alone") or {}).get("peak_rss_mb"))]
 if pg_ok:
-    rss_loads.append(("notifications accepted, PostgreSQL (gateway process alone)", notif_pg.get("gateway_peak_rss_mb")))
+    rss_loads.append(("notifications, PostgreSQL (gateway process alone, accepting with its inbox worker draining)",
+                      (notif_pg.get("gateway_alone") or {}).get("peak_rss_mb")))
 measured = [v for _, v in rss_loads if v is not None]
 rss = max(measured) if len(measured) == len(rss_loads) else None
 missing = [label for label, v in rss_loads if v is None]

@@ -75,13 +75,15 @@ if [[ ! -x "$pg_bin/initdb" ]]; then
 else
   pg_start_cluster
   within 60 "$pg_bin/createdb" "${pg[@]}" iapgw_bench
+  within 60 "$pg_bin/createdb" "${pg[@]}" iapgw_bench_alone  # the gateway process measured alone (its RSS)
   tps=$(pgbench_insert_rate "$seconds")
   echo "{\"clients\":16,\"per_s\":${tps:-0}}" >"$work/pg-baseline.json"
   echo "   baseline: pgbench, 16 clients, single-row 4 KB inserts, synchronous_commit=on: ${tps:-?}/s"
   storage="postgres://postgres@127.0.0.1:$pg_port/iapgw_bench"
   # The receipt seal key lives beside an SQLite file by default; a PostgreSQL run has none.
   if IAPGW_RECEIPT_SEAL_KEY=$(openssl rand -hex 32) within 600 "$iapgw" bench-notifications --count "$count" --connections 16 \
-       --seconds 3 --storage "$storage" --gateway .build/release/iapgw --json "$work/notif-postgres.json" >"$work/notif-postgres.out" 2>&1; then
+       --seconds 3 --storage "$storage" --gateway .build/release/iapgw --gateway-storage "${storage}_alone" \
+       --json "$work/notif-postgres.json" >"$work/notif-postgres.out" 2>&1; then
     sed 's/^/   /' "$work/notif-postgres.out"
   elif grep -q "not in this build" "$work/notif-postgres.out"; then
     echo "   skipped: the PostgreSQL ledger is not in this build yet (SQLLedger(storage: \"postgres://…\") refuses);"
