@@ -124,7 +124,7 @@ struct BenchNotificationsCommand: Subcommand {
             try useStorage(gatewayStorage ?? "sqlite:" + directory.appendingPathComponent("gateway-alone.sqlite").path, insteadOf: storageURL)
             print("posting them again to \(gatewayBinary) serve, a process of its own on another empty database...")
             fflush(nil)
-            let gateway = try GatewayProcess(binary: gatewayBinary, configDirectory: directory, mappings: mappings)
+            let gateway = try await ServeProcess(binary: gatewayBinary, configDirectory: directory, mappings: mappings)
             gateway.resetPeakRSS()
             let cpu = gateway.cpuSeconds()
             let posted = try await post(bodies, to: "http://127.0.0.1:\(gateway.port)\(path)", client: client, connections: connections)

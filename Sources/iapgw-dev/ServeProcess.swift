@@ -5,13 +5,13 @@ import IAPCore
 
 /// `iapgw serve` in a process of its own, for a benchmark to measure its peak RSS and CPU apart
 /// from the simulator and the client (which hold every signed body of the run).
-final class GatewayProcess {
+final class ServeProcess {
     let port: Int
     private let pid: pid_t
 
     /// Starts it on `configDirectory` and waits (60 s at most) for its "listening" log line, which
     /// names its port (the configuration asks for any free one).
-    init(binary: String, configDirectory: URL, mappings: URL) throws {
+    init(binary: String, configDirectory: URL, mappings: URL) async throws {
         let log = configDirectory.appendingPathComponent("gateway-process.log").path
         pid = try ChildProcess.start(binary, ["serve", "--config", configDirectory.path, "--mappings", mappings.path], output: log)
         let deadline = Date().addingTimeInterval(60)
@@ -22,7 +22,7 @@ final class GatewayProcess {
                 guard let event = try? StrictJSON().parse(Array(line.utf8)), event["event"]?.stringValue == "listening" else { return nil }
                 return event["port"]?.stringValue.flatMap { Int($0) }
             }.first
-            if found == nil { usleep(50_000) }
+            if found == nil { try? await Task.sleep(for: .milliseconds(50)) }
         }
         guard let found else {
             kill(pid, SIGKILL)
