@@ -45,6 +45,11 @@ pool_size="${IAPGW_BENCH_POOL:-$((10000 * seconds))}"
 paced_pool=$((pool_size * 13 / 10))
 bin="${IAPGW_BIN:-.build/release/iapgw-dev}"
 gateway_bin="${IAPGW_GATEWAY_BIN:-$(dirname "$bin")/iapgw}"
+if [[ -z "${IAPGW_GATEWAY_BIN:-}" && ! -x "$gateway_bin" ]]; then
+  # An A/B that copied only iapgw-dev aside: say that its new-grant runs measure this tree's gateway.
+  echo "note: no iapgw beside $bin: the new-grant runs use .build/release/iapgw (copy both aside, or set IAPGW_GATEWAY_BIN)"
+  gateway_bin=.build/release/iapgw
+fi
 [[ -x "$gateway_bin" ]] || { echo "no gateway binary at $gateway_bin (swift build -c release --product iapgw, or set IAPGW_GATEWAY_BIN)"; exit 1; }
 profile="${IAPGW_BENCH_PROFILE:-}"
 keep_csv="${IAPGW_BENCH_CSV:-}"
