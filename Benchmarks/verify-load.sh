@@ -252,6 +252,14 @@ for percent in 50 80; do
 done
 gp_rss_mb=$(peak_rss_mb)
 stop_demo
+# Each paced request a new grant: the accounts bound grew by one per request answered (not re-claims).
+gp_answered=$(python3 - "$dir"/grants-pace-*.json 2>/dev/null <<'PY' || echo "?"
+import json, sys
+print(sum(run["requests"] - run["errors"] for run in (json.load(open(f)) for f in sys.argv[1:])))
+PY
+)
+gp_granted=$(within 60 sqlite3 "$dir/demo/iapgw.sqlite" "SELECT COUNT(*) FROM ownership WHERE account LIKE 'acct-%'" 2>/dev/null || echo "?")
+echo "accounts bound after the paced new grants: ${gp_granted} (${g_granted} after wrk + ${gp_answered} paced requests answered without error)"
 
 echo
 echo "peak RSS: re-claim loads ${rss_mb} MB (gateway + simulator process, no pool); new grants, 64 connections ${g_rss_mb} MB," \
