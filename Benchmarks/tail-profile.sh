@@ -10,7 +10,7 @@
 #   Benchmarks/tail-profile.sh DIR [SECONDS]   (default 5 s; needs perf and wrk, runs as root)
 # IAPGW_PACE_PEAK=R offers 50% / 80% of R instead of the peak it measures (A/B: the same rates for
 # both binaries); IAPGW_BIN and IAPGW_SKIP_BUILD as for verify-load.sh. Keeps DIR/pace-*.{csv,json,
-# sched.data,timehist,syscalls} and DIR/writer.trace.
+# sched.data,timehist,syscalls,tids} and DIR/writer.trace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $# -ge 1 ]] || { echo "usage: Benchmarks/tail-profile.sh DIR [SECONDS]"; exit 2; }

@@ -15,8 +15,8 @@ A request's batch is inferred: the last batch answered between its send and its 
 are answered in batch order, a response follows its answer within microseconds unless the
 answering thread waits for a CPU, which the run-queue column shows).
 
-  tail_attribution.py DIR NAME   (reads DIR/NAME.csv, NAME.json, writer.trace, NAME.timehist,
-                                  NAME.syscalls, gateway.tids; prints the attribution)
+  tail_attribution.py DIR NAME   (reads DIR/NAME.csv, NAME.json, NAME.timehist, NAME.syscalls,
+                                  NAME.tids (the gateway's threads) and writer.trace; prints the attribution)
 """
 import bisect
 import csv
@@ -82,7 +82,7 @@ def main(directory, name):
     commit_ends = [c[2] for c in commits]
 
     gateway_tids = {}
-    for line in open(f"{directory}/gateway.tids"):
+    for line in open(f"{directory}/{name}.tids"):
         tid, _, comm = line.strip().partition(" ")
         gateway_tids[int(tid)] = comm
 
