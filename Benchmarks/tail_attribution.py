@@ -135,7 +135,7 @@ def main(directory, name):
         delay, run = int(round(float(m.group(6)) * 1e6)), int(round(float(m.group(7)) * 1e6))
         if t < start - 1_000_000_000 or t > end + 1_000_000_000:
             continue
-        running[int(m.group(2))].append((t - run, t, comm))
+        running[int(m.group(2))].append((t - run, t, f"gateway {comm}" if tid in gateway_tids else comm))
         if delay <= 0:
             continue
         span = (t - run - delay, t - run)
