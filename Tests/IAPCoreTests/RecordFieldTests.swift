@@ -4,7 +4,8 @@ import XCTest
 /// Each row of a canonical record's field table names its property twice (the function that reads
 /// it and the key path that writes it, `RecordField`): a row whose two spellings disagree would
 /// map Apple's value into one property and write another into canonical JSON. Every row is
-/// written with a value of its type and read back, and no other row may see the write.
+/// written with a value of its type and read back, and no other row may see the write. The
+/// ledger's canonical text, written from the fields in key order, is the JSON value's text.
 final class RecordFieldTests: XCTestCase {
     func testEveryTransactionFieldReadsWhatItWrites() {
         check(CanonicalTransaction(transactionId: "t", productId: "p", source: "s", mappingVersion: "m"))
@@ -16,6 +17,24 @@ final class RecordFieldTests: XCTestCase {
 
     func testEveryAppTransactionFieldReadsWhatItWrites() {
         check(CanonicalAppTransaction(bundleId: "b", source: "s", mappingVersion: "m"))
+    }
+
+    /// The ledger's canonical text is written member by member in a static key order: byte for
+    /// byte the sorted-key text of `jsonValue`, for a bare record and for one with every field set.
+    func testJSONTextIsTheJSONValuesTextWithEveryFieldSetOrNone() {
+        same(CanonicalTransaction(transactionId: "t", productId: "p", source: "serverAPI", mappingVersion: "serverAPI/v2"))
+        same(CanonicalRenewal(originalTransactionId: "o", source: "verifyReceipt", mappingVersion: "verifyReceipt/v1"))
+        same(CanonicalAppTransaction(bundleId: "b", source: "serverAPI", mappingVersion: "serverAPI/v2"))
+    }
+
+    private func same<R: CanonicalRecord>(_ base: R, file: StaticString = #filePath, line: UInt = #line) {
+        var full = base
+        for field in R.fields { field.write(&full, Self.sample(field.type, distinctFrom: field.read(base))) }
+        for record in [base, full] {
+            XCTAssertEqual(record.jsonText, record.jsonValue.jsonText, file: file, line: line)
+        }
+        XCTAssertEqual(R.fieldsInKeyOrder.map(\.name), (R.fields.map(\.name) + ["source", "mappingVersion"]).sorted(),
+                       file: file, line: line)
     }
 
     private func check<R: CanonicalRecord>(_ base: R, file: StaticString = #filePath, line: UInt = #line) {

@@ -89,6 +89,9 @@ public struct RecordField<Record>: Sendable {
 /// A canonical record: its fields, named once (`fields`), and where it came from.
 public protocol CanonicalRecord: Sendable {
     static var fields: [RecordField<Self>] { get }
+    /// `fields` with `source` and `mappingVersion`, sorted by name: canonical JSON's member order
+    /// (`inKeyOrder(fields)`, kept in a static so no write sorts).
+    static var fieldsInKeyOrder: [RecordField<Self>] { get }
     /// Which adapter produced it ("verifyReceipt", "serverAPI").
     var source: String { get }
     /// The mapping file that produced it, e.g. "verifyReceipt/v1".
@@ -109,9 +112,35 @@ extension CanonicalRecord {
         }
         return .object(o)
     }
+
+    /// `jsonValue.jsonText`, byte for byte, written member by member in key order: no dictionary
+    /// built, none sorted (the ledger writes or compares one per claimed transaction).
+    public var jsonText: String {
+        var out: [UInt8] = []
+        out.reserveCapacity(1024)
+        out.append(UInt8(ascii: "{"))
+        for field in Self.fieldsInKeyOrder {
+            guard let value = field.read(self) else { continue }
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            JSONValue.writeString(field.name, to: &out)
+            out.append(UInt8(ascii: ":"))
+            value.write(to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `fields` and the two members every record has, sorted as `JSONValue` writes an object's keys.
+    static func inKeyOrder(_ fields: [RecordField<Self>]) -> [RecordField<Self>] {
+        let provenance = [RecordField<Self>(name: "source", type: .string, read: { .string($0.source) }, write: { _, _ in }),
+                          RecordField(name: "mappingVersion", type: .string, read: { .string($0.mappingVersion) },
+                                      write: { _, _ in })]
+        return (fields + provenance).sorted { $0.name < $1.name }
+    }
 }
 
 extension CanonicalTransaction: CanonicalRecord {
+    public static let fieldsInKeyOrder = inKeyOrder(fields)
     public static let fields: [RecordField<Self>] = [
         .string("transactionId", \.transactionId, \.transactionId),
         .string("originalTransactionId", \.originalTransactionId, \.originalTransactionId),
@@ -150,6 +179,7 @@ extension CanonicalTransaction: CanonicalRecord {
 }
 
 extension CanonicalRenewal: CanonicalRecord {
+    public static let fieldsInKeyOrder = inKeyOrder(fields)
     public static let fields: [RecordField<Self>] = [
         .string("originalTransactionId", \.originalTransactionId, \.originalTransactionId),
         .string("productId", \.productId, \.productId),
@@ -178,6 +208,7 @@ extension CanonicalRenewal: CanonicalRecord {
 }
 
 extension CanonicalAppTransaction: CanonicalRecord {
+    public static let fieldsInKeyOrder = inKeyOrder(fields)
     public static let fields: [RecordField<Self>] = [
         .string("bundleId", \.bundleId, \.bundleId),
         .int("appAppleId", \.appAppleId, \.appAppleId),
