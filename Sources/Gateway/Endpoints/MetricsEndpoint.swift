@@ -1,9 +1,11 @@
 import HTTPServer
+import IAPConfig
 import IAPCore
 import Ledger
 
 /// GET /metrics: the Prometheus text of the gateway: request and upstream metrics, the storage
-/// gauges (never waited on for long, `StorageGauges`), the verified-chain caches and the log lines dropped.
+/// gauges (never waited on for long, `StorageGauges`), the verified-chain caches, the log lines
+/// dropped and the secret files' refreshes.
 struct MetricsEndpoint: Sendable {
     typealias ChainCacheCounts = @Sendable () -> (hits: Int, misses: Int)
 
@@ -26,7 +28,7 @@ struct MetricsEndpoint: Sendable {
 
     func answer() async -> HTTPResponse {
         HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
-                     body: Array((metrics.prometheusText() + (await storageGauges.text()) + chainCacheGauges() + logGauges()).utf8))
+                     body: Array((metrics.prometheusText() + (await storageGauges.text()) + chainCacheGauges() + logGauges() + secretGauges()).utf8))
     }
 
     /// Gauges read from the ledger: inbox and outbox depth, and per app the migration comparisons
@@ -64,5 +66,13 @@ struct MetricsEndpoint: Sendable {
         "# HELP iapgw_log_lines_dropped_total Log lines dropped because the log output did not keep up (or failed).\n"
             + "# TYPE iapgw_log_lines_dropped_total counter\n"
             + "iapgw_log_lines_dropped_total \(logWriter?.droppedLines ?? 0)\n"
+    }
+
+    private func secretGauges() -> String {
+        "# HELP iapgw_secret_refresh_failures_total Reads of a secret file that failed (its last good value kept).\n"
+            + "# TYPE iapgw_secret_refresh_failures_total counter\n"
+            + "iapgw_secret_refresh_failures_total \(SecretFiles.shared.refreshFailures)\n"
+            + "# HELP iapgw_secret_files_stale Secret files whose last read failed.\n# TYPE iapgw_secret_files_stale gauge\n"
+            + "iapgw_secret_files_stale \(SecretFiles.shared.staleFiles)\n"
     }
 }
