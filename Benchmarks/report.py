@@ -66,12 +66,21 @@ grants = verify.get("new_grants") or {}
 rps, v_openssl = verify.get("requests_per_s"), verify.get("openssl_speed_ecdsap256_verify_per_s")
 g_rps = grants.get("requests_per_s")
 cores = verify.get("cores", "?")
+
+
+def without_errors(met, errors):
+    """A peak with non-2xx answers (wrk counts them as requests) is not a peak of verifications."""
+    return None if met is None else met and errors == 0
+
+
 r = ratio(g_rps, v_openssl)
-row(4, f"POST /verify new grants (a pool of {grants.get('pool', '?')} signed transactions), 64 connections, {cores} cores",
-    g_rps, "req/s", "openssl speed ecdsap256 verify (1 core)", v_openssl, r, "≥ 1.0, each durable", at_least(r, 1.0))
+row(4, f"POST /verify new grants (a pool of {grants.get('pool', '?')} signed transactions), 64 connections, {cores} cores, "
+    f"errors {grants.get('non2xx', '?')}",
+    g_rps, "req/s", "openssl speed ecdsap256 verify (1 core)", v_openssl, r, "≥ 1.0, each durable",
+    without_errors(at_least(r, 1.0), grants.get("non2xx")))
 r = ratio(rps, v_openssl)
-row(4, f"POST /verify re-claims, 64 connections, {cores} cores", rps, "req/s",
-    "openssl speed ecdsap256 verify (1 core)", v_openssl, r, "≥ 1.2", at_least(r, 1.2))
+row(4, f"POST /verify re-claims, 64 connections, {cores} cores, errors {verify.get('non2xx', '?')}", rps, "req/s",
+    "openssl speed ecdsap256 verify (1 core)", v_openssl, r, "≥ 1.2", without_errors(at_least(r, 1.2), verify.get("non2xx")))
 for percent, goal in (("50", 5.0), ("80", 10.0)):
     # Evenly paced (iapgw-dev pace), latency from each request's due time. A run whose generator
     # fell behind its own schedule measured the generator: its p99 is shown but judged as no figure.
@@ -123,7 +132,9 @@ row(6, f"POST /v1/retention p99, {retention.get('connections', '?')} connections
     r_p99, "ms", "Apple's realtime deadline (sandbox performance test)", deadline, r_share, "≤ 1.0, every request offered",
     None if r_share is None else r_share <= 1.0 and retention.get("offered") == retention.get("count"))
 rss = verify.get("peak_rss_mb")
-row(4, "peak RSS under POST /verify load (gateway + simulator)", rss, "MB", "goal 100 MB", 100.0, ratio(rss, 100.0),
+# The re-claim demo's process during the re-claim and paced runs only: the new-grant demo's simulator
+# holds its whole signed pool, and bench-notifications is gateway and client in one process.
+row(4, "peak RSS under POST /verify re-claim and paced loads (gateway + simulator)", rss, "MB", "goal 100 MB", 100.0, ratio(rss, 100.0),
     "≤ 100 MB", at_most(rss, 100))
 # Beside the goals.
 row(4, "POST /verify re-claims p50 / p99 at 64 connections", verify.get("p99_ms"), "ms",

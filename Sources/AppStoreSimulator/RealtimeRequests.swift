@@ -7,9 +7,10 @@ import UpstreamHTTP
 /// signed by the simulator's chain like its notifications).
 extension AppStoreSimulator {
     /// The `signedPayload` of a realtime request about the subscription `originalTransactionId`
-    /// (its product now), as a customer with `userLocale` would cause it.
+    /// (its product now), as a customer with `userLocale` would cause it; signed now, or at
+    /// `signedDate` (ms: a request captured then and replayed now).
     public func signedRealtimeRequest(originalTransactionId: String, userLocale: String = "en-US",
-                                      requestIdentifier: UUID = UUID()) throws -> String {
+                                      requestIdentifier: UUID = UUID(), signedDate: Int64? = nil) throws -> String {
         guard let chain = store.chain(originalTransactionId), let latest = store.transaction(chain.latestTransactionId),
               let app = store.app(chain.bundleId) else {
             throw SimulatorError("no subscription \(originalTransactionId)")
@@ -17,7 +18,7 @@ extension AppStoreSimulator {
         return try pki.signJWS(.object([
             "originalTransactionId": .string(originalTransactionId), "appAppleId": .int(app.appAppleId),
             "productId": .string(latest.productId), "userLocale": .string(userLocale),
-            "requestIdentifier": .string(requestIdentifier.uuidString), "signedDate": .int(store.nowMs),
+            "requestIdentifier": .string(requestIdentifier.uuidString), "signedDate": .int(signedDate ?? store.nowMs),
             "environment": .string(chain.environment.rawValue),
         ]))
     }

@@ -67,6 +67,9 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let certificateNotYetValid = Code(rawValue: "CERTIFICATE_NOT_YET_VALID")
         /// `signedDate` later than now plus the allowed clock skew.
         public static let signedDateInFuture = Code(rawValue: "SIGNED_DATE_IN_FUTURE")
+        /// A Retention Messaging realtime request's `signedDate` earlier than now minus the allowed
+        /// clock skew: Apple signs one as it asks and waits well under a second, so an older one is a replay.
+        public static let signedDateTooOld = Code(rawValue: "SIGNED_DATE_TOO_OLD")
         /// A signed payload's `exp` claim is at or before now (Apple never sends one; Apple's Python library refuses it).
         public static let jwtExpired = Code(rawValue: "JWT_EXPIRED")
         /// A signed payload's `nbf` or `iat` claim is later than now (refused as Apple's Python library does).
@@ -182,7 +185,7 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
             .inputTooLarge, .malformedBase64, .malformedJWS, .malformedJSON, .duplicateJSONKey,
             .invalidFieldType, .missingField, .unsupportedAlgorithm, .invalidChainLength,
             .malformedCertificate, .untrustedRoot, .invalidCertificateChain, .missingAppleOID,
-            .certificateExpired, .certificateNotYetValid, .signedDateInFuture, .jwtExpired, .jwtNotYetValid,
+            .certificateExpired, .certificateNotYetValid, .signedDateInFuture, .signedDateTooOld, .jwtExpired, .jwtNotYetValid,
             .jwtAudienceNotAccepted, .invalidSignature,
             .certificateRevoked, .revocationCheckUnavailable, .bundleIdMismatch, .appAppleIdMismatch,
             .environmentNotAllowed, .wrongPayloadKind, .notificationInconsistent,

@@ -125,7 +125,7 @@ public struct IAPGatewayHistory: Sendable, Equatable, Decodable {
         public let environment: String?
         /// What Apple answered: verifyReceipt's statuses ("21007 0") or the Server API's failure.
         public let appleStatus: String?
-        /// "granted" or "refused".
+        /// "granted" or "notGranted" (a 200's verdict), or "refused" (`code` says why).
         public let verdict: String
         /// The gateway's error code of a refusal.
         public let code: String?

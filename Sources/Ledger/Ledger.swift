@@ -94,6 +94,10 @@ public struct PurchaseClaim: Sendable {
     public var presentedTransactionId: String?
     /// Appended to the audit trail inside the claim: a grant is never stored without its record.
     public var audit: AuditRecord?
+    /// Decides `audit`'s verdict from the claimed chains' entitlements as the claim reads them back
+    /// (`ClaimOutcome.entitlements`), the facts the answer's verdict is decided from: the trail says
+    /// what the answer says. nil: `audit` is written with the verdict it has.
+    public var auditVerdict: (@Sendable (_ stored: [Entitlement]) -> AuditVerdict)?
     /// Queue each newly granted, unrevoked transaction for Finish Transaction in the claim's own
     /// transaction (the app's `finishTransactions`; see `FinishLedger`).
     public var finishNewlyGranted = false
@@ -125,8 +129,14 @@ public struct ClaimOutcome: Hashable, Sendable {
     public var entitlements: [Entitlement] = []
 }
 
+/// What an audited request was answered (the audit_log `verdict` column).
 public enum AuditVerdict: String, Codable, Hashable, Sendable {
-    case granted, refused
+    /// Answered 200: a verify answer's `granted` (something grants access now), or a retention answer.
+    case granted
+    /// Answered 200 with verdict `notGranted`: genuine and bound to the account, nothing grants access now.
+    case notGranted
+    /// Refused: `errorCode` says why.
+    case refused
 }
 
 /// One line of the audit trail: what was decided about which evidence, never the evidence itself.

@@ -161,6 +161,33 @@ final class RetentionTests: XCTestCase {
         XCTAssertNotNil(answer.json["promotionalOffer"])
     }
 
+    /// Apple signs a realtime request as it asks: one signed longer ago than the verifier's clock-skew
+    /// allowance (60 s) is a replay, refused 422 SIGNED_DATE_TOO_OLD and audited, nothing offered;
+    /// one signed within it is answered, and answered again when it is retried.
+    func testACapturedRequestReplayedLaterIsRefusedAndARetryWithinTheSkewIsAnswered() async throws {
+        let e2e = try await start()
+        let ann = try e2e.subscribe(owner: "device-ann")
+        try await e2e.claim(ann, account: "ann")
+        let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
+        let captured = try e2e.simulator.signedRealtimeRequest(originalTransactionId: ann.originalTransactionId,
+                                                               signedDate: nowMs - 5 * 60_000)
+        let replayed = try await postRaw(e2e, captured)
+        XCTAssertEqual(replayed.status, 422, replayed.text)
+        XCTAssertEqual(replayed.errorCode, "SIGNED_DATE_TOO_OLD")
+        XCTAssertNil(replayed.json["promotionalOffer"])
+
+        let recent = try e2e.simulator.signedRealtimeRequest(originalTransactionId: ann.originalTransactionId,
+                                                             signedDate: nowMs - 20_000)
+        for attempt in 1...2 {
+            let answer = try await postRaw(e2e, recent)
+            XCTAssertEqual(answer.status, 200, "attempt \(attempt): \(answer.text)")
+            XCTAssertNotNil(answer.json["promotionalOffer"], "attempt \(attempt): \(answer.text)")
+        }
+        let audit = try e2e.ledger.auditRecords(bundleId: e2e.bundleId, limit: 10).filter { $0.evidenceKind.hasPrefix("retention") }
+        XCTAssertEqual(audit.map(\.evidenceKind), ["retention.promotionalOffer", "retention.promotionalOffer", "retention"])
+        XCTAssertEqual(audit.map(\.errorCode), [nil, nil, .signedDateTooOld])
+    }
+
     func testAnAppWithoutRetentionRulesAnswersApplesDefaultMessage() async throws {
         let e2e = try await NotificationE2E.start(self)
         let ann = try e2e.subscribe(owner: "device-ann")

@@ -59,6 +59,28 @@ final class VerdictTests: XCTestCase {
         }
     }
 
+    /// The audit row (what support reads in the account's history) says what the 200 said: an
+    /// expired subscription answered `notGranted` is not recorded as granted access.
+    func testTheAuditRowOfEachAnswerSaysTheVerdictTheAnswerGave() async throws {
+        let gw = try await GatewayE2E.start(self)
+        for evidence in Evidence.allCases {
+            for outcome in [Outcome.active, .expired] {
+                let name = "\(evidence.rawValue) of an \(outcome.rawValue) subscription"
+                let owner = "device-\(evidence.rawValue)-\(outcome.rawValue)"
+                let account = "acct-\(evidence.rawValue)-\(outcome.rawValue)"
+                let answer = try await verify(evidence, try purchase(outcome, owner: owner, in: gw), owner: owner,
+                                              account: account, in: gw)
+                XCTAssertEqual(answer.status, 200, "\(name): \(answer.text)")
+                let verdict = try XCTUnwrap(answer.json["verdict"]?.stringValue, name)
+                XCTAssertEqual(verdict, outcome == .active ? "granted" : "notGranted", name)
+                let history = try await gw.send("GET", "\(gw.appURL)/accounts/\(account)/history")
+                XCTAssertEqual(history.status, 200, history.text)
+                let attempts = history.json["attempts"]?.arrayValue ?? []
+                XCTAssertEqual(attempts.map { $0["verdict"]?.stringValue }, [verdict], "\(name): \(history.text)")
+            }
+        }
+    }
+
     func testTheVerdictValuesAreTheOnesTheOpenAPIDocumentDeclares() async throws {
         let gw = try await GatewayE2E.start(self)
         let document = try await gw.get("/openapi.json")

@@ -26,13 +26,17 @@ final class WebhookLeaseTests: XCTestCase {
         let client = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(
             connectTimeout: .seconds(2), requestTimeout: .seconds(2)))
         // Each delivery seems to take a minute (a slow receiver, a stalled database checkout): after the
-        // first, the batch's 10 s lease has long run out (its renewal, every 3.3 s, has not come yet).
+        // first, the batch's 10 s lease has long run out, and its renewal (every 3.3 s, on the same
+        // stalled storage) has not come. The clock moves when a delivery is recorded, after its answer:
+        // moved when the receiver saw the request, the attempt's watchdog could see the minute pass
+        // before the answer (and rightly abort). No wait of the dispatcher ends before the test is over.
+        let delivered: @Sendable () -> Int64 = { Int64(2 - ((try? ledger.outboxDepth()) ?? 2)) }
         let dispatcher = WebhookDispatcher(apps: [bundleId: app(webhookURL: receiver.url)], ledger: AsyncSQLLedger(ledger), client: client,
                                            environment: ["HOOK_SECRET": "hook-secret"], logger: .disabled,
-                                           leaseMillis: 10_000,
-                                           now: { 1_000 + Int64(receiver.deliveries.count) * 60_000 })
-        let delivered = try await dispatcher.deliverDue(limit: 2)
-        XCTAssertEqual(delivered, 1)
+                                           leaseMillis: 10_000, now: { 1_000 + delivered() * 60_000 },
+                                           wait: { _ in try await Task.sleep(for: .seconds(3_600)) })
+        let first = try await dispatcher.deliverDue(limit: 2)
+        XCTAssertEqual(first, 1)
         XCTAssertEqual(receiver.deliveries.map(\.idempotencyKey), ["k1"])
         XCTAssertEqual(try ledger.outboxDepth(), 1, "the other event waits for the next lease, not lost")
         let later = try await dispatcher.deliverDue(limit: 2)

@@ -1,6 +1,7 @@
 import AppleTrust
 import Foundation
 import IAPCore
+import Synchronization
 import XCTest
 @testable import Ledger
 
@@ -32,6 +33,62 @@ final class AuditTests: LedgerTestCase {
         purchase.audit = granted
         _ = try ledger.claim(purchase)
         XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10), [granted])
+    }
+
+    /// The claim's audit verdict is decided from the entitlements it reads back (a newer
+    /// notification's facts included), in the same step: here a chain stored expired.
+    func testClaimAuditsTheVerdictDecidedFromTheEntitlementsItReadsBack() throws {
+        let ledger = try openLedger()
+        var purchase = claim("alice", [transaction("1000", original: "1000")],
+                             entitlements: [entitlement("alice", original: "1000", state: .expired)])
+        purchase.audit = record(evidenceSHA256: SHA256Digest.lowercaseHex("evidence"), verdict: .refused)
+        let seen = Mutex<[Entitlement]?>(nil)
+        purchase.auditVerdict = { stored in
+            seen.withLock { $0 = stored }
+            return stored.contains { $0.state == .active } ? .granted : .notGranted
+        }
+        let outcome = try ledger.claim(purchase)
+        XCTAssertEqual(seen.withLock { $0 }, outcome.entitlements)
+        XCTAssertEqual(outcome.entitlements.map(\.state), [.expired])
+        XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10).map(\.verdict), [.notGranted])
+    }
+
+    /// Migration 11 widens the verdict CHECK (SQLite: a rebuilt table): rows written before it read
+    /// back unchanged with their ids, `notGranted` is accepted after it and not before, and an id
+    /// handed out before (even one whose row was deleted since) is never handed out again.
+    func testTheNotGrantedMigrationKeepsOldRowsAndTheirIds() throws {
+        let beforeIt = Array(releasedMigrations.prefix(10))
+        let granted = record(evidenceSHA256: SHA256Digest.lowercaseHex("a"), time: 1)
+        let refused = record(evidenceSHA256: SHA256Digest.lowercaseHex("b"), time: 2, verdict: .refused,
+                             errorCode: .invalidSignature)
+        let notGranted = record(evidenceSHA256: SHA256Digest.lowercaseHex("d"), time: 4, verdict: .notGranted)
+        do {
+            let old = try openLedger(migrations: beforeIt)
+            try old.recordAudit(granted)
+            try old.recordAudit(refused)
+            try old.recordAudit(record(evidenceSHA256: SHA256Digest.lowercaseHex("c"), time: 3))
+            try old.database.withConnection { (connection) throws(VerificationError) in
+                _ = try connection.run("DELETE FROM audit_log WHERE time = ?", .integer(3))
+            }
+            XCTAssertNotNil(errorThrown { () throws(VerificationError) in try old.recordAudit(notGranted) },
+                            "the old CHECK refuses notGranted")
+        }
+        let ledger = try openLedger()
+        XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10), [refused, granted])
+        try ledger.recordAudit(notGranted)
+        XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10), [notGranted, refused, granted])
+        let ids = try ledger.database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("SELECT id, time FROM audit_log ORDER BY id") { (row) throws(VerificationError) in
+                [try row.requiredInteger(0), try row.requiredInteger(1)]
+            }
+        }
+        XCTAssertEqual(ids.first?[1], 1)
+        XCTAssertEqual(ids.dropFirst().first?[1], 2)
+        XCTAssertEqual(ids.last?[1], 4)
+        XCTAssertGreaterThan(try XCTUnwrap(ids.last?[0]), try XCTUnwrap(ids.dropFirst().first?[0]) + 1,
+                             "the deleted row's id is not handed out again")
+        // Opened again: nothing to migrate, nothing changed.
+        XCTAssertEqual(try openLedger().auditRecords(bundleId: "com.example.app", limit: 10), [notGranted, refused, granted])
     }
 
     func testRefusedClaimLeavesNoRecordOfAGrant() throws {

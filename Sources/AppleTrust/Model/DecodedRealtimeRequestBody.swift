@@ -38,7 +38,11 @@ public struct DecodedRealtimeRequestBody: Sendable, Hashable {
 extension SignedDataVerifier {
     /// A Retention Messaging realtime request: verified like every signed payload (pinned roots,
     /// chain at its signedDate, ES256), then held to the app: its `appAppleId` (it names no bundle
-    /// id, so the policy must know the app's Apple id) and an accepted environment.
+    /// id, so the policy must know the app's Apple id) and an accepted environment; and it must be
+    /// fresh. Apple signs a realtime request as the subscriber opens the page and waits about 700 ms
+    /// for the answer (its performance test), never sending it again later, so its signedDate is
+    /// held to the same clock-skew allowance backwards as every signedDate is forwards: an older
+    /// request is a replay (Apple's library sets no bound; this one is stricter, never looser).
     public func verifyAndDecodeRealtimeRequest(_ jws: String) throws(VerificationError) -> DecodedRealtimeRequestBody {
         let (request, ids) = try verified(jws, as: .realtimeRequest, DecodedRealtimeRequestBody.init)
         guard appAppleId != nil else {
@@ -46,6 +50,12 @@ extension SignedDataVerifier {
         }
         try checkIdentity(bundleId: ids.bundleId, requireBundle: false, appAppleId: request.appAppleId,
                           environment: request.environment)
+        // `clockSkewMs` is at most `PayloadDates.maxMs`, so the subtraction cannot overflow.
+        let nowMs = PayloadDates.milliseconds(now())
+        guard request.signedDate >= nowMs - clockSkewMs else {
+            throw VerificationError(.signedDateTooOld,
+                                    "signedDate \(request.signedDate) is earlier than now (\(nowMs)) minus the allowed skew")
+        }
         return request
     }
 }

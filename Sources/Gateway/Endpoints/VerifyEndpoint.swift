@@ -42,7 +42,7 @@ struct VerifyEndpoint: Sendable {
         // What Apple answers on the way is noted by the adapters for the audit record.
         let appleAnswers = AppleAnswerNote()
         do {
-            // The granted record is written by the claim itself, in its transaction.
+            // The answered record is written by the claim itself, in its transaction.
             let attempt: Result<JSONValue, VerificationError> = await AppleAnswerNote.$current.withValue(appleAnswers) {
                 do throws(VerificationError) {
                     return .success(try await verifyAndClaim(evidence, account: account, app: app, audit: &audit,
@@ -93,32 +93,32 @@ struct VerifyEndpoint: Sendable {
         let grandfathered = GrandfatheringGrant.entitlements(outcome, context)
         let entitlements = EntitlementCalculator.entitlements(account: account, transactions: outcome.transactions,
                                                               renewals: outcome.renewals, now: context.now) + grandfathered
-        var granted = audit
-        granted.verdict = .granted
-        granted.appleStatus = AppleAnswerNote.current?.summary
-        granted.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
+        var answered = audit
+        answered.appleStatus = AppleAnswerNote.current?.summary
+        answered.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
+        let chains = Set(entitlements.map(\.originalTransactionId))
+        let policy = app.gracePeriodPolicy
         // One ledger step: refuses a chain refunded after this evidence was signed, binds, grants,
-        // audits, and reads back the ledger's view (a newer notification may already know better).
+        // reads back the ledger's view (a newer notification may already know better) and audits
+        // the verdict the answer gives from that view.
         var purchase = PurchaseClaim(bundleId: app.bundleId, account: account,
                                      transactions: outcome.transactions, entitlements: entitlements,
                                      now: context.now, factTimes: Self.factTimes(outcome, now: context.now),
-                                     presentedTransactionId: outcome.presentedTransactionId, audit: granted)
+                                     presentedTransactionId: outcome.presentedTransactionId, audit: answered)
+        purchase.auditVerdict = { VerifyVerdict.of(Self.standing($0, chains: chains, now: context.now), policy: policy).audited }
         // Queued inside the claim, so only a durable grant is ever reported delivered to Apple.
         purchase.finishNewlyGranted = app.finishTransactions
         purchase.appPurchaseKeys = grandfathered.map(\.originalTransactionId)
         let claim = try await ledger.claim(purchase)
-        audit = granted
+        audit = answered
         for step in outcome.followUps { await step.afterClaim(outcome, bundleId: app.bundleId, store: store) }
         // Refunded and revoked purchases are answered as such, never as granted (a backend that
         // credits per newly granted id must not pay out a refund).
         let revoked = Set(outcome.transactions.filter { $0.revocationDate != nil }.map(\.transactionId))
-        let chains = Set(entitlements.map(\.originalTransactionId))
-        // As they stand now: the claim stored facts, the clock may have ended some since they were signed.
-        let stored = claim.entitlements.filter { chains.contains($0.originalTransactionId) }
-            .map { EntitlementAccess.current($0, now: context.now) }
+        let stored = Self.standing(claim.entitlements, chains: chains, now: context.now)
         var answer: [String: JSONValue] = [
             "account": .string(account),
-            "verdict": .string(VerifyVerdict.of(stored, policy: app.gracePeriodPolicy).rawValue),
+            "verdict": .string(VerifyVerdict.of(stored, policy: policy).rawValue),
             "adapter": .string(outcome.adapter.rawValue),
             "environment": .string(outcome.environment.rawValue),
             "mappingVersion": .string(outcome.mappingVersion),
@@ -137,6 +137,13 @@ struct VerifyEndpoint: Sendable {
             answer["grandfathered"] = .bool(!grandfathered.isEmpty)
         }
         return .object(answer)
+    }
+
+    /// The evidence's chains of the claim's read-back entitlements, as they stand now: the claim
+    /// stored facts, the clock may have ended some since they were signed. The answer and its audit
+    /// verdict are both decided from these.
+    static func standing(_ stored: [Entitlement], chains: Set<String>, now: Int64) -> [Entitlement] {
+        stored.filter { chains.contains($0.originalTransactionId) }.map { EntitlementAccess.current($0, now: now) }
     }
 
     /// When Apple stated each chain's facts: a live answer (verifyReceipt, Server API lookups) is

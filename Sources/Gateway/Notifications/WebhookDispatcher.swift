@@ -32,10 +32,15 @@ public final class WebhookDispatcher: Sendable {
     /// are due again (for another instance, or its own next incarnation) at most this long after.
     /// Renewed every third of it while a batch is being delivered.
     let leaseMillis: Int64
+    /// The wait between renewals and between the attempt watchdog's looks at the lease: real time,
+    /// unless a test drives `now` and must drive the waits with it.
+    let wait: @Sendable (Duration) async throws -> Void
 
     public init(apps: [String: AppPolicy], ledger: any NotificationLedger & Ledger, client: UpstreamHTTPClient,
                 environment: [String: String], logger: Logger, identity: Identity = .ephemeral(),
-                leaseMillis: Int64 = 10_000, now: @escaping @Sendable () -> Int64) {
+                leaseMillis: Int64 = 10_000, now: @escaping @Sendable () -> Int64,
+                wait: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }) {
+        self.wait = wait
         self.apps = apps
         self.ledger = ledger
         self.client = client
@@ -170,12 +175,12 @@ public final class WebhookDispatcher: Sendable {
                     return Task.isCancelled ? .leaseLost : .failed
                 }
             }
-            group.addTask { [now, leaseMillis] in
+            group.addTask { [now, wait, leaseMillis] in
                 // Looks again after each renewal (a third of a lease), and when the lease as last renewed
                 // is about to end: a renewal that found the event taken, or none in time, ends the attempt.
                 while lease.holds(seq, now: now(), margin: margin) {
                     let left = min(lease.until - margin - now(), leaseMillis / 3)
-                    do { try await Task.sleep(for: .milliseconds(max(left, 1))) } catch { break }
+                    do { try await wait(.milliseconds(max(left, 1))) } catch { break }
                 }
                 return nil
             }
@@ -191,7 +196,7 @@ public final class WebhookDispatcher: Sendable {
     /// Renews the batch's leases every third of a lease until cancelled (the batch is done).
     private func keepRenewing(_ lease: BatchLease) async {
         while !Task.isCancelled {
-            do { try await Task.sleep(for: .milliseconds(max(leaseMillis / 3, 1))) } catch { return }
+            do { try await wait(.milliseconds(max(leaseMillis / 3, 1))) } catch { return }
             let until = now() + leaseMillis
             do {
                 lease.renewed(try await ledger.renewWebhookLeases(lease.held, holder: identity.id, until: until), until: until)

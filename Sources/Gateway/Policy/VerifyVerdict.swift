@@ -1,5 +1,6 @@
 import IAPConfig
 import IAPCore
+import Ledger
 
 /// The `verdict` of a 200 verify answer, the same for every kind of evidence: decided here alone,
 /// from the answer's entitlements as they stand now (`EntitlementAccess`). Evidence whose presented
@@ -15,5 +16,13 @@ public enum VerifyVerdict: String, Sendable, CaseIterable {
     /// `entitlements` must already stand at the answer's time (`EntitlementAccess.current`).
     static func of(_ entitlements: [Entitlement], policy: AppPolicy.GracePeriodPolicy) -> VerifyVerdict {
         entitlements.contains { EntitlementAccess.grantsAccess($0.state, policy: policy) } ? .granted : .notGranted
+    }
+
+    /// The audit trail's word for this verdict (the audit row says what the answer said).
+    var audited: AuditVerdict {
+        switch self {
+        case .granted: .granted
+        case .notGranted: .notGranted
+        }
     }
 }

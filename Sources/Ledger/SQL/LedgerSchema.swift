@@ -5,7 +5,7 @@
 enum LedgerSchema {
     static func migrations(_ dialect: SQLDialect) -> [String] {
         let d = dialect.ddl
-        return [v1(d), v2(d), v3(d), v4(d), v5, v6(d), v7, v8(d), v9, v10(d)]
+        return [v1(d), v2(d), v3(d), v4(d), v5, v6(d), v7, v8(d), v9, v10(d), v11(dialect)]
     }
 
     /// Times are integer milliseconds since 1970. Nonces are stored as the SHA-256 of their value,
@@ -156,5 +156,55 @@ enum LedgerSchema {
         """
             ALTER TABLE entitlements ADD COLUMN commitment_expires_date \(d.integer);
             """
+    }
+
+    /// The audit verdict `notGranted`: a 200 verify answer whose evidence grants nothing now was
+    /// recorded `granted`. PostgreSQL swaps the column's CHECK; SQLite cannot alter a CHECK, so the
+    /// table is rebuilt with every row and id as they were, its AUTOINCREMENT counter carried over
+    /// (an id is never handed out twice, even after a purge of the newest rows) and its indexes made
+    /// again. Old rows keep their meaning: `granted` and `refused` are unchanged.
+    static func v11(_ dialect: SQLDialect) -> String {
+        let verdicts = "CHECK (verdict IN ('granted', 'notGranted', 'refused'))"
+        switch dialect {
+        case .postgres:
+            return """
+                ALTER TABLE audit_log DROP CONSTRAINT audit_log_verdict_check;
+                ALTER TABLE audit_log ADD CONSTRAINT audit_log_verdict_check \(verdicts);
+                """
+        case .sqlite:
+            let d = dialect.ddl
+            let columns = """
+                id, time, bundle_id, account, evidence_kind, evidence_sha256, transaction_ids, product_ids,
+                environment, verdict, error_code, adapter, latency_micros, request_id, client_version, apple_status
+                """
+            return """
+                CREATE TABLE audit_log_v11 (
+                    id \(d.autoincrementKey),
+                    time \(d.integer) NOT NULL,
+                    bundle_id TEXT NOT NULL,
+                    account TEXT,
+                    evidence_kind TEXT NOT NULL,
+                    evidence_sha256 TEXT NOT NULL CHECK (length(evidence_sha256) = 64),
+                    transaction_ids TEXT NOT NULL,
+                    product_ids TEXT NOT NULL,
+                    environment TEXT,
+                    verdict TEXT NOT NULL \(verdicts),
+                    error_code TEXT,
+                    adapter TEXT,
+                    latency_micros \(d.integer) NOT NULL,
+                    request_id TEXT,
+                    client_version TEXT,
+                    apple_status TEXT
+                );
+                INSERT INTO audit_log_v11 (\(columns)) SELECT \(columns) FROM audit_log ORDER BY id;
+                DELETE FROM sqlite_sequence WHERE name = 'audit_log_v11';
+                INSERT INTO sqlite_sequence (name, seq) SELECT 'audit_log_v11', seq FROM sqlite_sequence WHERE name = 'audit_log';
+                DROP TABLE audit_log;
+                ALTER TABLE audit_log_v11 RENAME TO audit_log;
+                CREATE INDEX audit_log_by_app ON audit_log (bundle_id, id);
+                CREATE INDEX audit_log_by_account ON audit_log (bundle_id, account, time);
+                CREATE INDEX audit_log_by_time ON audit_log (time);
+                """
+        }
     }
 }

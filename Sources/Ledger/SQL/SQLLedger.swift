@@ -153,9 +153,12 @@ public final class SQLLedger: Sendable {
         for entitlement in claim.entitlements {
             try store(entitlement, in: claim, &reads, connection)
         }
-        if let audit = claim.audit { try Self.insertAudit(audit, connection) }
         outcome.entitlements = try Self.entitlements(bundleId: claim.bundleId, account: claim.account, connection)
             .filter { chains.contains($0.originalTransactionId) }
+        if var audit = claim.audit {
+            if let decide = claim.auditVerdict { audit.verdict = decide(outcome.entitlements) }
+            try Self.insertAudit(audit, connection)
+        }
         return outcome
     }
 
