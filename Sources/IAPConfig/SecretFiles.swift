@@ -97,8 +97,7 @@ public final class SecretFiles: @unchecked Sendable {
     /// time (a read hangs). For tests and operators' tools: the gateway itself only waits for the timer.
     @discardableResult
     public func refreshNow(within limit: Duration) -> Bool {
-        let (seconds, attoseconds) = limit.components
-        let end = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) * 1e-18)
+        let end = limit.fromNow
         condition.lock()
         defer { condition.unlock() }
         startThreadIfNeeded()
@@ -122,11 +121,9 @@ public final class SecretFiles: @unchecked Sendable {
 
     /// The refreshing thread: a pass every `refreshInterval`, or at once when asked.
     private func refreshLoop() {
-        let (seconds, attoseconds) = refreshInterval.components
-        let interval = max(0.01, Double(seconds) + Double(attoseconds) * 1e-18)
         condition.lock()
         while true {
-            let next = Date(timeIntervalSinceNow: interval)
+            let next = max(refreshInterval, .milliseconds(10)).fromNow
             while !passRequested, condition.wait(until: next) {}
             passRequested = false
             passing = true

@@ -73,8 +73,7 @@ public final class LogWriter: @unchecked Sendable {
     /// output is blocked). For process exit, after the last line.
     @discardableResult
     public func flush(within limit: Duration) -> Bool {
-        let (seconds, attoseconds) = limit.components
-        let end = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) * 1e-18)
+        let end = limit.fromNow
         condition.lock()
         defer { condition.unlock() }
         while !queued.isEmpty || droppedInGap > 0 || writing {
@@ -93,7 +92,7 @@ public final class LogWriter: @unchecked Sendable {
                 condition.wait()
             }
             condition.unlock()
-            Thread.sleep(forTimeInterval: Double(Self.gatherDelay / .microseconds(1)) / 1e6)
+            Thread.sleep(forTimeInterval: Self.gatherDelay.timeInterval)
             condition.lock()
             swap(&batch, &queued)
             if droppedInGap > 0 {
