@@ -79,7 +79,7 @@ var targets: [Target] = [
                                                         "UpstreamHTTP", "LoadPacer"]),
 
     // What tests share (the seeded generator, the end-to-end harness); linked by tests only.
-    .target(name: "TestSupport", dependencies: ["Demo", "AppStoreSimulator", "AppleTrust", "IAPCore", "HTTPServer",
+    .target(name: "TestSupport", dependencies: ["Demo", "AppStoreSimulator", "AppleTrust", "IAPConfig", "IAPCore", "HTTPServer",
                                                 "UpstreamHTTP"], path: "Tests/TestSupport"),
 
     .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore", "IAPConfig", "IAPMapping", "TestSupport"], exclude: ["Fixtures"]),
