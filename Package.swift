@@ -76,7 +76,7 @@ var targets: [Target] = [
     // Development: the demo, the simulator alone and the benchmarks, on the test PKI.
     .executableTarget(name: "iapgw-dev", dependencies: ["CommandLineSupport", "IAPCore", "IAPConfig", "AppleTrust", "AppReceipts",
                                                         "TestPKI", "Gateway", "Ledger", "AppStoreSimulator", "Demo",
-                                                        "UpstreamHTTP", "LoadPacer"]),
+                                                        "UpstreamHTTP", "LoadPacer", "COpenSSL"]),
 
     // What tests share (the seeded generator, the end-to-end harness); linked by tests only.
     .target(name: "TestSupport", dependencies: ["Demo", "AppStoreSimulator", "AppleTrust", "IAPConfig", "IAPCore", "HTTPServer",
@@ -117,7 +117,8 @@ if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
                          ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "IAPConfig", "UpstreamHTTP"]),
                          ("FuzzRequest", ["Adapters", "Gateway", "HTTPServer", "IAPCore"]),
                          ("FuzzCompareInput", ["Gateway", "IAPCore"]),
-                         ("FuzzHTTPResponse", ["LoadPacer"])] {
+                         ("FuzzHTTPResponse", ["LoadPacer"]),
+                         ("FuzzPaceBodies", ["LoadPacer"])] {
         targets.append(.executableTarget(
             name: name, dependencies: deps.map { .target(name: $0) }, path: "Fuzz/\(name)",
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]))

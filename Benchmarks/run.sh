@@ -6,8 +6,8 @@
 #   2. the same JWS through Apple's Python library      / iapgw's warm rate (as "iapgw is N× faster")
 #   3. the 187-record receipt parsed+verified/s         / the Python library's receipt utility
 #   4. POST /verify at 64 connections (wrk), re-claims and new grants (a pool of signed purchases), and
-#      re-claims offered at 50% / 80% of the peak, evenly paced (iapgw-dev pace; hey -q beside it,
-#      informational): req/s, p50/p99/p99.9, errors, peak RSS
+#      each offered at 50% / 80% of its peak, evenly paced (iapgw-dev pace; hey -q beside the re-claim
+#      ones, informational): req/s, p50/p99/p99.9, errors, peak RSS of the process serving each load
 #      / openssl verify/s (one core)
 #   5. notifications accepted/s, durably, on SQLite and on PostgreSQL   / raw durable single-row inserts/s
 #      of the same backend (sqlite3 CLI, WAL + synchronous=FULL; pgbench, 16 clients, one INSERT each)
@@ -35,6 +35,7 @@ section() { echo; echo "== $*"; }
 
 section "build (release)"
 within 1800 swift build -c release --product iapgw-dev >/dev/null
+within 1800 swift build -c release --product iapgw >/dev/null  # the gateway measured alone (new grants, notifications)
 export IAPGW_SKIP_BUILD=1
 iapgw=.build/release/iapgw-dev
 git rev-parse --short HEAD >"$work/commit" 2>/dev/null || echo unknown >"$work/commit"
@@ -57,7 +58,8 @@ section "4. POST /verify: re-claims, new grants, fixed offered rate (Benchmarks/
 within $((12 * seconds + 900)) bash Benchmarks/verify-load.sh "$seconds" --json "$work/verify.json" | sed 's/^/   /'
 
 section "5a. notifications on SQLite ($count notifications, 16 connections)"
-within 600 "$iapgw" bench-notifications --count "$count" --connections 16 --seconds 3 --json "$work/notif-sqlite.json" | sed 's/^/   /'
+within 600 "$iapgw" bench-notifications --count "$count" --connections 16 --seconds 3 --gateway .build/release/iapgw \
+    --json "$work/notif-sqlite.json" | sed 's/^/   /'
 # Baseline: the same durability the inbox insert asks for (WAL, synchronous=FULL), one row of a
 # notification's size per transaction, from the sqlite3 CLI.
 inserts=1000
@@ -73,13 +75,15 @@ if [[ ! -x "$pg_bin/initdb" ]]; then
 else
   pg_start_cluster
   within 60 "$pg_bin/createdb" "${pg[@]}" iapgw_bench
+  within 60 "$pg_bin/createdb" "${pg[@]}" iapgw_bench_alone  # the gateway process measured alone (its RSS)
   tps=$(pgbench_insert_rate "$seconds")
   echo "{\"clients\":16,\"per_s\":${tps:-0}}" >"$work/pg-baseline.json"
   echo "   baseline: pgbench, 16 clients, single-row 4 KB inserts, synchronous_commit=on: ${tps:-?}/s"
   storage="postgres://postgres@127.0.0.1:$pg_port/iapgw_bench"
   # The receipt seal key lives beside an SQLite file by default; a PostgreSQL run has none.
   if IAPGW_RECEIPT_SEAL_KEY=$(openssl rand -hex 32) within 600 "$iapgw" bench-notifications --count "$count" --connections 16 \
-       --seconds 3 --storage "$storage" --json "$work/notif-postgres.json" >"$work/notif-postgres.out" 2>&1; then
+       --seconds 3 --storage "$storage" --gateway .build/release/iapgw --gateway-storage "${storage}_alone" \
+       --json "$work/notif-postgres.json" >"$work/notif-postgres.out" 2>&1; then
     sed 's/^/   /' "$work/notif-postgres.out"
   elif grep -q "not in this build" "$work/notif-postgres.out"; then
     echo "   skipped: the PostgreSQL ledger is not in this build yet (SQLLedger(storage: \"postgres://…\") refuses);"

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-30}"; shift || true
 timeout="${IAPGW_FUZZ_TIMEOUT:-10}"
 all=(FuzzJWS FuzzSignedJWS FuzzDER FuzzPKCS7 FuzzOCSP FuzzConfig FuzzJSON FuzzMappings FuzzNotification FuzzServerAPI
-     FuzzRequest FuzzCompareInput FuzzHTTPResponse)
+     FuzzRequest FuzzCompareInput FuzzHTTPResponse FuzzPaceBodies)
 targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 real="${IAPGW_APPLE_REAL:-../shared/testdata/apple-real}"
 [ -f "$real/AppleRootCA-G3.cer" ] || { echo "fuzz: Apple's real vectors not found in $real"; exit 1; }
@@ -95,6 +95,11 @@ seed() {
         # First byte: where the rest is cut. Two kept-alive responses, then one that closes.
         printf '\x2aHTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"ok":true}HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n' >"$dir/pipelined"
         printf '\x07HTTP/1.1 204 No Content\r\n\r\nHTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok' >"$dir/no-content" ;;
+    FuzzPaceBodies)
+        # First byte: the line limit - 1 (at most 256, so a real JWS's first 120 characters). Request
+        # bodies as verify-load.sh writes them, one a line; then bad lines.
+        { printf '\xff'; for k in 1 2 3; do printf '{"account":"acct-%d","signedTransaction":"%s"}\n' "$k" "$(jws sandbox-consumable-transaction.jws | head -c 120)"; done; } >"$dir/pool"
+        printf '\x04abcd\nefghi\n\nj\r\n' >"$dir/bad-lines" ;;
     *) echo "fuzz: unknown target $t"; exit 2 ;;
     esac
 }

@@ -74,6 +74,12 @@ public final class AppStoreSimulator: Sendable {
         try result(for: try store.purchase(request))
     }
 
+    /// A purchase of which only the signed transaction is wanted (a benchmark's pool of new grants):
+    /// the receipt `purchase` also signs would cost most of the time and be thrown away.
+    public func purchaseSignedTransaction(_ request: PurchaseRequest) throws -> String {
+        try signedTransaction(try store.purchase(request))
+    }
+
     /// A renewal: a new transaction in the same chain, starting at the previous expiry.
     public func renew(originalTransactionId: String) throws -> SimulatedPurchase {
         try result(for: try store.renew(originalTransactionId: originalTransactionId))
@@ -127,7 +133,11 @@ public final class AppStoreSimulator: Sendable {
 
     public func signedTransaction(transactionId: String) throws -> String {
         guard let t = store.transaction(transactionId) else { throw SimulatorError("no transaction \(transactionId)") }
-        return try pki.signJWS(SignedPayloads.transaction(t, signedDate: store.nowMs))
+        return try signedTransaction(t)
+    }
+
+    func signedTransaction(_ t: TransactionRecord) throws -> String {
+        try pki.signJWS(SignedPayloads.transaction(t, signedDate: store.nowMs))
     }
 
     /// Records that `owner` bought (downloaded) the app itself at `originalApplicationVersion` and
@@ -171,7 +181,7 @@ public final class AppStoreSimulator: Sendable {
         SimulatedPurchase(
             transactionId: t.transactionId, originalTransactionId: t.originalTransactionId,
             receiptBase64: try receipt(owner: t.owner, bundleId: t.bundleId, environment: t.environment),
-            signedTransaction: try pki.signJWS(SignedPayloads.transaction(t, signedDate: store.nowMs)),
+            signedTransaction: try signedTransaction(t),
             environment: t.environment, bundleId: t.bundleId, productId: t.productId, orderId: t.orderId)
     }
 

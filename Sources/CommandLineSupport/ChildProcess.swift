@@ -13,6 +13,7 @@ import Foundation
 public enum ChildProcess {
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
+        public init(description: String) { self.description = description }
     }
 
     public static func run(_ executable: String, _ arguments: [String], deadline: Duration) throws -> String {
@@ -23,29 +24,13 @@ public enum ChildProcess {
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         defer { close(fds[0]) }
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), all = sigset_t()
-        sigemptyset(&none)
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        let spawned = spawn(executable, arguments) { actions in
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
         close(fds[1])
-        guard spawned == 0 else { throw Failure(description: "\(executable): posix_spawn errno \(spawned)") }
+        let pid = try spawned.get()
 
         func killAndThrow() throws -> Never {
             kill(pid, SIGKILL)
@@ -87,5 +72,41 @@ public enum ChildProcess {
                 + (exited ? "exited with \((status >> 8) & 0xFF)" : "killed by signal \(status & 0x7F)"))
         }
         return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Starts a long-running helper (a gateway a benchmark measures apart from its client) with
+    /// stdout and stderr appended to `output`, and returns its pid: the caller stops and reaps it.
+    public static func start(_ executable: String, _ arguments: [String], output: String) throws -> pid_t {
+        try spawn(executable, arguments) { actions in
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        }.get()
+    }
+
+    /// posix_spawn with a clean signal mask and default signal actions (see above).
+    private static func spawn(_ executable: String, _ arguments: [String],
+                              files: (inout posix_spawn_file_actions_t) -> Void) -> Result<pid_t, Failure> {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        files(&actions)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        guard spawned == 0 else { return .failure(Failure(description: "\(executable): posix_spawn errno \(spawned)")) }
+        return .success(pid)
     }
 }

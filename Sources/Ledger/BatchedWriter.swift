@@ -85,11 +85,15 @@ final class BatchedWriter: Sendable {
                 return Array(state.queued.prefix(count))
             }
             if batch.isEmpty { return }
+            let taken = WriterTrace.now()
             // A call answered already (its deadline passed) is not run: its caller was told to try again.
             let open = batch.filter(\.isOpen)
             let failures = database.transactions(each: open.map { (call) in { (connection) in call.run(connection) } })
             state.withLock { $0.writing -= batch.count }
             for (call, failure) in zip(open, failures) { call.answer(failure) }
+            if WriterTrace.enabled {
+                WriterTrace.record("batch", batch.map(\.queuedAt).min() ?? taken, taken, WriterTrace.now(), Int64(batch.count))
+            }
         }
     }
 }
@@ -98,6 +102,8 @@ final class BatchedWriter: Sendable {
 private protocol QueuedCall: Sendable {
     /// False once its caller was answered (its deadline passed).
     var isOpen: Bool { get }
+    /// When it was queued (`WriterTrace.now()`: 0 while the trace is off).
+    var queuedAt: Int64 { get }
     func run(_ connection: any SQLConnection) -> VerificationError?
     /// Its batch's verdict: nil once its work is committed (the caller gets its value), else the failure.
     func answer(_ failure: VerificationError?)
@@ -109,6 +115,7 @@ private final class QueuedWrite<R: Sendable>: QueuedCall, @unchecked Sendable {
     private let body: @Sendable (any SQLConnection) throws(VerificationError) -> R
     private let caller: FirstAnswer<Result<R, VerificationError>>
     private var value: R?
+    let queuedAt = WriterTrace.now()
 
     init(_ body: @escaping @Sendable (any SQLConnection) throws(VerificationError) -> R,
          _ caller: FirstAnswer<Result<R, VerificationError>>) {

@@ -45,6 +45,26 @@ public struct LoopbackTarget: Equatable, Sendable {
     /// The bytes of one request, the same for every request of a run. Headers are "Name: value"
     /// lines; CR or LF inside one would smuggle another header or request, so they are refused.
     public func request(method: String, headers: [String], body: [UInt8]) throws(Refused) -> [UInt8] {
+        let head = try self.head(method: method, headers: headers)
+        return body.withUnsafeBytes { head.request(body: $0) }
+    }
+
+    /// What every request of a run shares when only the bodies differ (`BodiesFile`): checked once.
+    public struct Head: Sendable {
+        let lines: [UInt8]
+        let sendsLength: Bool
+
+        /// The request with `body`: the shared lines, then its Content-Length.
+        public func request(body: UnsafeRawBufferPointer) -> [UInt8] {
+            var bytes = lines
+            if body.count > 0 || sendsLength { bytes += Array("Content-Length: \(body.count)\r\n".utf8) }
+            bytes += Array("\r\n".utf8)
+            bytes += body
+            return bytes
+        }
+    }
+
+    public func head(method: String, headers: [String]) throws(Refused) -> Head {
         guard !method.isEmpty, method.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }) else {
             throw Refused(reason: "the method must be upper-case letters")
         }
@@ -60,8 +80,6 @@ public struct LoopbackTarget: Equatable, Sendable {
             }
             text += header + "\r\n"
         }
-        if !body.isEmpty || method == "POST" || method == "PUT" { text += "Content-Length: \(body.count)\r\n" }
-        text += "\r\n"
-        return Array(text.utf8) + body
+        return Head(lines: Array(text.utf8), sendsLength: method == "POST" || method == "PUT")
     }
 }

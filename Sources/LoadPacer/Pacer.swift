@@ -22,6 +22,9 @@ public enum Pacer {
             self.timeoutSeconds = timeoutSeconds
             self.maxResponseBytes = maxResponseBytes
         }
+
+        /// How many requests the run makes: one due every 1 / rate s for `seconds`.
+        public var requests: Int { Int(rate * seconds) }
     }
 
     public enum Failure: Sendable, Equatable {
@@ -56,6 +59,21 @@ public enum Pacer {
     }
 
     public static func run(_ target: LoopbackTarget, request: [UInt8], options: Options) -> Run {
+        run(target, options: options) { _ in request }
+    }
+
+    /// Each request its own body: request i sends line i of `bodies` (0-based), so none is sent
+    /// twice. A run that needs more requests than the file has lines is refused before it starts:
+    /// it would have to send some body again (a re-claim where a new grant was meant).
+    public static func run(_ target: LoopbackTarget, head: LoopbackTarget.Head, bodies: BodiesFile, options: Options) throws(BodiesFile.Refused) -> Run {
+        guard options.requests <= bodies.count else {
+            throw BodiesFile.Refused(reason: "the run makes \(options.requests) requests but the bodies file has \(bodies.count) lines (one per request, none sent twice)")
+        }
+        return run(target, options: options) { head.request(body: bodies.body($0)) }
+    }
+
+    /// `request(i)` is called once, when request i is sent.
+    private static func run(_ target: LoopbackTarget, options: Options, request: @escaping (Int) -> [UInt8]) -> Run {
         precondition(options.rate > 0 && options.connections > 0 && options.seconds > 0)
         let engine = Engine(target, request: request, options: options)
         engine.loop()
@@ -68,7 +86,7 @@ public enum Pacer {
 /// free longest takes the next request (its wait is what a late send measures).
 private final class Engine {
     var run: Pacer.Run
-    let request: [UInt8]
+    let request: (Int) -> [UInt8]
     let total: Int
     let timeout: Int64
     let hardEnd: Int64
@@ -81,9 +99,9 @@ private final class Engine {
     /// How often timeouts and reconnections are looked at (a timeout is late by at most this).
     static let housekeeping: Int64 = 5_000_000
 
-    init(_ target: LoopbackTarget, request: [UInt8], options: Pacer.Options) {
+    init(_ target: LoopbackTarget, request: @escaping (Int) -> [UInt8], options: Pacer.Options) {
         self.request = request
-        total = Int(options.rate * options.seconds)
+        total = options.requests
         timeout = Int64(options.timeoutSeconds * 1e9)
         hardEnd = Int64(options.seconds * 1e9) + timeout + 1_000_000_000
         run = Pacer.Run(options: options, records: (0..<total).map { Pacer.Record(due: Int64((Double($0) * 1e9 / options.rate).rounded())) })
@@ -141,9 +159,9 @@ private final class Engine {
 
     func write(_ index: Int, at time: Int64) {
         let slot = slots[index]
-        guard slot.writePending(request) else { return drop(index, at: time, failure: .closed) }
+        guard slot.writePending() else { return drop(index, at: time, failure: .closed) }
         // Writability is watched only while a request is partly written (rare: the socket buffer was full).
-        let pending = slot.written < request.count
+        let pending = slot.written < slot.request.count
         if pending != slot.watchesWritable {
             watch(index, writable: pending, operation: EPOLL_CTL_MOD)
             slot.watchesWritable = pending
@@ -174,6 +192,7 @@ private final class Engine {
                 run.records[next].lag = time - max(run.records[next].due, slot.freeSince)
                 run.records[next].sent = time
                 slot.current = next
+                slot.request = request(next)
                 slot.written = 0
                 next += 1
                 outstanding += 1
@@ -240,6 +259,8 @@ private final class Slot {
     var fd: Int32 = -1
     var reader: HTTPResponseReader
     var current: Int?
+    /// The bytes of `current`.
+    var request: [UInt8] = []
     var written = 0
     var watchesWritable = false
     var freeSince: Int64 = 0
@@ -299,7 +320,7 @@ private final class Slot {
     }
 
     /// Sends what is left of `request`; false if the connection is gone.
-    func writePending(_ request: [UInt8]) -> Bool {
+    func writePending() -> Bool {
         while written < request.count {
             let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + written, $0.count - written, Int32(MSG_NOSIGNAL)) }
             if n < 0 { return errno == EAGAIN || errno == EINTR }

@@ -10,16 +10,18 @@ struct PaceCommand: Subcommand {
     let name = "pace"
     let summary = "benchmark: evenly paced open-loop HTTP load on loopback (latency from each request's due time)"
     let usage = """
-        usage: iapgw-dev pace --url URL --rate R --seconds N [--connections C] [--body FILE] [--method M]
+        usage: iapgw-dev pace --url URL --rate R --seconds N [--connections C] [--body FILE | --bodies FILE] [--method M]
                               [--header 'Name: value']... [--timeout S] [--max-response-bytes B]
                               [--max-lag-ms L] [--csv FILE] [--json FILE]
           --url        http://127.0.0.1:PORT/... or http://[::1]:PORT/... (loopback only)
           --rate       requests per second, request i due at t0 + i / R
           --connections  kept-alive connections, the most requests outstanding (default 64)
           --body       the request body (the same for every request); the method is then POST
+          --bodies     one body per line (LF, at most 1 MiB each), request i sends line i: no body is sent twice,
+                       and a run of more requests than the file has lines is refused; the method is then POST
           --timeout    seconds a request may take from its send (default 10)
           --max-lag-ms the generator's own p99 lateness above which the figure is refused (default 1)
-          --csv        every request: index, due, sent and done (ms from t0), latency (ms), status, failure
+          --csv        every request: index, due, sent and done (ms from t0), latency, the generator's lag (ms), status, failure
           --json       the summary as a JSON object (t0_monotonic_ns: t0 on CLOCK_MONOTONIC, as `perf trace -p` stamps)
         Exit 1 when the generator could not keep its own schedule (the figure would measure it).
         """
@@ -30,7 +32,8 @@ struct PaceCommand: Subcommand {
         let seconds = try Self.positive(args.value("--seconds"), "--seconds")
         let connections = try args.positiveCount("--connections", default: 64)
         let bodyPath = try args.value("--body")
-        let method = try args.value("--method") ?? (bodyPath == nil ? "GET" : "POST")
+        let bodiesPath = try args.value("--bodies")
+        let method = try args.value("--method") ?? (bodyPath == nil && bodiesPath == nil ? "GET" : "POST")
         let headers = try args.values("--header")
         let timeout = try Self.positive(args.value("--timeout") ?? "10", "--timeout")
         let maxResponse = try args.positiveCount("--max-response-bytes", default: 1 << 20)
@@ -39,19 +42,33 @@ struct PaceCommand: Subcommand {
         let jsonPath = try args.value("--json")
         try args.finish()
         guard rate * seconds >= 1 else { throw UsageError(message: "--rate × --seconds must make at least one request") }
+        guard bodyPath == nil || bodiesPath == nil else { throw UsageError(message: "--body and --bodies: one or the other") }
 
-        let target: LoopbackTarget
-        let request: [UInt8]
-        do {
-            target = try LoopbackTarget(url: url)
-            let body = try bodyPath.map { try [UInt8](Data(contentsOf: URL(fileURLWithPath: $0))) } ?? []
-            request = try target.request(method: method, headers: headers, body: body)
-        } catch let refused as LoopbackTarget.Refused {
-            throw UsageError(message: refused.reason)
-        }
         let options = Pacer.Options(rate: rate, connections: connections, seconds: seconds, timeoutSeconds: timeout,
                                     maxResponseBytes: maxResponse)
-        let run = await Self.onOwnThread { Pacer.run(target, request: request, options: options) }
+        let paced: @Sendable () throws(BodiesFile.Refused) -> Pacer.Run
+        do {
+            let target = try LoopbackTarget(url: url)
+            if let bodiesPath {
+                let head = try target.head(method: method, headers: headers)
+                let bodies = try BodiesFile(path: bodiesPath)
+                paced = { () throws(BodiesFile.Refused) in try Pacer.run(target, head: head, bodies: bodies, options: options) }
+            } else {
+                let body = try bodyPath.map { try [UInt8](Data(contentsOf: URL(fileURLWithPath: $0))) } ?? []
+                let request = try target.request(method: method, headers: headers, body: body)
+                paced = { Pacer.run(target, request: request, options: options) }
+            }
+        } catch let refused as LoopbackTarget.Refused {
+            throw UsageError(message: refused.reason)
+        } catch let refused as BodiesFile.Refused {
+            throw UsageError(message: refused.reason)
+        }
+        let run: Pacer.Run
+        do {
+            run = try await Self.onOwnThread(paced)
+        } catch {
+            throw UsageError(message: "\(bodiesPath ?? ""): \(error.reason)")
+        }
         let summary = PaceSummary(run, maxLagMs: maxLag)
         print(Self.text(summary, connections: connections, firstProtocolError: run.firstProtocolError))
         if let csvPath { try Self.csv(run).write(toFile: csvPath, atomically: true, encoding: .utf8) }
@@ -66,12 +83,13 @@ struct PaceCommand: Subcommand {
     }
 
     /// The run blocks in ppoll for its whole length: a thread of its own, not a cooperative one.
-    private static func onOwnThread(_ body: @escaping @Sendable () -> Pacer.Run) async -> Pacer.Run {
-        await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: body()) }
+    private static func onOwnThread(_ body: @escaping @Sendable () throws(BodiesFile.Refused) -> Pacer.Run) async throws(BodiesFile.Refused) -> Pacer.Run {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Pacer.Run, BodiesFile.Refused>, Never>) in
+            let thread = Thread { continuation.resume(returning: Result { () throws(BodiesFile.Refused) in try body() }) }
             thread.name = "iapgw-dev pace"
             thread.start()
         }
+        return try result.get()
     }
 
     private static func ms(_ value: Double) -> String { String(format: "%.3f", value) }
@@ -94,13 +112,14 @@ struct PaceCommand: Subcommand {
     }
 
     static func csv(_ run: Pacer.Run) -> String {
-        var out = "index,due_ms,sent_ms,done_ms,latency_ms,status,failure\n"
+        var out = "index,due_ms,sent_ms,done_ms,latency_ms,lag_ms,status,failure\n"
         out.reserveCapacity(run.records.count * 48)
         func at(_ t: Int64) -> String { t < 0 ? "" : ms(Double(t) / 1e6) }
         for (i, r) in run.records.enumerated() {
             let latency = r.done < 0 ? "" : ms(Double(r.done - r.due) / 1e6)
             let failure = r.failure.map { "\($0)" } ?? ""
-            out += "\(i),\(at(r.due)),\(at(r.sent)),\(at(r.done)),\(latency),\(r.status),\(failure)\n"
+            let lag = r.sent < 0 ? "" : ms(Double(r.lag) / 1e6)
+            out += "\(i),\(at(r.due)),\(at(r.sent)),\(at(r.done)),\(latency),\(lag),\(r.status),\(failure)\n"
         }
         return out
     }

@@ -44,6 +44,23 @@ final class ServerAPITests: XCTestCase {
         XCTAssertEqual(try f.verifier().verifyAndDecodeTransaction(p.signedTransaction).transactionId, p.transactionId)
     }
 
+    /// A benchmark pool's purchase: no receipt signed, but the same transaction as `purchase`
+    /// records (the Server API knows it) and a signed transaction that verifies against the root.
+    func testAPurchaseOfOnlyItsSignedTransactionIsRecordedAndVerifies() async throws {
+        let f = try await SimulatorFixture()
+        addTeardownBlock { await f.stop() }
+        let jws = try f.sim.purchaseSignedTransaction(PurchaseRequest(
+            bundleId: SimulatorFixture.bundleId, productId: "com.example.sim.pro", type: .nonConsumable, owner: "device-pool-1"))
+        let t = try f.verifier().verifyAndDecodeTransaction(jws)
+        XCTAssertEqual(t.productId, "com.example.sim.pro")
+        XCTAssertEqual(t.type, .nonConsumable)
+        let r = try await f.serverAPI("/inApps/v1/transactions/\(t.transactionId)", token: try f.token())
+        XCTAssertEqual(r.status, 200)
+        let again = try f.verifier().verifyAndDecodeTransaction(try XCTUnwrap(try f.json(r)["signedTransactionInfo"]?.stringValue))
+        XCTAssertEqual(again.transactionId, t.transactionId)
+        XCTAssertEqual(again.originalTransactionId, t.originalTransactionId)
+    }
+
     func testSandboxTransactionAskedOnProductionIs4040010AndFoundOnSandbox() async throws {
         let f = try await SimulatorFixture()
         addTeardownBlock { await f.stop() }

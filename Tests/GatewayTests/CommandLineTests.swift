@@ -66,6 +66,21 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(nothing.status, 2, "a run of no request is a usage error, not a figure: \(nothing.stderr)")
     }
 
+    /// `pace --bodies`: a file of fewer bodies than the run has requests is refused before a socket
+    /// is opened (some body would be sent twice: a re-claim where a new grant was meant).
+    func testPaceRefusesABodiesFileShorterThanItsRun() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("pace-bodies-\(UUID().uuidString)")
+        try Data("{\"a\":1}\n{\"a\":2}\n".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let short = try run(GatewayProcess.devBinary, ["pace", "--url", "http://127.0.0.1:9/", "--rate", "3", "--seconds", "1",
+                                                       "--bodies", file.path])
+        XCTAssertEqual(short.status, 2, short.stderr)
+        XCTAssertTrue(short.stderr.contains("the run makes 3 requests but the bodies file has 2 lines"), short.stderr)
+        let both = try run(GatewayProcess.devBinary, ["pace", "--url", "http://127.0.0.1:9/", "--rate", "2", "--seconds", "1",
+                                                      "--bodies", file.path, "--body", file.path])
+        XCTAssertEqual(both.status, 2, both.stderr)
+    }
+
     /// The executables' `main` is async and awaits each command: no command parks a thread on a
     /// semaphore until async work (the server, the simulator, a batch) finishes.
     func testTheCommandLineBridgesNoAsyncWorkThroughABlockedThread() throws {

@@ -311,6 +311,29 @@ final class PostgresLedgerTests: InboxTestCase {
         XCTAssertEqual(try drain(instances[1]), ProcessReport())
     }
 
+    /// An inbox body goes out of line as it came: PostgreSQL's default storage ran pglz over every
+    /// body (a JWS it cannot shrink, a third of the server's CPU per accepted notification) before
+    /// storing it as it was. A body pglz would shrink (runs of one JWS header) shows no attempt is made.
+    func testInboxBodiesAreStoredOutOfLineWithoutCompression() throws {
+        try requireServer()
+        let ledger = try openLedger()
+        let jws = String(repeating: "eyJhbGciOiJFUzI1NiIsIng1YyI6WyJNSUlFTURDQ0E3YWdBd0lCQWdJUWZUbGZkMGZOdkZXdnpDMVlJQU5zWGpBS0JnZ3Foa2pPUFFRREF6QjFNVVF3UWdZRFZRUURERHRCY0hCc1pTQlhiM0pz.", count: 120)
+        let body = #"{"signedPayload":"\#(jws)"}"#
+        XCTAssertTrue(try ledger.enqueue(entry("toast-1", signedDate: t0, body: body)))
+        let stored = try ledger.database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("""
+                SELECT a.attstorage, pg_column_compression(i.raw_body) IS NULL, i.raw_body
+                FROM notification_inbox i, pg_attribute a
+                WHERE a.attrelid = 'notification_inbox'::regclass AND a.attname = 'raw_body' AND i.notification_id = ?
+                """, .text("toast-1")) { (row) throws(VerificationError) in
+                (try row.requiredText(0), try row.requiredText(1), row.blob(2))
+            }
+        }
+        XCTAssertEqual(stored.map(\.0), ["e"])
+        XCTAssertEqual(stored.map(\.1), ["t"])
+        XCTAssertEqual(stored.map(\.2), [Data(body.utf8)])
+    }
+
     func testInstancesStartingTogetherOnAnEmptyDatabaseApplyEachMigrationOnce() throws {
         try requireServer()
         let storage = self.storage

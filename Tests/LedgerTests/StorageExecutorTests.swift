@@ -32,6 +32,19 @@ final class StorageExecutorTests: LedgerTestCase {
         XCTAssertNil(answer)
     }
 
+    /// The kernel knows each storage thread by its purpose and index (what `top -H`, perf and
+    /// Benchmarks/tail-profile.sh show): not by the name of whatever thread created it.
+    func testStorageThreadsCarryTheirNameInTheKernel() async throws {
+        let executor = StorageExecutor(limits: .init(threads: 2, deadline: .seconds(5)))
+        let name = try await executor.run { () throws(VerificationError) -> String in
+            guard let comm = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8) else {
+                throw VerificationError(.internalError, "no /proc/thread-self/comm")
+            }
+            return comm.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        XCTAssertTrue(["storage.0", "storage.1"].contains(name), "the storage thread is named \(name)")
+    }
+
     /// Deadlines are watched by one thread in deadline order: a short one that arrives behind a
     /// long one still wakes it and is answered at its own time.
     func testAShortDeadlineBehindALongerOneIsAnsweredAtItsOwn() async throws {

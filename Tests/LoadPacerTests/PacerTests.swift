@@ -17,6 +17,7 @@ private final class ScriptedServer: Sendable {
     let port: UInt16
     private let listener: Int32
     private let received = Mutex(0)
+    private let bodies = Mutex<[String]>([])
     private let answer: @Sendable (Int) -> Answer
 
     init(_ answer: @escaping @Sendable (Int) -> Answer) throws {
@@ -44,6 +45,8 @@ private final class ScriptedServer: Sendable {
     }
 
     var requestsRead: Int { received.withLock { $0 } }
+    /// The request bodies read, in the order they were read (over all connections).
+    var bodiesRead: [String] { bodies.withLock { $0 } }
 
     func stop() { shutdown(listener, Int32(SHUT_RDWR)) }
 
@@ -67,7 +70,9 @@ private final class ScriptedServer: Sendable {
                 if n <= 0 { return }
                 pending += buffer[0..<n]
             }
+            let body = String(decoding: pending[end..<(end + length)], as: UTF8.self)
             pending.removeFirst(end + length)
+            bodies.withLock { $0.append(body) }
             let index = received.withLock { count in
                 defer { count += 1 }
                 return count
@@ -165,6 +170,74 @@ final class PacerTests: XCTestCase {
         XCTAssertGreaterThan(summary.connectFailures, 0)
         XCTAssertEqual(summary.notSent, 2)
         XCTAssertTrue(summary.p99.isNaN)
+    }
+
+    private func bodiesFile(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("pace-bodies-\(UUID().uuidString)").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: path) }
+        return path
+    }
+
+    private func pace(_ server: ScriptedServer, bodies path: String, rate: Double, connections: Int, seconds: Double) throws -> Pacer.Run {
+        let target = try LoopbackTarget(url: "http://127.0.0.1:\(server.port)/verify")
+        let head = try target.head(method: "POST", headers: ["Content-Type: application/json"])
+        return try Pacer.run(target, head: head, bodies: try BodiesFile(path: path),
+                             options: .init(rate: rate, connections: connections, seconds: seconds))
+    }
+
+    /// New grants: request i sends line i, once. On one connection the server reads them in the file's order.
+    func testEachRequestSendsItsOwnLineOfTheBodiesFileInOrder() throws {
+        let lines = (0..<40).map { "{\"account\":\"acct-\($0)\",\"n\":\"\(String(repeating: "x", count: $0 * 37))\"}" }
+        let path = try bodiesFile(lines.joined(separator: "\n") + "\n")
+        let server = try ScriptedServer { _ in .respond(Self.ok) }
+        defer { server.stop() }
+        let run = try pace(server, bodies: path, rate: 200, connections: 1, seconds: 0.2)
+        XCTAssertEqual(PaceSummary(run, maxLagMs: 1000).errors, 0)
+        XCTAssertEqual(server.bodiesRead, lines)
+        // On several connections the order of arrival may vary, but each line still goes exactly once.
+        let spread = try ScriptedServer { _ in .respond(Self.ok) }
+        defer { spread.stop() }
+        _ = try pace(spread, bodies: path, rate: 400, connections: 4, seconds: 0.1)
+        XCTAssertEqual(spread.bodiesRead.sorted(), lines.sorted())
+    }
+
+    /// A run needing one body more than the file has is refused before anything is sent (it would
+    /// send some body twice); one needing exactly the file's lines runs (the last line without its LF).
+    func testABodiesFileOfNLinesRefusesARunOfNPlusOneRequests() throws {
+        let path = try bodiesFile("{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n{\"a\":4}")
+        let server = try ScriptedServer { _ in .respond(Self.ok) }
+        defer { server.stop() }
+        XCTAssertThrowsError(try pace(server, bodies: path, rate: 50, connections: 2, seconds: 0.1)) { error in
+            XCTAssertEqual((error as? BodiesFile.Refused)?.reason,
+                           "the run makes 5 requests but the bodies file has 4 lines (one per request, none sent twice)")
+        }
+        XCTAssertEqual(server.requestsRead, 0)
+        let run = try pace(server, bodies: path, rate: 40, connections: 2, seconds: 0.1)
+        XCTAssertEqual(PaceSummary(run, maxLagMs: 1000).errors, 0)
+        XCTAssertEqual(server.bodiesRead.sorted(), ["{\"a\":1}", "{\"a\":2}", "{\"a\":3}", "{\"a\":4}"])
+    }
+
+    /// Outside input: a blank line, a CR LF file or a line over the limit is refused with its number,
+    /// before the run; an empty file is zero bodies, not one.
+    func testABodiesFileWithABadLineIsRefusedWithItsNumber() throws {
+        func refusal(_ text: String, maxLineBytes: Int = 16) throws -> String? {
+            let path = try bodiesFile(text)
+            do {
+                _ = try BodiesFile(path: path, maxLineBytes: maxLineBytes)
+                return nil
+            } catch {
+                return error.reason.replacingOccurrences(of: path, with: "FILE")
+            }
+        }
+        XCTAssertEqual(try refusal("a\n\nb\n"), "the bodies file FILE: line 2 is empty or ends in CR (one body per LF-terminated line)")
+        XCTAssertEqual(try refusal("a\r\nb\r\n"), "the bodies file FILE: line 1 is empty or ends in CR (one body per LF-terminated line)")
+        XCTAssertEqual(try refusal("a\n" + String(repeating: "y", count: 17) + "\n"), "the bodies file FILE: line 2 is over the limit of 16 bytes")
+        XCTAssertEqual(try refusal(String(repeating: "y", count: 17)), "the bodies file FILE: line 1 is over the limit of 16 bytes")
+        XCTAssertNil(try refusal(String(repeating: "y", count: 16) + "\n" + String(repeating: "z", count: 16)))
+        XCTAssertEqual(try BodiesFile(path: try bodiesFile("")).count, 0)
+        XCTAssertEqual(try BodiesFile(path: try bodiesFile("a\nbc")).count, 2)
+        XCTAssertThrowsError(try BodiesFile(path: "/nonexistent/pace-bodies"))
     }
 
     func testPercentilesAreNearestRank() {

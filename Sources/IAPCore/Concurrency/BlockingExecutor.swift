@@ -43,13 +43,21 @@ public final class BlockingExecutor: Sendable {
         for index in 0..<max(1, limits.threads) {
             // The thread holds the queue, not the executor: the executor's deinit stops it.
             let queue = queue
-            let thread = Thread { queue.work() }
-            thread.name = "iapgw.\(purpose).\(index)"
+            let name = "\(purpose).\(index)"
+            let thread = Thread {
+                nameThisThread(name)
+                queue.work()
+            }
+            thread.name = name
             thread.start()
         }
         let deadlines = deadlines
-        let watcher = Thread { deadlines.watch() }
-        watcher.name = "iapgw.\(purpose).deadlines"
+        let watcherName = "\(purpose).watch"
+        let watcher = Thread {
+            nameThisThread(watcherName)
+            deadlines.watch()
+        }
+        watcher.name = watcherName
         watcher.start()
     }
 
@@ -102,6 +110,17 @@ public final class BlockingExecutor: Sendable {
         }
         return try result.get()
     }
+}
+
+/// The kernel's name of the calling thread (what `top -H` and perf show; Linux keeps 15 bytes):
+/// Foundation's `Thread.name` does not reach it here, and a new thread otherwise inherits the name
+/// of the thread that created it (a dispatch worker's), so profiles could not tell storage threads apart.
+/// (pthread_setname_np is not imported into Swift on Linux; the thread's own comm file is the same call.)
+private func nameThisThread(_ name: String) {
+    let file = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+    guard file >= 0 else { return }
+    _ = Array(name.utf8.prefix(15)).withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
+    close(file)
 }
 
 /// A continuation resumed by whichever answer comes first (the call, its deadline, a refusal);

@@ -146,6 +146,7 @@ final class GroupCommit: Sendable {
         // Normally one transaction; another only if the engine rolled it back under a call (an I/O
         // error, a full disk), which takes the calls already applied down with it.
         while !batch.isEmpty {
+            let began = WriterTrace.now()
             do throws(VerificationError) {
                 try connection.executeScript(begin, operation: "begin")
             } catch {
@@ -174,9 +175,11 @@ final class GroupCommit: Sendable {
                 applied.forEach { $0.finish(lost) }
                 continue
             }
+            let committing = WriterTrace.now()
             do throws(VerificationError) {
                 try connection.executeScript("COMMIT", operation: "commit")
                 commitCount.add(1, ordering: .relaxed)
+                WriterTrace.record("commit", began, committing, WriterTrace.now(), Int64(calls))
                 applied.forEach { $0.finish(nil) }
             } catch {
                 // A failed ROLLBACK leaves nothing better to report than the COMMIT's error.

@@ -36,7 +36,11 @@ final class WALCheckpointer: @unchecked Sendable {
         timer.schedule(deadline: .now() + interval, repeating: interval)
         timer.setEventHandler { [handle] in
             // A busy or failed pass is simply tried again at the next tick.
-            _ = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            var walPages: Int32 = 0
+            var copiedPages: Int32 = 0
+            let start = WriterTrace.now()
+            _ = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, &walPages, &copiedPages)
+            WriterTrace.record("checkpoint", start, WriterTrace.now(), Int64(walPages), Int64(copiedPages))
         }
         timer.setCancelHandler { [handle] in sqlite3_close_v2(handle) }
         timer.resume()
