@@ -66,8 +66,8 @@ var targets: [Target] = [
     .systemLibrary(name: "CPoll", path: "Sources/CPoll"),
     .target(name: "LoadPacer", dependencies: ["CPoll"]),
 
-    // What both executables share: subcommands, strict argument reading, exit codes.
-    .target(name: "CommandLineSupport", dependencies: []),
+    // What both executables share: subcommands, strict argument reading, exit codes (after the log is written).
+    .target(name: "CommandLineSupport", dependencies: ["IAPCore"]),
 
     // Production: links no test machinery (CommandLineTests checks its symbols for TestPKI and the simulator).
     .executableTarget(name: "iapgw", dependencies: ["CommandLineSupport", "IAPCore", "IAPConfig", "IAPMapping", "AppleTrust",
@@ -79,7 +79,7 @@ var targets: [Target] = [
                                                         "UpstreamHTTP", "LoadPacer", "COpenSSL"]),
 
     // What tests share (the seeded generator, the end-to-end harness); linked by tests only.
-    .target(name: "TestSupport", dependencies: ["Demo", "AppStoreSimulator", "AppleTrust", "IAPCore", "HTTPServer",
+    .target(name: "TestSupport", dependencies: ["Demo", "AppStoreSimulator", "AppleTrust", "IAPConfig", "IAPCore", "HTTPServer",
                                                 "UpstreamHTTP"], path: "Tests/TestSupport"),
 
     .testTarget(name: "IAPCoreTests", dependencies: ["IAPCore", "IAPConfig", "IAPMapping", "TestSupport"], exclude: ["Fixtures"]),

@@ -1,4 +1,5 @@
 import Foundation
+import IAPCore
 
 /// The entry point both executables share: picks the subcommand named by the first argument, answers
 /// `--help`, and maps the outcome to the exit code (0 ok, 1 refused or invalid input, 2 usage error).
@@ -18,12 +19,18 @@ public func runCommandLine(tool: String, subcommands: [any Subcommand]) async ->
     }
     do {
         var args = CommandLineArguments(Array(argv.dropFirst()))
-        exit(try await command.run(&args))
+        exitAfterLog(try await command.run(&args))
     } catch let error as UsageError {
-        FileHandle.standardError.write(Data("\(tool) \(name): \(error.message)\n\(command.usage)\n".utf8))
-        exit(2)
+        exitAfterLog(2, message: "\(tool) \(name): \(error.message)\n\(command.usage)")
     } catch {
-        FileHandle.standardError.write(Data("\(tool) \(name): \(error)\n".utf8))
-        exit(1)
+        exitAfterLog(1, message: "\(tool) \(name): \(error)")
     }
+}
+
+/// Exits once the log lines queued for stderr (and `message` after them) are written, waiting at
+/// most 2 s for them: a blocked stderr loses its last lines rather than keeping the process alive.
+private func exitAfterLog(_ code: Int32, message: String? = nil) -> Never {
+    if let message { LogWriter.standardError.write(message) }
+    LogWriter.standardError.flush(within: .seconds(2))
+    exit(code)
 }

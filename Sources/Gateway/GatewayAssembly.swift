@@ -43,6 +43,8 @@ public struct GatewayAssembly {
                 logger.warning("config_warning", ["bundleId": app.bundleId, "message": diagnostic.message])
             }
         }
+        // Read now, then refreshed by a thread of their own: requests never wait for a secret's disk.
+        SecretFiles.shared.load(configuration.apps.values.sorted { $0.bundleId < $1.bundleId }.flatMap(\.secretFiles), logger: logger)
         let mappings = try MappingSet.load(directory: mappingsDirectory)
         guard let legacyMapping = mappings.latest(source: "verifyReceipt"),
               let serverMapping = mappings.latest(source: "serverAPI") else {

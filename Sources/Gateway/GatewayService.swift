@@ -36,7 +36,7 @@ public final class GatewayService: Sendable {
         endpoints = GatewayEndpoints(
             readiness: ReadinessEndpoint(apps: apps, ledger: ledger, environment: parts.environment, logger: logger),
             metrics: MetricsEndpoint(metrics: parts.metrics, ledger: ledger, comparisons: parts.comparisons,
-                                     bundleIds: apps.keys.sorted(), chainCaches: chainCaches),
+                                     bundleIds: apps.keys.sorted(), chainCaches: chainCaches, logWriter: logger.writer),
             openAPI: OpenAPIDocument.json(evidence: parts.adapters.evidenceForms),
             nonces: NoncesEndpoint(ledger: ledger, now: now),
             verify: VerifyEndpoint(adapters: parts.adapters, ledger: ledger, checks: parts.checks, migration: parts.migration,

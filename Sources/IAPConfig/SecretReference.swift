@@ -3,8 +3,9 @@ import IAPCore
 
 /// Where a secret lives (an environment variable or a file), never the secret itself.
 ///
-/// The value is read only by `resolve(environment:)`, at the moment it is used, and is never kept
+/// The value is given only by `resolve(environment:)`, at the moment it is used, and is never kept
 /// in this type: printing, dumping or comparing a reference can therefore never leak a secret.
+/// Files are read by `SecretFiles`, off the request path (a rotated file is used within its refresh delay).
 /// `previous` names the secret being rotated out, accepted beside the current one until removed.
 public struct SecretReference: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     public enum Source: Sendable, Equatable, CustomStringConvertible {
@@ -80,17 +81,7 @@ public struct SecretReference: Sendable, Equatable, CustomStringConvertible, Cus
             }
             return Data(value.utf8)
         case .file(let url):
-            let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)
-            if let size = attributes?[.size] as? NSNumber, size.intValue > maxSecretFileBytes {
-                throw VerificationError(.inputTooLarge, "secret \(source) is larger than \(maxSecretFileBytes) bytes")
-            }
-            guard let data = try? Data(contentsOf: url), !data.isEmpty else {
-                throw VerificationError(.invalidConfiguration, "secret \(source) cannot be read or is empty")
-            }
-            guard data.count <= maxSecretFileBytes else {
-                throw VerificationError(.inputTooLarge, "secret \(source) is larger than \(maxSecretFileBytes) bytes")
-            }
-            return data
+            return try SecretFiles.shared.data(url)
         }
     }
 

@@ -175,6 +175,7 @@ final class ServerAPIAdapterTests: XCTestCase {
 
         // A file that is not a key: refused as configuration, its contents not echoed.
         try Data("not-a-key-SECRETVALUE".utf8).write(to: otherKeyFile)
+        XCTAssertTrue(SecretFiles.shared.refreshNow(within: .seconds(10)), "the rewritten key file is read")
         let garbled = await expectVerificationError { () async throws(VerificationError) in
             try await self.verify(.transactionId("2000"), app: app, adapter: try! self.fx.adapter())
         }

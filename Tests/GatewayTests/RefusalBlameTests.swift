@@ -96,7 +96,7 @@ final class RefusalBlameTests: XCTestCase {
         let logs = LogCapture()
         let gw = try await GatewayE2E.start(self, logger: logs.logger)
         let purchase = try gw.buy(owner: "device-alice")
-        try Data("wrong-secret-\(UUID().uuidString)".utf8).write(to: gw.harness.directory.appendingPathComponent("secrets/shared-secret"))
+        try gw.rewriteSecretFile("shared-secret", "wrong-secret-\(UUID().uuidString)")
 
         let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
 

@@ -23,7 +23,7 @@ final class UpstreamFailureTests: XCTestCase {
         let gw = try await GatewayE2E.start(self)
         let purchase = try gw.buy(owner: "device-alice")
         let wrong = "wrong-secret-" + UUID().uuidString
-        try Data(wrong.utf8).write(to: gw.harness.directory.appendingPathComponent("secrets/shared-secret"))
+        try gw.rewriteSecretFile("shared-secret", wrong)
 
         let answer = try await gw.verifyReceipt(purchase.receiptBase64, account: "alice")
 

@@ -3,6 +3,7 @@ import AppleTrust
 import Demo
 import Foundation
 import HTTPServer
+import IAPConfig
 import IAPCore
 import Synchronization
 import UpstreamHTTP
@@ -142,6 +143,13 @@ public struct GatewayE2E: Sendable {
             type: subscription ? .autoRenewable : .nonConsumable, owner: owner, environment: environment,
             subscriptionGroupIdentifier: subscription ? "demo.pro" : nil,
             price: price ?? (subscription ? 4_990 : 2_990)))
+    }
+
+    /// Rewrites one of the deployment's secret files (`secrets/shared-secret`, …) and waits for the
+    /// gateway's secret reader to pick it up, as it would within its refresh delay.
+    public func rewriteSecretFile(_ name: String, _ text: String) throws {
+        try Data(text.utf8).write(to: harness.directory.appendingPathComponent("secrets/\(name)"))
+        XCTAssertTrue(SecretFiles.shared.refreshNow(within: .seconds(10)), "the secret files were not refreshed")
     }
 
     /// Registers the demo app again in the simulator with another shared secret but the same Server

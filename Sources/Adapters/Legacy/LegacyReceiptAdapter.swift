@@ -122,7 +122,7 @@ public struct LegacyReceiptAdapter: VerificationAdapter, ReceiptReverifying {
         try await verify(.appReceipt(base64: base64, nonce: nil), for: app, policy: policy)
     }
 
-    /// Reads the secret now (rotation takes effect without a restart). Errors name the reference only.
+    /// The secret as last read (`SecretFiles`: a rotation takes effect without a restart). Errors name the reference only.
     private static func resolve(_ reference: SecretReference, previous: Bool, environment: [String: String],
                                 app: AppPolicy) throws(VerificationError) -> String {
         do throws(VerificationError) {

@@ -1,9 +1,11 @@
 import HTTPServer
+import IAPConfig
 import IAPCore
 import Ledger
 
 /// GET /metrics: the Prometheus text of the gateway: request and upstream metrics, the storage
-/// gauges (never waited on for long, `StorageGauges`) and the verified-chain caches.
+/// gauges (never waited on for long, `StorageGauges`), the verified-chain caches, the log lines
+/// dropped and the secret files' refreshes.
 struct MetricsEndpoint: Sendable {
     typealias ChainCacheCounts = @Sendable () -> (hits: Int, misses: Int)
 
@@ -11,11 +13,14 @@ struct MetricsEndpoint: Sendable {
     let storageGauges: StorageGauges
     /// The verified-chain cache of every JWS verifier (Server API adapter and notifications).
     let chainCaches: [ChainCacheCounts]
+    /// The log's output writer (none when the log goes elsewhere, e.g. captured by tests: 0 dropped).
+    let logWriter: LogWriter?
 
     init(metrics: GatewayMetrics, ledger: any Ledger & NotificationLedger, comparisons: (any ComparisonLedger)?,
-         bundleIds: [String], chainCaches: [ChainCacheCounts]) {
+         bundleIds: [String], chainCaches: [ChainCacheCounts], logWriter: LogWriter?) {
         self.metrics = metrics
         self.chainCaches = chainCaches
+        self.logWriter = logWriter
         storageGauges = StorageGauges { () async throws(VerificationError) -> String in
             try await Self.storageGauges(ledger: ledger, comparisons: comparisons, bundleIds: bundleIds)
         }
@@ -23,7 +28,7 @@ struct MetricsEndpoint: Sendable {
 
     func answer() async -> HTTPResponse {
         HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
-                     body: Array((metrics.prometheusText() + (await storageGauges.text()) + chainCacheGauges()).utf8))
+                     body: Array((metrics.prometheusText() + (await storageGauges.text()) + chainCacheGauges() + logGauges() + secretGauges()).utf8))
     }
 
     /// Gauges read from the ledger: inbox and outbox depth, and per app the migration comparisons
@@ -55,5 +60,19 @@ struct MetricsEndpoint: Sendable {
         out += "iapgw_chain_cache_lookups_total{result=\"hit\"} \(counts.reduce(0) { $0 + $1.hits })\n"
         out += "iapgw_chain_cache_lookups_total{result=\"miss\"} \(counts.reduce(0) { $0 + $1.misses })\n"
         return out
+    }
+
+    private func logGauges() -> String {
+        "# HELP iapgw_log_lines_dropped_total Log lines dropped because the log output did not keep up (or failed).\n"
+            + "# TYPE iapgw_log_lines_dropped_total counter\n"
+            + "iapgw_log_lines_dropped_total \(logWriter?.droppedLines ?? 0)\n"
+    }
+
+    private func secretGauges() -> String {
+        "# HELP iapgw_secret_refresh_failures_total Reads of a secret file that failed (its last good value kept).\n"
+            + "# TYPE iapgw_secret_refresh_failures_total counter\n"
+            + "iapgw_secret_refresh_failures_total \(SecretFiles.shared.refreshFailures)\n"
+            + "# HELP iapgw_secret_files_stale Secret files whose last read failed.\n# TYPE iapgw_secret_files_stale gauge\n"
+            + "iapgw_secret_files_stale \(SecretFiles.shared.staleFiles)\n"
     }
 }

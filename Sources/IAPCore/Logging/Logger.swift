@@ -24,18 +24,30 @@ public struct Logger: Sendable {
     @TaskLocal public static var requestId: String?
 
     public let minimumLevel: Level
+    /// The writer the lines go to when they go to an output (standard error), for its dropped-line count.
+    public let writer: LogWriter?
     private let sink: @Sendable (String) -> Void
     private let context: [String: String]
 
     public init(minimumLevel: Level = .info, context: [String: String] = [:], sink: @escaping @Sendable (String) -> Void) {
+        self.init(minimumLevel: minimumLevel, context: context, writer: nil, sink: sink)
+    }
+
+    /// Logs to `writer`, one line each, queued: a blocked output never blocks the caller.
+    public init(minimumLevel: Level = .info, writer: LogWriter) {
+        self.init(minimumLevel: minimumLevel, context: [:], writer: writer, sink: writer.write)
+    }
+
+    private init(minimumLevel: Level, context: [String: String], writer: LogWriter?, sink: @escaping @Sendable (String) -> Void) {
         self.minimumLevel = minimumLevel
         self.context = context
+        self.writer = writer
         self.sink = sink
     }
 
-    /// Logs to standard error, one line each.
+    /// Logs to standard error (`LogWriter.standardError`), one line each.
     public static func standardError(minimumLevel: Level = .info) -> Logger {
-        Logger(minimumLevel: minimumLevel) { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        Logger(minimumLevel: minimumLevel, writer: .standardError)
     }
 
     /// Logs nothing (tests, library defaults).
@@ -43,7 +55,7 @@ public struct Logger: Sendable {
 
     /// A logger whose every line also carries these fields (e.g. the request id).
     public func with(_ fields: [String: String]) -> Logger {
-        Logger(minimumLevel: minimumLevel, context: context.merging(fields) { _, new in new }, sink: sink)
+        Logger(minimumLevel: minimumLevel, context: context.merging(fields) { _, new in new }, writer: writer, sink: sink)
     }
 
     public func log(_ level: Level, _ event: String, _ fields: [String: String] = [:]) {

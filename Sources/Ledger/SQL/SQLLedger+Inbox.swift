@@ -159,15 +159,15 @@ extension SQLLedger {
     private static func applyDue(_ seq: Int64, _ entry: InboxEntry, now: Int64, _ chains: [ChainKey: ChainRead]?,
                                  _ drain: InboxDrain, _ connection: any SQLConnection)
         throws(VerificationError) -> LifecycleOutcome? {
-        let chain = entry.event?.originalTransactionId
-        let read = chain.flatMap { chains?[ChainKey(entry.bundleId, $0)] }
+        let chain = ChainKey(of: entry)
+        let read = chain.flatMap { chains?[$0] }
         if chain != nil, read == nil { return nil }
         let outcome = try drain.apply(entry, try read?.state())
-        try record(outcome, of: entry, seq: seq, chain: chain, owner: read?.owner, now: now, connection)
+        try record(outcome, of: entry, seq: seq, chain: chain?.originalTransactionId, owner: read?.owner, now: now, connection)
         return outcome
     }
 
-    /// A purchase chain of one app.
+    /// A purchase chain of one app: what a drain reads, applies and locks entries by.
     struct ChainKey: Hashable {
         let bundleId: String
         let originalTransactionId: String
@@ -175,6 +175,15 @@ extension SQLLedger {
             self.bundleId = bundleId
             self.originalTransactionId = originalTransactionId
         }
+
+        /// The chain `entry` is about; nil for one about no purchase.
+        init?(of entry: InboxEntry) {
+            guard let originalTransactionId = entry.event?.originalTransactionId else { return nil }
+            self.init(entry.bundleId, originalTransactionId)
+        }
+
+        /// The name of the chain's transaction lock (`trySerializeTransaction`).
+        var lock: String { SQLLedger.chainLock(bundleId: bundleId, originalTransactionId: originalTransactionId) }
     }
 
     /// What applying a chain's entry reads: its stored state (nil for a new chain) and its owner.
@@ -201,8 +210,7 @@ extension SQLLedger {
         var keys: [ChainKey] = []
         var newest: [ChainKey: (seq: Int64, entry: InboxEntry)] = [:]
         for claimed in entries {
-            guard let chain = claimed.entry.event?.originalTransactionId else { continue }
-            let key = ChainKey(claimed.entry.bundleId, chain)
+            guard let key = ChainKey(of: claimed.entry) else { continue }
             if newest.updateValue(claimed, forKey: key) == nil { keys.append(key) }
         }
         guard let last = entries.last, !keys.isEmpty else { return [:] }
@@ -457,10 +465,10 @@ private final class InboxDrain: @unchecked Sendable {
     /// A batch's entries and the chains among them it may apply.
     struct Claim {
         let entries: [(seq: Int64, entry: InboxEntry)]
-        let chains: Set<String>
-        let held: Set<String>
+        let chains: Set<SQLLedger.ChainKey>
+        let held: Set<SQLLedger.ChainKey>
 
-        func mayApply(_ entry: InboxEntry) -> Bool { InboxDrain.chain(of: entry).map(held.contains) ?? true }
+        func mayApply(_ entry: InboxEntry) -> Bool { SQLLedger.ChainKey(of: entry).map(held.contains) ?? true }
     }
 
     private let limit: Int
@@ -468,7 +476,7 @@ private final class InboxDrain: @unchecked Sendable {
     private let claiming = NSLock()
     private var claimed = 0
     /// Per chain, the batches in flight that claimed an entry of it.
-    private var chainsInFlight: [String: Int] = [:]
+    private var chainsInFlight: [SQLLedger.ChainKey: Int] = [:]
     /// Held while `apply` runs: the caller's closure is not required to be thread-safe.
     private let applying = NSLock()
     private var applyBody: ((InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome)?
@@ -481,10 +489,6 @@ private final class InboxDrain: @unchecked Sendable {
     init(limit: Int, apply: @escaping (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome) {
         self.limit = limit
         applyBody = apply
-    }
-
-    static func chain(of entry: InboxEntry) -> String? {
-        entry.event?.originalTransactionId.map { SQLLedger.chainLock(bundleId: entry.bundleId, originalTransactionId: $0) }
     }
 
     /// True once every entry was claimed (or none is due), or a batch failed: no batch is to start.
@@ -523,11 +527,12 @@ private final class InboxDrain: @unchecked Sendable {
         let entries = try SQLLedger.claimDue(size, now: now, connection)
         claimed += entries.count
         if entries.count < size || claimed >= limit { stop() }
-        var chains: [String] = []
-        for case let chain? in entries.map({ Self.chain(of: $0.entry) }) where !chains.contains(chain) { chains.append(chain) }
-        let held = try connection.trySerializeTransaction(on: chains.filter { chainsInFlight[$0] == nil })
+        var chains: [SQLLedger.ChainKey] = []
+        for case let chain? in entries.map({ SQLLedger.ChainKey(of: $0.entry) }) where !chains.contains(chain) { chains.append(chain) }
+        let free = chains.filter { chainsInFlight[$0] == nil }
+        let locked = try connection.trySerializeTransaction(on: free.map(\.lock))
         for chain in chains { chainsInFlight[chain, default: 0] += 1 }
-        return Claim(entries: entries, chains: Set(chains), held: held)
+        return Claim(entries: entries, chains: Set(chains), held: Set(free.filter { locked.contains($0.lock) }))
     }
 
     /// The batch of `claim` ended (committed or rolled back): its chains are free for the others.

@@ -1,0 +1,54 @@
+import Foundation
+import IAPCore
+import TestSupport
+import XCTest
+
+/// The log's output writer: a blocked output never blocks whoever logs, and what is written is
+/// whole lines in the order logged, with the dropped ones counted and their place marked.
+final class LogWriterTests: XCTestCase {
+    func testABlockedOutputDropsAndCountsLinesAndWritesTheRestWholeAndInOrder() throws {
+        let pipe = try UnreadPipe()
+        let writer = LogWriter(fileDescriptor: pipe.writeEnd, capacityBytes: 16 * 1024)
+        let logger = Logger(minimumLevel: .info, writer: writer)
+        let total = 5_000
+        let started = ContinuousClock.now
+        for n in 0..<total { logger.info("line", ["n": String(n), "padding": String(repeating: "x", count: 100)]) }
+        // Synchronous writes would block on the full pipe for good; queued ones return at once.
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(5), "logging waited for the blocked output")
+        XCTAssertGreaterThan(writer.droppedLines, 0, "5,000 lines do not fit in 4 KB of pipe and 16 KB of queue")
+
+        let (text, flushed) = pipe.readAll { writer.flush(within: .seconds(10)) }
+        XCTAssertTrue(flushed, "once read, the output takes everything queued")
+        XCTAssertTrue(text.hasSuffix("\n"))
+        var numbers: [Int] = []
+        var markedDropped = 0
+        for line in text.split(separator: "\n") {
+            let object = try StrictJSON().parse(Array(line.utf8))
+            switch object["event"]?.stringValue {
+            case "line": numbers.append(try XCTUnwrap(object["n"]?.stringValue.flatMap { Int($0) }))
+            case "log_lines_dropped":
+                XCTAssertEqual(object["level"]?.stringValue, "warning")
+                markedDropped += try XCTUnwrap(object["count"]?.stringValue.flatMap { Int($0) })
+            default: XCTFail("unexpected line \(line.prefix(200))")
+            }
+        }
+        XCTAssertEqual(numbers, numbers.sorted(), "lines are written in the order logged")
+        XCTAssertEqual(Set(numbers).count, numbers.count, "each line is written once")
+        XCTAssertEqual(numbers.first, 0, "the first lines fit and are kept")
+        XCTAssertEqual(markedDropped, writer.droppedLines, "every dropped line is counted where the gap is")
+        XCTAssertEqual(numbers.count + markedDropped, total)
+    }
+
+    func testFlushGivesUpAtItsDeadlineWhileTheOutputIsBlocked() throws {
+        let pipe = try UnreadPipe()
+        let writer = LogWriter(fileDescriptor: pipe.writeEnd, capacityBytes: 64 * 1024)
+        for n in 0..<200 { writer.write(#"{"n":"\#(n)","padding":"\#(String(repeating: "y", count: 100))"}"#) }
+        let started = ContinuousClock.now
+        XCTAssertFalse(writer.flush(within: .milliseconds(300)), "20 KB cannot go into an unread 4 KB pipe")
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(5))
+        let (text, flushed) = pipe.readAll { writer.flush(within: .seconds(10)) }
+        XCTAssertTrue(flushed)
+        XCTAssertEqual(text.split(separator: "\n").count, 200, "nothing was dropped: it all fit in the queue")
+        XCTAssertEqual(writer.droppedLines, 0)
+    }
+}
