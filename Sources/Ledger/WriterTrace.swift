@@ -1,7 +1,7 @@
 import Glibc
 
 /// A debug timing log of the ledger's batched writes and WAL checkpoints, for attributing a paced
-/// run's latency tail (Benchmarks/tail-attribution.py): off unless `IAPGW_WRITER_TRACE` names a file
+/// run's latency tail (Benchmarks/tail_attribution.py): off unless `IAPGW_WRITER_TRACE` names a file
 /// when the process starts. Off, each write call costs one load of `enabled`; on, one line per batch,
 /// commit and checkpoint, stamped in CLOCK_MONOTONIC nanoseconds (the clock `iapgw-dev pace` stamps
 /// its t0 with, so the two line up):
