@@ -37,17 +37,19 @@ public enum TestPKI {
         /// - Parameters:
         ///   - rootName: the root's CN (give two CAs the same name to get a same-name, other-key root).
         ///   - intermediateHasAppleOID: false for the "missing WWDR OID" broken variant.
+        ///   - intermediateKey: another key for the intermediate (`TestPKI.ecKey(curve:…)`: a wrong curve).
         public static func make(rootName: String = "IAPGateway Test Root CA - G3",
                                 rootCurve: ECPrivateKey.Curve = .p384,
                                 validity: Validity = .around(days: 3650),
                                 intermediateValidity: Validity? = nil,
                                 intermediateHasAppleOID: Bool = true,
-                                intermediateOCSPURL: String? = nil) throws(VerificationError) -> CertificateAuthority {
+                                intermediateOCSPURL: String? = nil,
+                                intermediateKey: ECPrivateKey? = nil) throws(VerificationError) -> CertificateAuthority {
             let rootKey = try ECPrivateKey.generate(rootCurve)
             let root = try CertificateBuilder.build(
                 subject: rootName, issuer: rootName, publicKeyOf: rootKey, signer: rootKey,
                 validity: validity, isCA: true, markerOID: nil)
-            let intermediateKey = try ECPrivateKey.generate(rootCurve)
+            let intermediateKey = if let intermediateKey { intermediateKey } else { try ECPrivateKey.generate(rootCurve) }
             let intermediate = try CertificateBuilder.build(
                 subject: "IAPGateway Test Worldwide Developer Relations CA - G6", issuer: rootName,
                 publicKeyOf: intermediateKey, signer: rootKey, validity: intermediateValidity ?? validity,

@@ -45,6 +45,30 @@ final class KeyCurveTests: XCTestCase {
         XCTAssertEqual(try Fixture.verifier().verifyAndDecodeTransaction(jws).transactionId, "2000000000000001")
     }
 
+    /// A pinned root that signed an intermediate on `curve`, which signed a P-256 leaf's token.
+    private func token(intermediateCurve curve: String, rootCurve: ECPrivateKey.Curve = .p384) throws -> (String, [Data]) {
+        let ca = try TestPKI.CertificateAuthority.make(rootCurve: rootCurve, intermediateKey: TestPKI.ecKey(curve: curve))
+        let leaf = try ca.issueLeaf(validity: .around(Fixture.now, days: 30))
+        return (try ca.signer(leaf: leaf).sign(Fixture.transaction()), [ca.root.der])
+    }
+
+    func testIntermediateOnSecp256k1OrBrainpoolIsRefusedThoughEverySignatureVerifies() throws {
+        for curve in ["secp256k1", "brainpoolP256r1", "brainpoolP384r1"] {
+            let (jws, roots) = try token(intermediateCurve: curve)
+            XCTAssertThrowsError(try Fixture.verifier(roots: roots).verifyAndDecodeTransaction(jws), curve) { error in
+                XCTAssertEqual((error as? VerificationError)?.code, .invalidCertificateChain, "\(error)")
+                XCTAssertTrue((error as? VerificationError)?.message.contains("P-384 or P-256") == true, "\(error)")
+            }
+        }
+    }
+
+    func testIntermediateOnP384OrP256ByNameIsAccepted() throws {
+        for curve in ["secp384r1", "prime256v1"] {
+            let (jws, roots) = try token(intermediateCurve: curve)
+            XCTAssertEqual(try Fixture.verifier(roots: roots).verifyAndDecodeTransaction(jws).transactionId, "2000000000000001", curve)
+        }
+    }
+
     /// The .p8 of the App Store Server API, promotional offers and retention messages.
     func testPrivateKeysOffP256ByNameAreRefusedAtLoad() throws {
         for (curve, explicit) in [("secp256k1", false), ("brainpoolP256r1", false), ("prime256v1", true)] {

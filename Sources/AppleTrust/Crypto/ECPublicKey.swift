@@ -28,21 +28,29 @@ public final class ECPublicKey: @unchecked Sendable {
 
     /// Whether `pkey` is an EC key on P-256 given by name, as Apple's libraries require of every
     /// ES256 key (CryptoKit's `P256`). Being EC of 256 bits is not enough: secp256k1 and
-    /// brainpoolP256r1 are too. A key with explicit curve parameters is refused even when they
-    /// are P-256's (OpenSSL then still names the group): RFC 5480 allows only the named curve,
-    /// and explicit parameters are how curve-substitution attacks (CVE-2020-0601) get in.
-    static func isNamedP256(_ pkey: OpaquePointer) -> Bool {
+    /// brainpoolP256r1 are too.
+    static func isNamedP256(_ pkey: OpaquePointer) -> Bool { namedCurve(pkey) == "prime256v1" }
+
+    /// OpenSSL's name of the curve (prime256v1, secp384r1, ...) when `pkey` is an EC key whose
+    /// curve is given by name; nil for any other key. A key with explicit curve parameters is nil
+    /// even when they are a named curve's (OpenSSL then still names the group): RFC 5480 allows
+    /// only named curves, and explicit parameters are how curve substitution (CVE-2020-0601) gets in.
+    static func namedCurve(_ pkey: OpaquePointer) -> String? {
         defer { clearOpenSSLErrors() }
-        guard EVP_PKEY_is_a(pkey, "EC") == 1 else { return false }
+        guard EVP_PKEY_is_a(pkey, "EC") == 1 else { return nil }
         func parameter(_ name: String) -> String? {
             var buffer = [CChar](repeating: 0, count: 64)
             var length = 0
             guard EVP_PKEY_get_utf8_string_param(pkey, name, &buffer, buffer.count, &length) == 1 else { return nil }
             return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
-        return parameter(OSSL_PKEY_PARAM_GROUP_NAME) == "prime256v1"
-            && parameter(OSSL_PKEY_PARAM_EC_ENCODING) == OSSL_PKEY_EC_ENCODING_GROUP
+        guard parameter(OSSL_PKEY_PARAM_EC_ENCODING) == OSSL_PKEY_EC_ENCODING_GROUP else { return nil }
+        return parameter(OSSL_PKEY_PARAM_GROUP_NAME)
     }
+
+    /// This key's curve name, as `namedCurve(_:)`.
+    public var namedCurve: String? { Self.namedCurve(pkey) }
+
     deinit {
         idleVerifyContexts.withLock { contexts in
             for context in contexts { EVP_PKEY_CTX_free(context.pointer) }
