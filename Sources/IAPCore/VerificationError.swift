@@ -57,7 +57,8 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let malformedCertificate = Code(rawValue: "MALFORMED_CERTIFICATE")
         /// The chain does not end in a pinned root (or `x5c[2]` is not one).
         public static let untrustedRoot = Code(rawValue: "UNTRUSTED_ROOT")
-        /// The chain does not verify (a signature in it, a constraint, a purpose).
+        /// The chain does not verify (a signature in it, a constraint, a purpose), or the JWS
+        /// intermediate's key is not on P-384 or P-256 by name.
         public static let invalidCertificateChain = Code(rawValue: "INVALID_CERTIFICATE_CHAIN")
         /// The intermediate or leaf lacks Apple's marker OID.
         public static let missingAppleOID = Code(rawValue: "MISSING_APPLE_OID")
