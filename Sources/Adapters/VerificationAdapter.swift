@@ -145,6 +145,10 @@ extension VerificationAdapter {
 /// The adapters a gateway knows, by id.
 public struct AdapterRegistry: Sendable {
     private var adapters: [AdapterID: any VerificationAdapter] = [:]
+    /// Every kind of evidence some registered adapter verifies, once each (by kind), in a stable
+    /// order: what the verify route accepts. Kept up to date by `register`, because every verify
+    /// request reads it (rebuilt per read, it was ~1.5% of a re-claim's CPU).
+    public private(set) var evidenceForms: [EvidenceForm] = []
 
     public init(_ adapters: [any VerificationAdapter] = []) {
         for a in adapters { register(a) }
@@ -160,6 +164,9 @@ public struct AdapterRegistry: Sendable {
                          "adapter \(adapter.id) declares \(form.kind) evidence unlike the adapters registered before it")
         }
         adapters[adapter.id] = adapter
+        var seen = Set<AppPolicy.EvidenceKind>()
+        evidenceForms = ids.flatMap { adapters[$0]!.evidenceForms }.filter { seen.insert($0.kind).inserted }
+            .sorted { $0.member < $1.member }
     }
 
     public func adapter(_ id: AdapterID) -> (any VerificationAdapter)? { adapters[id] }
@@ -168,14 +175,6 @@ public struct AdapterRegistry: Sendable {
 
     /// The form of one kind of evidence, as the registered adapters declare it.
     public func form(of kind: AppPolicy.EvidenceKind) -> EvidenceForm? { evidenceForms.first { $0.kind == kind } }
-
-    /// Every kind of evidence some registered adapter verifies, once each (by kind), in a stable
-    /// order: what the verify route accepts.
-    public var evidenceForms: [EvidenceForm] {
-        var seen = Set<AppPolicy.EvidenceKind>()
-        return ids.flatMap { adapters[$0]!.evidenceForms }.filter { seen.insert($0.kind).inserted }
-            .sorted { $0.member < $1.member }
-    }
 
     /// The adapter that answers this evidence: the one the app's routing names for its kind (a
     /// compared adapter then runs beside it, `MigrationRouter`), or, for a kind the routing does not

@@ -101,8 +101,8 @@ struct LegacyResponseFacts: Sendable {
 
 extension LegacyResponseFacts {
     static let fields: [RecordField<Self>] = [
-        .int("status", \.status),
-        .open("environment", \.environment),
-        .bool("isRetryable", \.isRetryable),
+        .int("status", \.status, \.status),
+        .open("environment", \.environment, \.environment),
+        .bool("isRetryable", \.isRetryable, \.isRetryable),
     ]
 }

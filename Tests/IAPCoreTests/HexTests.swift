@@ -8,6 +8,14 @@ final class HexTests: XCTestCase {
         XCTAssertEqual(Hex.bytes(""), [])
     }
 
+    func testEveryByteEncodesAsItsTwoDigitsAndDecodesBack() {
+        let all = (0...255).map { UInt8($0) }
+        let text = Hex.lowercase(all)
+        XCTAssertEqual(text, all.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())
+        XCTAssertEqual(Hex.bytes(text), all)
+        XCTAssertEqual(Hex.lowercase(all[250...]), "fafbfcfdfeff")
+    }
+
     func testRefusesOddLengthsAndNonHexCharacters() {
         XCTAssertNil(Hex.bytes("abc"))
         XCTAssertNil(Hex.bytes("zz"))

@@ -75,6 +75,19 @@ final class StrictJSONTests: XCTestCase {
         }
     }
 
+    /// Strings short (stored inline) and long (on the heap), ASCII and not, with the one character
+    /// that needs escaping first, last or nowhere: each written exactly and read back.
+    func testJSONBytesWriteShortAndLongStringsWithAndWithoutEscapes() throws {
+        for body in ["", "a", "é😀", String(repeating: "x", count: 15), String(repeating: "ü", count: 40),
+                     String(repeating: "eyJhbGciOiJFUzI1NiJ9", count: 250)] {
+            for (text, written) in [(body, body), ("\"" + body, "\\\"" + body), (body + "\n", body + "\\n"),
+                                    (body + "\\", body + "\\\\"), (body + "\u{7}", body + "\\u0007")] {
+                XCTAssertEqual(String(decoding: JSONValue.string(text).jsonBytes, as: UTF8.self), "\"" + written + "\"")
+                XCTAssertEqual(try json.parse(Array(JSONValue.array([.string(text)]).jsonBytes)), .array([.string(text)]))
+            }
+        }
+    }
+
     func testFieldReadsAreStrictAboutJSONTypes() throws {
         let fields = try JSONFields(try json.parse(#"{"signedDate":"1700000000000","price":230000,"ok":true,"n":null}"#),
                                     context: "payload")

@@ -116,9 +116,11 @@ struct VerifyEndpoint: Sendable {
         // credits per newly granted id must not pay out a refund).
         let revoked = Set(outcome.transactions.filter { $0.revocationDate != nil }.map(\.transactionId))
         let stored = Self.standing(claim.entitlements, chains: chains, now: context.now)
+        let verdict = VerifyVerdict.of(stored, policy: policy)
+        audit.verdict = verdict.audited  // as the claim wrote it: the caller's log line reads this copy
         var answer: [String: JSONValue] = [
             "account": .string(account),
-            "verdict": .string(VerifyVerdict.of(stored, policy: policy).rawValue),
+            "verdict": .string(verdict.rawValue),
             "adapter": .string(outcome.adapter.rawValue),
             "environment": .string(outcome.environment.rawValue),
             "mappingVersion": .string(outcome.mappingVersion),

@@ -56,6 +56,8 @@ struct RequestBody {
     /// a prefix match let `application/json-seq` or `application/jsonp` through.
     static func isJSON(contentType: String?) -> Bool {
         guard let contentType else { return false }
+        // What every client sends, decided without Foundation's Unicode trimming (~2% of a re-claim's CPU).
+        if contentType == "application/json" { return true }
         let parts = contentType.split(separator: ";", omittingEmptySubsequences: false)
             .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         guard parts.first == "application/json" else { return false }

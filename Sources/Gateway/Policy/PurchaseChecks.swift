@@ -187,6 +187,8 @@ public struct FamilySharingCheck: PurchaseCheck {
 public struct AppAccountTokenCheck: PurchaseCheck {
     public init() {}
     public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
+        // Derived only when some transaction carries a token to compare it with.
+        guard outcome.transactions.contains(where: { $0.appAccountToken?.isEmpty == false }) else { return }
         let expected = AppAccountToken.derive(bundleId: context.app.bundleId, account: context.account)
         for t in outcome.transactions {
             if let token = t.appAccountToken, !token.isEmpty, token.lowercased() != expected {

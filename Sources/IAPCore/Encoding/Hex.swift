@@ -1,15 +1,21 @@
 /// Hexadecimal text for digests, keys and MACs: one encoder and one strict decoder for the project.
 public enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
-
-    /// Two lowercase hex digits per byte.
+    /// Two lowercase hex digits per byte. Inlinable so each caller's byte type is specialised
+    /// (unspecialised, every audit row's evidence digest went through the generic witnesses).
+    @inlinable
     public static func lowercase<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
         var out: [UInt8] = []
+        out.reserveCapacity(bytes.underestimatedCount * 2)
         for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0F)])
+            out.append(digit(b >> 4))
+            out.append(digit(b & 0x0F))
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    @inlinable
+    static func digit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 
     /// The bytes of an even-length string of hex digits (either case); nil for anything else.

@@ -328,11 +328,16 @@ extension JSONValue {
 
     static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        // Almost every string written (ids, dates, JWS, product ids) needs no escaping: append its
-        // bytes whole instead of scalar by scalar (this loop was the hottest code of a /verify answer).
+        // Almost every string written (ids, dates, JWS, product ids) needs no escaping: its bytes are
+        // scanned and appended whole, through the string's own buffer (`contains(where:)` and
+        // `append(contentsOf:)` on the UTF8View walked it index by index, ~2% of a re-claim's CPU).
         let utf8 = s.utf8
-        if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out.append(contentsOf: utf8)
+        let appended = utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            for b in bytes where b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if appended == true {
             out.append(UInt8(ascii: "\""))
             return
         }

@@ -159,7 +159,10 @@ enum LedgerSchema {
     }
 
     /// The audit verdict `notGranted`: a 200 verify answer whose evidence grants nothing now was
-    /// recorded `granted`. PostgreSQL swaps the column's CHECK; SQLite cannot alter a CHECK, so the
+    /// recorded `granted`. PostgreSQL swaps the column's CHECK, `NOT VALID` because the new one is
+    /// wider than the old (every stored row passes it) and validating would scan the whole table
+    /// under an exclusive lock, past the migration's statement timeout on a large ledger; new rows
+    /// are still checked. SQLite cannot alter a CHECK, so the
     /// table is rebuilt with every row and id as they were, its AUTOINCREMENT counter carried over
     /// (an id is never handed out twice, even after a purge of the newest rows) and its indexes made
     /// again. Old rows keep their meaning: `granted` and `refused` are unchanged.
@@ -169,7 +172,7 @@ enum LedgerSchema {
         case .postgres:
             return """
                 ALTER TABLE audit_log DROP CONSTRAINT audit_log_verdict_check;
-                ALTER TABLE audit_log ADD CONSTRAINT audit_log_verdict_check \(verdicts);
+                ALTER TABLE audit_log ADD CONSTRAINT audit_log_verdict_check \(verdicts) NOT VALID;
                 """
         case .sqlite:
             let d = dialect.ddl

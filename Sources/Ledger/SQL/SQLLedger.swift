@@ -316,7 +316,7 @@ public final class SQLLedger: Sendable {
     /// Sorted-key JSON that `decode` (JSONDecoder) reads back: the same document JSONEncoder writes
     /// (tested in IAPCore), without its cost on every claim.
     private static func json(_ transaction: CanonicalTransaction) -> String {
-        transaction.jsonValue.jsonText
+        transaction.jsonText
     }
 
     static func decode(_ json: String) throws(VerificationError) -> CanonicalTransaction {
