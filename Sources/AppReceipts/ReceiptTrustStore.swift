@@ -155,6 +155,12 @@ final class ReceiptTrustStore: Sendable {
         guard let infos = PKCS7_get_signer_info(p7), iapgw_sk_PKCS7_SIGNER_INFO_num(infos) == 1 else {
             throw VerificationError(.invalidSignature, "receipt must have exactly one signer")
         }
+        // The sender names the digest; Apple's receipts (and Xcode's) use SHA-256, the older ones
+        // SHA-1. Anything else OpenSSL would also verify (MD5, SHA-3, ...) is refused: fail closed.
+        let digest = iapgw_PKCS7_first_signer_digest_nid(p7)
+        guard digest == NID_sha256 || digest == NID_sha1 else {
+            throw VerificationError(.invalidSignature, "receipt signer's digest is neither SHA-256 nor SHA-1")
+        }
         guard let signers = PKCS7_get0_signers(p7, nil, 0) else {
             throw VerificationError(.invalidSignature, "receipt has no usable signer certificate")
         }

@@ -57,6 +57,17 @@ static inline int iapgw_X509_first_ocsp_url(X509 *x, char *buf, int cap) {
     return result;
 }
 static inline int iapgw_sk_PKCS7_SIGNER_INFO_num(const STACK_OF(PKCS7_SIGNER_INFO) *sk) { return sk_PKCS7_SIGNER_INFO_num(sk); }
+/* The digest NID the first SignerInfo names (NID_undef when there is none). */
+static inline int iapgw_PKCS7_first_signer_digest_nid(PKCS7 *p7) {
+    STACK_OF(PKCS7_SIGNER_INFO) *infos = PKCS7_get_signer_info(p7);
+    if (infos == NULL || sk_PKCS7_SIGNER_INFO_num(infos) < 1) return NID_undef;
+    X509_ALGOR *digest = NULL;
+    PKCS7_SIGNER_INFO_get0_algs(sk_PKCS7_SIGNER_INFO_value(infos, 0), NULL, &digest, NULL);
+    if (digest == NULL) return NID_undef;
+    const ASN1_OBJECT *object = NULL;
+    X509_ALGOR_get0(&object, NULL, NULL, digest);
+    return OBJ_obj2nid(object);
+}
 
 // AppleTrust (JWS): SHA-256 resumable from a saved state. The low-level API because its state is a
 // plain struct, copied by value per call with no allocation (EVP_MD_CTX_copy_ex duplicates the

@@ -57,7 +57,8 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let malformedCertificate = Code(rawValue: "MALFORMED_CERTIFICATE")
         /// The chain does not end in a pinned root (or `x5c[2]` is not one).
         public static let untrustedRoot = Code(rawValue: "UNTRUSTED_ROOT")
-        /// The chain does not verify (a signature in it, a constraint, a purpose).
+        /// The chain does not verify (a signature in it, a constraint, a purpose), or the JWS
+        /// intermediate's key is not on P-384 or P-256 by name.
         public static let invalidCertificateChain = Code(rawValue: "INVALID_CERTIFICATE_CHAIN")
         /// The intermediate or leaf lacks Apple's marker OID.
         public static let missingAppleOID = Code(rawValue: "MISSING_APPLE_OID")
@@ -76,7 +77,9 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let jwtNotYetValid = Code(rawValue: "JWT_NOT_YET_VALID")
         /// A signed payload names an audience (`aud`): Apple's signed data never does, and nobody here expects one.
         public static let jwtAudienceNotAccepted = Code(rawValue: "JWT_AUDIENCE_NOT_ACCEPTED")
-        /// The ES256 (or PKCS#7) signature does not verify.
+        /// The ES256 (or PKCS#7) signature does not verify (a receipt's digest other than
+        /// SHA-256/SHA-1 included), or the JWS leaf key is not on P-256 by name (secp256k1,
+        /// brainpoolP256r1, ...: ES256 allows only P-256).
         public static let invalidSignature = Code(rawValue: "INVALID_SIGNATURE")
         /// The OCSP responder says a certificate in the chain is revoked.
         public static let certificateRevoked = Code(rawValue: "CERTIFICATE_REVOKED")

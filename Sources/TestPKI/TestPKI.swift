@@ -37,17 +37,19 @@ public enum TestPKI {
         /// - Parameters:
         ///   - rootName: the root's CN (give two CAs the same name to get a same-name, other-key root).
         ///   - intermediateHasAppleOID: false for the "missing WWDR OID" broken variant.
+        ///   - intermediateKey: another key for the intermediate (`TestPKI.ecKey(curve:…)`: a wrong curve).
         public static func make(rootName: String = "IAPGateway Test Root CA - G3",
                                 rootCurve: ECPrivateKey.Curve = .p384,
                                 validity: Validity = .around(days: 3650),
                                 intermediateValidity: Validity? = nil,
                                 intermediateHasAppleOID: Bool = true,
-                                intermediateOCSPURL: String? = nil) throws(VerificationError) -> CertificateAuthority {
+                                intermediateOCSPURL: String? = nil,
+                                intermediateKey: ECPrivateKey? = nil) throws(VerificationError) -> CertificateAuthority {
             let rootKey = try ECPrivateKey.generate(rootCurve)
             let root = try CertificateBuilder.build(
                 subject: rootName, issuer: rootName, publicKeyOf: rootKey, signer: rootKey,
                 validity: validity, isCA: true, markerOID: nil)
-            let intermediateKey = try ECPrivateKey.generate(rootCurve)
+            let intermediateKey = if let intermediateKey { intermediateKey } else { try ECPrivateKey.generate(rootCurve) }
             let intermediate = try CertificateBuilder.build(
                 subject: "IAPGateway Test Worldwide Developer Relations CA - G6", issuer: rootName,
                 publicKeyOf: intermediateKey, signer: rootKey, validity: intermediateValidity ?? validity,
@@ -57,10 +59,11 @@ public enum TestPKI {
         }
 
         /// A P-256 signing leaf, as Apple's "Prod ECC Mac App Store and iTunes Store Receipt Signing".
+        /// `key` certifies another key instead (`TestPKI.ecKey(curve:…)`: a leaf on a wrong curve).
         public func issueLeaf(validity: Validity = .around(days: 365), hasAppleOID: Bool = true,
                               commonName: String = "IAPGateway Test StoreKit Signing",
-                              ocspURL: String? = nil) throws(VerificationError) -> Identity {
-            let key = try ECPrivateKey.generate(.p256)
+                              ocspURL: String? = nil, key: ECPrivateKey? = nil) throws(VerificationError) -> Identity {
+            let key = if let key { key } else { try ECPrivateKey.generate(.p256) }
             let cert = try CertificateBuilder.build(
                 subject: commonName, issuer: intermediate.certificate.subjectCommonName, publicKeyOf: key,
                 signer: intermediate.key, validity: validity, isCA: false, markerOID: hasAppleOID ? TestPKI.leafOID : nil,
@@ -141,5 +144,28 @@ extension TestPKI {
         let n = iapgw_BIO_get_mem_data(bio, &ptr)
         guard let ptr, n > 0 else { throw VerificationError(.invalidConfiguration, "test PKI: empty PEM") }
         return String(decoding: UnsafeRawBufferPointer(start: ptr, count: Int(n)), as: UTF8.self)
+    }
+}
+
+extension TestPKI {
+    /// A fresh EC key on any curve OpenSSL knows by `curve` name (secp256k1, brainpoolP256r1, ...),
+    /// its parameters encoded explicitly rather than by name with `explicitParameters`: keys
+    /// Apple never uses, for tests proving they are refused wherever a P-256 key is required.
+    public static func ecKey(curve: String, explicitParameters: Bool = false) throws(VerificationError) -> ECPrivateKey {
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+            throw VerificationError(.invalidConfiguration, "test PKI: EVP_PKEY_CTX_new_from_name failed")
+        }
+        defer { EVP_PKEY_CTX_free(ctx); ERR_clear_error() }
+        // OSSL_PARAM keeps the pointers, so they must outlive the calls: C copies, freed after.
+        let texts: [String] = [OSSL_PKEY_PARAM_GROUP_NAME, curve, OSSL_PKEY_PARAM_EC_ENCODING,
+                               explicitParameters ? OSSL_PKEY_EC_ENCODING_EXPLICIT : OSSL_PKEY_EC_ENCODING_GROUP]
+        let strings = texts.map { strdup($0)! }
+        defer { strings.forEach { free($0) } }
+        var params = [OSSL_PARAM_construct_utf8_string(strings[0], strings[1], 0),
+                      OSSL_PARAM_construct_utf8_string(strings[2], strings[3], 0), OSSL_PARAM_construct_end()]
+        var key: OpaquePointer? = nil
+        let generated = EVP_PKEY_keygen_init(ctx) == 1 && EVP_PKEY_CTX_set_params(ctx, &params) == 1 && EVP_PKEY_generate(ctx, &key) == 1
+        guard generated, let key else { throw VerificationError(.invalidConfiguration, "test PKI: no \(curve) key") }
+        return ECPrivateKey(owning: key)
     }
 }

@@ -1,4 +1,5 @@
 @testable import AppReceipts
+import COpenSSL
 import Foundation
 import IAPCore
 import TestPKI
@@ -77,6 +78,19 @@ final class AppleSignerChainTests: XCTestCase {
         let root = Data(Self.root.certificateDER)
         XCTAssertEqual(code { _ = try ReceiptVerifier(rootCertificates: [root], xcodeRootCertificates: [root], allowXcodeReceipts: true) },
                        .invalidConfiguration)
+    }
+
+    /// The SignerInfo's digest is the sender's choice: only Apple's SHA-256 and SHA-1 are taken,
+    /// though OpenSSL verifies these signatures too and the chain is Apple's shape.
+    func testSignerDigestOtherThanSHA256OrSHA1IsRefusedThoughTheSignatureVerifies() throws {
+        for (name, digest) in [("MD5", EVP_md5()), ("SHA-512", EVP_sha512()), ("SHA3-256", EVP_sha3_256())] {
+            let der = TestSigner.pkcs7(content: try productionPayload(), signers: [Self.receiptLeaf], extraCertificates: [Self.wwdr],
+                                       digest: digest!)
+            XCTAssertEqual(code { try self.verifier().verify(der) }, .invalidSignature, name)
+        }
+        let sha1 = TestSigner.pkcs7(content: try productionPayload(), signers: [Self.receiptLeaf], extraCertificates: [Self.wwdr],
+                                    digest: EVP_sha1())
+        XCTAssertEqual(try verifier().verify(sha1).bundleId, "org.getpure.pure-iphone")
     }
 
     /// The real Apple chains carry exactly the markers required (leaf 1.2.840.113635.100.6.11.1,

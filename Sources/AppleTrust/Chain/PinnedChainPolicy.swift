@@ -93,6 +93,24 @@ package struct AppleMarkers: ChainPolicy {
     }
 }
 
+/// The JWS intermediate's key on a curve Apple issues WWDR intermediates on, by name: P-384 (G6)
+/// or P-256. OpenSSL's chain building takes any key type it knows (secp256k1, brainpool, RSA of
+/// any size); Apple's Swift library (swift-certificates) refuses curves it does not know, and
+/// nothing but these ever signs Apple's ES256 leaves. The leaf's own curve is the signature's
+/// business (`ECPublicKey.isNamedP256`); the root is pinned.
+package struct AppleIntermediateKeyCurve: ChainPolicy {
+    static let curves: Set<String> = ["secp384r1", "prime256v1"]
+
+    package init() {}
+
+    package func check(_ chain: [X509Certificate]) throws(VerificationError) {
+        guard chain.count >= 2 else { throw VerificationError(.invalidCertificateChain, "the chain has no intermediate") }
+        guard let curve = chain[1].publicKey?.namedCurve, Self.curves.contains(curve) else {
+            throw VerificationError(.invalidCertificateChain, "the intermediate's key is not on P-384 or P-256 by name")
+        }
+    }
+}
+
 /// Every certificate valid at `second` (notBefore...notAfter, inclusive). JWS applies it after the
 /// signature, at the payload's own date; a receipt's chain is checked at its time by OpenSSL
 /// while it is built (`PinnedChainPolicy.build(…checkingTimeAt:)`), as PKCS7_verify needs anyway.
@@ -167,11 +185,11 @@ package final class PinnedChainPolicy: @unchecked Sendable {
     /// Apple's JWS chain rule on the x5c header (leaf, intermediate, root), before the signature
     /// and before the payload is even decoded, so a token from any other PKI is UNTRUSTED_ROOT
     /// whatever its payload says: exactly three certificates, x5c[2] pinned, Apple's marker OIDs,
-    /// then OpenSSL building leaf → intermediate → pinned root (time checks off). Returns the
+    /// the intermediate's key curve, then OpenSSL building leaf → intermediate → pinned root (time checks off). Returns the
     /// window in which the chain OpenSSL built is valid; `ValidityTime` applies it to the payload's
     /// date once the signature has proved the payload comes from this leaf.
     package func verifyJWSChain(_ x5c: [X509Certificate]) throws(VerificationError) -> ChainValidity {
-        try [ExactChainLength(3, refusedAs: .invalidChainLength), pinnedRoot, AppleMarkers()].check(x5c)
+        try [ExactChainLength(3, refusedAs: .invalidChainLength), pinnedRoot, AppleMarkers(), AppleIntermediateKeyCurve()].check(x5c)
         let built = try build(leaf: x5c[0], intermediates: [x5c[1]], maxIntermediates: 1, checkingTimeAt: nil)
         // The built root is the pinned one from the store, whose dates may differ from x5c[2]'s
         // when that is a re-encoded copy matched by key.

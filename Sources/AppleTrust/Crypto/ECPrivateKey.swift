@@ -9,7 +9,9 @@ public final class ECPrivateKey: @unchecked Sendable, CustomStringConvertible {
 
     let pkey: OpaquePointer
 
-    init(owning pkey: OpaquePointer) { self.pkey = pkey }
+    /// Takes ownership of `pkey`. Public to the test PKI only, which makes keys on other curves
+    /// (secp256k1, explicit parameters) to prove they are refused.
+    @_spi(TestPKI) public init(owning pkey: OpaquePointer) { self.pkey = pkey }
     deinit { EVP_PKEY_free(pkey) }
 
     /// The OpenSSL handle, for the test PKI that signs certificates with it. Borrowed, not owned.
@@ -48,9 +50,10 @@ public final class ECPrivateKey: @unchecked Sendable, CustomStringConvertible {
             throw VerificationError(.invalidConfiguration, "the key is encrypted; give the unencrypted .p8 Apple issues")
         }
         guard let key else { throw VerificationError(.invalidConfiguration, "the key is not a PKCS#8 PEM private key") }
-        guard EVP_PKEY_is_a(key, "EC") == 1, EVP_PKEY_get_bits(key) == 256 else {
+        // P-256 by name, as Apple's libraries load a .p8 (`P256.Signing.PrivateKey`).
+        guard ECPublicKey.isNamedP256(key) else {
             EVP_PKEY_free(key)
-            throw VerificationError(.invalidConfiguration, "the key is not an EC P-256 key")
+            throw VerificationError(.invalidConfiguration, "the key is not an EC key on the named curve P-256")
         }
         self.init(owning: key)
     }

@@ -7,9 +7,9 @@ import Synchronization
 public final class ECPublicKey: @unchecked Sendable {
     let pkey: OpaquePointer
 
-    /// Whether this is a key on NIST P-256, the only curve ES256 allows. Fixed for the key's life,
-    /// so asked of OpenSSL once rather than on every verification.
-    public let isP256: Bool
+    /// Whether this is a key on the named curve NIST P-256 (prime256v1), the only curve ES256
+    /// allows. Fixed for the key's life, so asked of OpenSSL once rather than on every verification.
+    public let isNamedP256: Bool
 
     /// Verify contexts initialised for this key and idle. Creating one per call showed up in
     /// profiles of the warm JWS path; a context serves one verification at a time (taken out
@@ -23,8 +23,34 @@ public final class ECPublicKey: @unchecked Sendable {
     /// Takes ownership of one reference to `pkey`.
     init(owning pkey: OpaquePointer) {
         self.pkey = pkey
-        self.isP256 = EVP_PKEY_is_a(pkey, "EC") == 1 && EVP_PKEY_get_bits(pkey) == 256
+        self.isNamedP256 = Self.isNamedP256(pkey)
     }
+
+    /// Whether `pkey` is an EC key on P-256 given by name, as Apple's libraries require of every
+    /// ES256 key (CryptoKit's `P256`). Being EC of 256 bits is not enough: secp256k1 and
+    /// brainpoolP256r1 are too.
+    static func isNamedP256(_ pkey: OpaquePointer) -> Bool { namedCurve(pkey) == "prime256v1" }
+
+    /// OpenSSL's name of the curve (prime256v1, secp384r1, ...) when `pkey` is an EC key whose
+    /// curve is given by name; nil for any other key. A key with explicit curve parameters is nil
+    /// even when they are a named curve's (OpenSSL then still names the group): RFC 5480 allows
+    /// only named curves, and explicit parameters are how curve substitution (CVE-2020-0601) gets in.
+    static func namedCurve(_ pkey: OpaquePointer) -> String? {
+        defer { clearOpenSSLErrors() }
+        guard EVP_PKEY_is_a(pkey, "EC") == 1 else { return nil }
+        func parameter(_ name: String) -> String? {
+            var buffer = [CChar](repeating: 0, count: 64)
+            var length = 0
+            guard EVP_PKEY_get_utf8_string_param(pkey, name, &buffer, buffer.count, &length) == 1 else { return nil }
+            return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        guard parameter(OSSL_PKEY_PARAM_EC_ENCODING) == OSSL_PKEY_EC_ENCODING_GROUP else { return nil }
+        return parameter(OSSL_PKEY_PARAM_GROUP_NAME)
+    }
+
+    /// This key's curve name, as `namedCurve(_:)`.
+    public var namedCurve: String? { Self.namedCurve(pkey) }
+
     deinit {
         idleVerifyContexts.withLock { contexts in
             for context in contexts { EVP_PKEY_CTX_free(context.pointer) }
@@ -67,7 +93,7 @@ public final class ECPublicKey: @unchecked Sendable {
     /// The same check given the message's SHA-256 (32 bytes) instead of the message: for callers
     /// that finish the digest from a saved state (`SHA256Prefix`).
     func verifyES256(signature: [UInt8], sha256 digest: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard signature.count == 64, digest.count == 32, isP256 else { return false }
+        guard signature.count == 64, digest.count == 32, isNamedP256 else { return false }
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: ES256Signature.maxDERCount) { derSpace in
             let derCount = signature.withUnsafeBufferPointer { ES256Signature.writeDER(raw: $0, into: derSpace) }
             defer { clearOpenSSLErrors() }

@@ -44,8 +44,8 @@ extension SignedDataVerifier {
         } else {
             let decoded = try Self.decodeHeader(header, reusing: knownCertificate)
             window = try policy.verifyJWSChain(decoded)
-            guard let key = decoded[0].publicKey, key.isP256 else {
-                throw VerificationError(.invalidSignature, "the leaf key is not an EC P-256 key")
+            guard let key = decoded[0].publicKey, key.isNamedP256 else {
+                throw VerificationError(.invalidSignature, "the leaf key is not on the named curve P-256")
             }
             decoded[1].der.withUnsafeBytes { verifiedIntermediates.store($0.bindMemory(to: UInt8.self), decoded[1]) }
             certs = decoded

@@ -84,15 +84,17 @@ final class TestSigner: @unchecked Sendable {
     /// authenticated attributes (content type, signing time, digest) unless `signedAttributes` is
     /// false; Apple's receipts carry none.
     static func pkcs7(content: [UInt8], signers: [TestSigner], extraCertificates: [TestSigner] = [],
-                      signedAttributes: Bool = true) -> [UInt8] {
+                      signedAttributes: Bool = true, digest: OpaquePointer = EVP_sha256()) -> [UInt8] {
         withExtendedLifetime(extraCertificates) {
-            pkcs7(content: content, signers: signers, extraX509: extraCertificates.map(\.certificate), signedAttributes: signedAttributes)
+            pkcs7(content: content, signers: signers, extraX509: extraCertificates.map(\.certificate), signedAttributes: signedAttributes,
+                  digest: digest)
         }
     }
 
     /// As above, the extra certificates (in this order, before the signers') given as OpenSSL
     /// objects the caller keeps alive: for certificates a `TestSigner` cannot make.
-    static func pkcs7(content: [UInt8], signers: [TestSigner], extraX509: [OpaquePointer], signedAttributes: Bool) -> [UInt8] {
+    static func pkcs7(content: [UInt8], signers: [TestSigner], extraX509: [OpaquePointer], signedAttributes: Bool,
+                      digest: OpaquePointer = EVP_sha256()) -> [UInt8] {
         let certs = iapgw_sk_X509_new_null()!
         defer { iapgw_sk_X509_free(certs) }
         for extra in extraX509 { _ = iapgw_sk_X509_push(certs, extra) }
@@ -101,7 +103,7 @@ final class TestSigner: @unchecked Sendable {
         defer { PKCS7_free(p7) }
         for signer in signers {
             let noAttributes = signedAttributes ? 0 : Int32(PKCS7_NOATTR)
-            precondition(PKCS7_sign_add_signer(p7, signer.certificate, signer.key, EVP_sha256(), noAttributes) != nil)
+            precondition(PKCS7_sign_add_signer(p7, signer.certificate, signer.key, digest, noAttributes) != nil)
         }
         let bio = content.withUnsafeBufferPointer { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }!
         defer { BIO_free(bio) }
