@@ -51,4 +51,20 @@ final class LogWriterTests: XCTestCase {
         XCTAssertEqual(text.split(separator: "\n").count, 200, "nothing was dropped: it all fit in the queue")
         XCTAssertEqual(writer.droppedLines, 0)
     }
+
+    func testALineLargerThanTheQueueArrivingWhileTheThreadIsIdleIsMarkedAndLaterLinesArrive() throws {
+        let pipe = try UnreadPipe()
+        let writer = LogWriter(fileDescriptor: pipe.writeEnd, capacityBytes: 256)
+        Thread.sleep(forTimeInterval: 0.1)  // the thread is idle, waiting for a line
+        writer.write(#"{"event":"oversized","padding":"\#(String(repeating: "z", count: 300))"}"#)
+        XCTAssertTrue(writer.flush(within: .seconds(5)), "the drop wakes the thread, which marks the gap")
+        for n in 0..<5 { writer.write(#"{"event":"line","n":"\#(n)"}"#) }
+        let (text, flushed) = pipe.readAll { writer.flush(within: .seconds(5)) }
+        XCTAssertTrue(flushed, "the lines after the oversized one are written: \(text)")
+        let lines = try text.split(separator: "\n").map { try StrictJSON().parse(Array($0.utf8)) }
+        XCTAssertEqual(lines.map { $0["event"]?.stringValue }, ["log_lines_dropped"] + Array(repeating: "line", count: 5), text)
+        XCTAssertEqual(lines.first?["count"]?.stringValue, "1")
+        XCTAssertEqual(lines.dropFirst().map { $0["n"]?.stringValue }, ["0", "1", "2", "3", "4"])
+        XCTAssertEqual(writer.droppedLines, 1)
+    }
 }

@@ -55,14 +55,17 @@ public final class LogWriter: @unchecked Sendable {
         let size = line.utf8.count + 1
         condition.lock()
         defer { condition.unlock() }
-        guard !dropping, queued.count + size <= capacityBytes else {
+        if !dropping, queued.count + size <= capacityBytes {
+            queued.append(contentsOf: line.utf8)
+            queued.append(UInt8(ascii: "\n"))
+        } else {
+            // Dropped whole, even a line alone larger than the queue: a cut line is not JSON.
             dropping = true
             droppedInGap += 1
             dropped += 1
-            return
         }
-        queued.append(contentsOf: line.utf8)
-        queued.append(UInt8(ascii: "\n"))
+        // The thread is woken for a drop too: only it ends the gap (with its marker line), and an
+        // idle thread left asleep would keep every later line dropped.
         if threadWaiting {
             threadWaiting = false
             condition.broadcast()
