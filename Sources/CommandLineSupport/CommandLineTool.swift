@@ -4,6 +4,7 @@ import IAPCore
 /// The entry point both executables share: picks the subcommand named by the first argument, answers
 /// `--help`, and maps the outcome to the exit code (0 ok, 1 refused or invalid input, 2 usage error).
 /// `tool` is the executable's name as messages and usage texts give it.
+/// `main` calls `prepareStandardDescriptors()` first.
 public func runCommandLine(tool: String, subcommands: [any Subcommand]) async -> Never {
     let argv = Array(CommandLine.arguments.dropFirst())
     guard let name = argv.first, let command = subcommands.first(where: { $0.name == name }) else {
@@ -33,4 +34,25 @@ private func exitAfterLog(_ code: Int32, message: String? = nil) -> Never {
     if let message { LogWriter.standardError.write(message) }
     LogWriter.standardError.flush(within: .seconds(2))
     exit(code)
+}
+
+/// The first statement of an executable's `main`, before its first `await`: that starts Swift's
+/// concurrency runtime, whose epoll descriptor would otherwise take a closed fd 2 (seen so). A log
+/// reader that exits must not kill the gateway, and a closed standard descriptor must not be
+/// reused by a file the process opens.
+/// - SIGPIPE is ignored, so a write to a pipe nobody reads fails with EPIPE (`LogWriter` counts the
+///   lines as dropped; the HTTP server sends with MSG_NOSIGNAL anyway). Children are unaffected:
+///   `ChildProcess` spawns them with every signal's default disposition (POSIX_SPAWN_SETSIGDEF).
+/// - A descriptor 0-2 closed at exec (`2>&-`) is opened on /dev/null: otherwise the next open()
+///   (the database, say) would get it, and log lines or output would be written into that file.
+public func prepareStandardDescriptors() {
+    signal(SIGPIPE, SIG_IGN)
+    for descriptor in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(descriptor, F_GETFD) == -1 {
+        // open() takes the lowest free number, which is this one when the lower ones are open.
+        let null = open("/dev/null", O_RDWR)
+        if null >= 0, null != descriptor {
+            dup2(null, descriptor)
+            close(null)
+        }
+    }
 }

@@ -2,6 +2,7 @@
 // production `iapgw`: the demo, the simulator alone, and the benchmarks. Exit codes as `iapgw`'s.
 import CommandLineSupport
 
+prepareStandardDescriptors()
 await runCommandLine(tool: "iapgw-dev", subcommands: [
     DemoCommand(), SimCommand(), BenchCommand(), BenchNotificationsCommand(), BenchRetentionCommand(), PaceCommand(),
 ])

@@ -4,6 +4,7 @@
 // refused/invalid input, 2 usage error.
 import CommandLineSupport
 
+prepareStandardDescriptors()
 await runCommandLine(tool: "iapgw", subcommands: [
     ServeCommand(), ReconcileCommand(), NotificationsCommand(), JWSCommand(), ReceiptCommand(), MappingsCommand(),
     ConfigCommand(), CompareCommand(), AuditCommand(),
