@@ -28,6 +28,8 @@ public final class DemoHarness: Sendable {
         public var maxJWSBytes = 65_536
         /// Where entitlement changes are posted (a loopback receiver in tests); nil: no webhook.
         public var webhookURL: String?
+        /// A shared secret being rotated out (`sharedSecret.previous`, file secrets/shared-secret-previous).
+        public var previousSharedSecret: String?
         /// The app's cutover readiness thresholds; nil: the documented defaults.
         public var readiness: AppPolicy.Readiness?
         /// More of the app's policy, as plain-XML elements appended to the app file (offers, retention rules).
@@ -85,6 +87,9 @@ public final class DemoHarness: Sendable {
         }
         try simulator.writeTrustRoot(to: directory.appendingPathComponent("trust/simulator-root.cer"))
         try Self.writeSecret(sharedSecret, to: directory.appendingPathComponent("secrets/shared-secret"))
+        if let previous = options.previousSharedSecret {
+            try Self.writeSecret(previous, to: directory.appendingPathComponent("secrets/shared-secret-previous"))
+        }
         try Self.writeSecret(credentials.privateKeyPEM, to: directory.appendingPathComponent("secrets/AuthKey.p8"))
         let webhookSecret = "whsec-" + Self.randomHex(16)
         try Self.writeSecret(webhookSecret, to: directory.appendingPathComponent("secrets/webhook-secret"))
@@ -167,7 +172,7 @@ public final class DemoHarness: Sendable {
                     <jws type="array"><item>../trust/simulator-root.cer</item></jws>
                     <receipts type="array"><item>../trust/simulator-root.cer</item></receipts>
                 </trustRoots>
-                <sharedSecret><file>../secrets/shared-secret</file></sharedSecret>
+                <sharedSecret><file>../secrets/shared-secret</file>\(o.previousSharedSecret == nil ? "" : "<previous><file>../secrets/shared-secret-previous</file></previous>")</sharedSecret>
                 <serverAPI>
                     <issuerId>\(credentials.issuerId)</issuerId>
                     <keyId>\(credentials.keyId)</keyId>

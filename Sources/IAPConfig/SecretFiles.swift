@@ -7,13 +7,18 @@ import IAPCore
 /// Secrets were read on every use, on whatever thread used them (Swift's cooperative pool for
 /// `POST /verify`): a hung mount stalled that thread, and with two of them every request. Here the
 /// gateway's files are read at start (`load`), then every `refreshInterval` by a thread of its own,
-/// so a rotated file is used within that delay. A read that fails keeps the last good value: it is
-/// logged (`secret_refresh_failed`, naming the setting, never the path or the value) and counted
-/// (`refreshFailures`, `staleFiles`). A file asked for before it was loaded (a tool, a test) is
-/// read once by the caller, then refreshed like the others.
+/// so a rotated file is used within that delay. A read that fails (the file is gone, unreadable, or
+/// empty or only whitespace) keeps the last good value: it is logged (`secret_refresh_failed`,
+/// naming the setting, never the path or the value) and counted (`refreshFailures`, `staleFiles`).
+/// A changed content is taken only when a second read `settleDelay` later agrees: a rotation caught
+/// half-written is read again at the next pass. A file asked for before it was loaded (a tool, a
+/// test) is read once by the caller, then refreshed like the others.
 public final class SecretFiles: @unchecked Sendable {
     /// The process's reader, which every `SecretReference` naming a file goes through.
     public static let shared = SecretFiles(refreshInterval: .seconds(10))
+    /// How long after a read that found a changed content the second read is made: long enough for
+    /// a writer's next chunk, short enough not to hold up the pass.
+    static let settleDelay: Duration = .milliseconds(75)
 
     public let refreshInterval: Duration
     /// One read of one file (tests give a reader that hangs, as a hung mount does).
@@ -58,12 +63,15 @@ public final class SecretFiles: @unchecked Sendable {
         startThreadIfNeeded()
     }
 
-    /// The content of the file at `url` as last read, or why it could not be read yet.
-    public func data(_ url: URL) throws(VerificationError) -> Data {
+    /// The content of the file at `url` as last read, or why it could not be read yet. With
+    /// `keepingLastGood` false, the last good value is not served while the last read failed: for a
+    /// secret whose removal revokes it (a `previous` one).
+    public func data(_ url: URL, keepingLastGood: Bool = true) throws(VerificationError) -> Data {
         let path = url.path
         condition.lock()
         if let entry = files[path] {
             condition.unlock()
+            if let failure = entry.failure, !keepingLastGood { throw failure }
             if let good = entry.lastGood { return good }
             throw entry.failure ?? VerificationError(.invalidConfiguration, "secret file:\(path) cannot be read or is empty")
         }
@@ -129,13 +137,31 @@ public final class SecretFiles: @unchecked Sendable {
             passing = true
             let paths = Array(files.keys)
             condition.unlock()
-            let outcomes = paths.map { path in (path, Result { () throws(VerificationError) in try read(URL(fileURLWithPath: path)) }) }
+            var outcomes = paths.map { path in (path, readOnce(path)) }
             condition.lock()
+            let changed = outcomes.indices.filter { index in
+                guard case .success(let data) = outcomes[index].1, let good = files[outcomes[index].0]?.lastGood else { return false }
+                return data != good
+            }
+            if !changed.isEmpty {
+                condition.unlock()
+                Thread.sleep(forTimeInterval: Self.settleDelay.timeInterval)
+                var unsettled: Set<Int> = []
+                for index in changed where (try? readOnce(outcomes[index].0).get()) != (try? outcomes[index].1.get()) {
+                    unsettled.insert(index)
+                }
+                outcomes = outcomes.indices.filter { !unsettled.contains($0) }.map { outcomes[$0] }
+                condition.lock()
+            }
             for (path, result) in outcomes { record(path, result, isRefresh: true) }
             passing = false
             passesDone += 1
             condition.broadcast()
         }
+    }
+
+    private func readOnce(_ path: String) -> Result<Data, VerificationError> {
+        Result { () throws(VerificationError) in try read(URL(fileURLWithPath: path)) }
     }
 
     /// Keeps a read's outcome (the lock held). A failed refresh keeps the last good value and is
@@ -160,7 +186,8 @@ public final class SecretFiles: @unchecked Sendable {
         files[path] = entry
     }
 
-    /// One read of a secret file, bounded in size.
+    /// One read of a secret file, bounded in size; content that is only whitespace (a file emptied
+    /// or just begun by a rotation) is not a secret, and is a failed read.
     public static func readFile(_ url: URL) throws(VerificationError) -> Data {
         let source = SecretReference.Source.file(url)
         let limit = SecretReference.maxSecretFileBytes
@@ -168,7 +195,8 @@ public final class SecretFiles: @unchecked Sendable {
         if let size = attributes?[.size] as? NSNumber, size.intValue > limit {
             throw VerificationError(.inputTooLarge, "secret \(source) is larger than \(limit) bytes")
         }
-        guard let data = try? Data(contentsOf: url), !data.isEmpty else {
+        let whitespace = Set(" \t\n\r\u{0B}\u{0C}".utf8)
+        guard let data = try? Data(contentsOf: url), !data.allSatisfy(whitespace.contains) else {
             throw VerificationError(.invalidConfiguration, "secret \(source) cannot be read or is empty")
         }
         guard data.count <= limit else {

@@ -6,7 +6,8 @@ import IAPCore
 /// The value is given only by `resolve(environment:)`, at the moment it is used, and is never kept
 /// in this type: printing, dumping or comparing a reference can therefore never leak a secret.
 /// Files are read by `SecretFiles`, off the request path (a rotated file is used within its refresh delay).
-/// `previous` names the secret being rotated out, accepted beside the current one until removed.
+/// `previous` names the secret being rotated out, accepted beside the current one until removed:
+/// its file is never served stale, so deleting it revokes it at the next refresh.
 public struct SecretReference: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     public enum Source: Sendable, Equatable, CustomStringConvertible {
         case environmentVariable(String)
@@ -47,10 +48,10 @@ public struct SecretReference: Sendable, Equatable, CustomStringConvertible, Cus
         try Self.read(source, environment: environment)
     }
 
-    /// The secret being rotated out, if one is named.
+    /// The secret being rotated out, if one is named; an error while its file's last read failed.
     public func resolvePrevious(environment: [String: String] = ProcessInfo.processInfo.environment) throws(VerificationError) -> String? {
         guard let previous else { return nil }
-        return try Self.text(try Self.read(previous, environment: environment), previous)
+        return try Self.text(try Self.read(previous, environment: environment, keepingLastGood: false), previous)
     }
 
     /// Whether the secret can be read now, without reading more than needed; for `config check`.
@@ -73,7 +74,8 @@ public struct SecretReference: Sendable, Equatable, CustomStringConvertible, Cus
         return trimmed
     }
 
-    private static func read(_ source: Source, environment: [String: String]) throws(VerificationError) -> Data {
+    private static func read(_ source: Source, environment: [String: String],
+                             keepingLastGood: Bool = true) throws(VerificationError) -> Data {
         switch source {
         case .environmentVariable(let name):
             guard let value = environment[name], !value.isEmpty else {
@@ -81,7 +83,7 @@ public struct SecretReference: Sendable, Equatable, CustomStringConvertible, Cus
             }
             return Data(value.utf8)
         case .file(let url):
-            return try SecretFiles.shared.data(url)
+            return try SecretFiles.shared.data(url, keepingLastGood: keepingLastGood)
         }
     }
 

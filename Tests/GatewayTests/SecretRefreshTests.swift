@@ -51,4 +51,22 @@ final class SecretRefreshTests: XCTestCase {
         XCTAssertEqual(granted.status, 200, granted.text)
         XCTAssertFalse(granted.text.contains("rotated-secret-1f3b"))
     }
+
+    func testADeletedPreviousSharedSecretIsRevokedAtTheNextRefresh() async throws {
+        let previous = "previous-secret-4e21"
+        let e2e = try await NotificationE2E.start(self) { $0.previousSharedSecret = previous }
+        _ = try e2e.subscribe(owner: "device-pia")
+        let accepted = try await e2e.postRaw(try await e2e.v1Body(type: "DID_RENEW", owner: "device-pia", password: previous))
+        XCTAssertEqual(accepted.status, 200, "the previous secret is accepted during the overlap: \(accepted.text)")
+
+        // The operator revokes it (leaked, say) by deleting its file.
+        try FileManager.default.removeItem(at: e2e.gw.harness.directory.appendingPathComponent("secrets/shared-secret-previous"))
+        XCTAssertTrue(SecretFiles.shared.refreshNow(within: .seconds(10)))
+        let refused = try await e2e.postRaw(try await e2e.v1Body(type: "DID_RENEW", owner: "device-pia", password: previous))
+        XCTAssertEqual(refused.status, 401, "a deleted previous secret is not served from its last good value: \(refused.text)")
+        XCTAssertEqual(refused.errorCode, "UNAUTHENTICATED")
+        let current = try await e2e.postRaw(try await e2e.v1Body(type: "DID_RENEW", owner: "device-pia",
+                                                                 password: e2e.gw.harness.sharedSecret))
+        XCTAssertEqual(current.status, 200, "the current secret still serves: \(current.text)")
+    }
 }

@@ -94,6 +94,65 @@ final class SecretFilesTests: XCTestCase {
         XCTAssertTrue(files.refreshNow(within: .seconds(5)))
     }
 
+    func testAFileOnlyWhitespaceIsAFailedRefreshThatKeepsTheLastGoodValue() throws {
+        let file = try temporaryFile("good-secret-3a9f")
+        let logs = LogCapture()
+        let files = SecretFiles(refreshInterval: .seconds(3600))
+        files.load([(setting: "com.example.app: sharedSecret", url: file)], logger: logs.logger)
+        try Data(" \n".utf8).write(to: file)  // a rotation that emptied the file and has not written it yet
+        XCTAssertTrue(files.refreshNow(within: .seconds(5)))
+        XCTAssertEqual(try text(files, file), "good-secret-3a9f", "whitespace is not a secret")
+        XCTAssertEqual(files.refreshFailures, 1)
+        XCTAssertEqual(files.staleFiles, 1)
+        XCTAssertTrue(logs.captured.contains { $0.contains("secret_refresh_failed") && $0.contains("com.example.app: sharedSecret") },
+                      "\(logs.captured)")
+    }
+
+    func testAChangedContentIsTakenOnlyWhenASecondReadAgrees() throws {
+        let file = try temporaryFile("unused")
+        let reads = ScriptedReads(["first-value"])
+        let files = SecretFiles(refreshInterval: .seconds(3600)) { _ throws(VerificationError) in reads.next() }
+        files.load([(setting: "com.example.app: serverAPI.privateKey", url: file)], logger: .disabled)
+        XCTAssertEqual(try text(files, file), "first-value")
+
+        reads.set(["-----BEGIN PRIV", "-----BEGIN PRIVATE KEY-----\nfull"])  // caught mid-write, then complete
+        XCTAssertTrue(files.refreshNow(within: .seconds(5)))
+        XCTAssertEqual(try text(files, file), "first-value", "a half-written file is not taken")
+        XCTAssertEqual(files.refreshFailures, 0, "a file being written is not a failure")
+
+        reads.set(["-----BEGIN PRIVATE KEY-----\nfull"])
+        XCTAssertTrue(files.refreshNow(within: .seconds(5)))
+        XCTAssertEqual(try text(files, file), "-----BEGIN PRIVATE KEY-----\nfull", "two reads agree: the rotation is taken")
+    }
+
+    func testAPreviousSecretIsNeverServedStaleSoDeletingItsFileRevokesIt() throws {
+        let current = try temporaryFile("current-secret-51c0")
+        let previous = try temporaryFile("previous-secret-e7d2")
+        SecretFiles.shared.load([(setting: "com.example.app: sharedSecret", url: current),
+                                 (setting: "com.example.app: sharedSecret.previous", url: previous)], logger: .disabled)
+        let reference = SecretReference(.file(current), previous: .file(previous))
+        XCTAssertEqual(try reference.resolvePrevious(environment: [:]), "previous-secret-e7d2")
+
+        try FileManager.default.removeItem(at: previous)
+        try FileManager.default.removeItem(at: current)
+        XCTAssertTrue(SecretFiles.shared.refreshNow(within: .seconds(10)))
+        XCTAssertThrowsError(try reference.resolvePrevious(environment: [:]), "a deleted previous secret is revoked") { error in
+            XCTAssertEqual((error as? VerificationError)?.code, .invalidConfiguration)
+        }
+        XCTAssertEqual(try reference.resolve(environment: [:]), "current-secret-51c0", "the current one keeps its last good value")
+    }
+
+    /// A reader that gives the scripted contents in turn, the last one from then on.
+    private final class ScriptedReads: @unchecked Sendable {
+        private let lock = NSLock()
+        private var contents: [String]
+        init(_ contents: [String]) { self.contents = contents }
+        func set(_ contents: [String]) { lock.withLock { self.contents = contents } }
+        func next() -> Data {
+            lock.withLock { Data((contents.count > 1 ? contents.removeFirst() : contents[0]).utf8) }
+        }
+    }
+
     /// A read that waits while on, as one on a hung mount does, until turned off.
     private final class HangSwitch: @unchecked Sendable {
         private let condition = NSCondition()
