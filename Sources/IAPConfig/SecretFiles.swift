@@ -137,27 +137,29 @@ public final class SecretFiles: @unchecked Sendable {
             passing = true
             let paths = Array(files.keys)
             condition.unlock()
-            var outcomes = paths.map { path in (path, readOnce(path)) }
+            let outcomes = settled(paths.map { path in (path, readOnce(path)) })
             condition.lock()
-            let changed = outcomes.indices.filter { index in
-                guard case .success(let data) = outcomes[index].1, let good = files[outcomes[index].0]?.lastGood else { return false }
-                return data != good
-            }
-            if !changed.isEmpty {
-                condition.unlock()
-                Thread.sleep(forTimeInterval: Self.settleDelay.timeInterval)
-                var unsettled: Set<Int> = []
-                for index in changed where (try? readOnce(outcomes[index].0).get()) != (try? outcomes[index].1.get()) {
-                    unsettled.insert(index)
-                }
-                outcomes = outcomes.indices.filter { !unsettled.contains($0) }.map { outcomes[$0] }
-                condition.lock()
-            }
             for (path, result) in outcomes { record(path, result, isRefresh: true) }
             passing = false
             passesDone += 1
             condition.broadcast()
         }
+    }
+
+    /// `outcomes` less the changed contents that a second read `settleDelay` later does not confirm
+    /// (the lock not held): those files are being written, and the next pass reads them again.
+    private func settled(_ outcomes: [(String, Result<Data, VerificationError>)]) -> [(String, Result<Data, VerificationError>)] {
+        condition.lock()
+        let lastGood = outcomes.map { path, _ in files[path]?.lastGood }
+        condition.unlock()
+        let changed = outcomes.indices.filter { index in
+            guard case .success(let data) = outcomes[index].1, let good = lastGood[index] else { return false }
+            return data != good
+        }
+        guard !changed.isEmpty else { return outcomes }
+        Thread.sleep(forTimeInterval: Self.settleDelay.timeInterval)
+        let unsettled = Set(changed.filter { index in (try? readOnce(outcomes[index].0).get()) != (try? outcomes[index].1.get()) })
+        return outcomes.indices.filter { !unsettled.contains($0) }.map { outcomes[$0] }
     }
 
     private func readOnce(_ path: String) -> Result<Data, VerificationError> {
