@@ -24,6 +24,9 @@ final class ChildProcessTests: XCTestCase {
     }
 
     func testAChildStartsWithNoSignalBlockedOrIgnored() throws {
+        // The executables ignore SIGPIPE (prepareStandardDescriptors); their children must not inherit that.
+        let before = signal(SIGPIPE, SIG_IGN)
+        defer { signal(SIGPIPE, before) }
         let status = try onSignalBlockingThread {
             try ChildProcess.run("/bin/grep", ["-E", "^Sig(Blk|Ign):", "/proc/self/status"], deadline: .seconds(10))
         }
