@@ -1,5 +1,5 @@
 import Foundation
-import IAPCore
+@testable import IAPCore
 import TestSupport
 import XCTest
 
@@ -65,6 +65,53 @@ final class LogWriterTests: XCTestCase {
         XCTAssertEqual(lines.map { $0["event"]?.stringValue }, ["log_lines_dropped"] + Array(repeating: "line", count: 5), text)
         XCTAssertEqual(lines.first?["count"]?.stringValue, "1")
         XCTAssertEqual(lines.dropFirst().map { $0["n"]?.stringValue }, ["0", "1", "2", "3", "4"])
+        XCTAssertEqual(writer.droppedLines, 1)
+    }
+}
+
+/// An output that takes `partial` bytes of the first write, fails the second (EIO, a disk error),
+/// then takes everything: what a recovering disk does to the log.
+private final class FailingMidwayOutput: @unchecked Sendable {
+    private let lock = NSLock()
+    private var calls = 0
+    private var taken: [UInt8] = []
+    let partial: Int
+
+    init(partial: Int) { self.partial = partial }
+
+    var text: String { lock.withLock { String(decoding: taken, as: UTF8.self) } }
+
+    func write(_ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+        lock.withLock {
+            calls += 1
+            if calls == 2 {
+                errno = EIO
+                return -1
+            }
+            let n = calls == 1 ? min(partial, count) : count
+            taken.append(contentsOf: UnsafeRawBufferPointer(start: bytes, count: n))
+            return n
+        }
+    }
+}
+
+extension LogWriterTests {
+    func testAfterAWriteFailedMidLineTheNextLinesStartOnALineOfTheirOwn() throws {
+        let output = FailingMidwayOutput(partial: 10)
+        let writer = LogWriter(fileDescriptor: -1, capacityBytes: 4096) { _, bytes, count in output.write(bytes, count) }
+        let first = #"{"event":"first","padding":"aaaaaaaaaaaaaaaaaaaa"}"#
+        writer.write(first)
+        XCTAssertTrue(writer.flush(within: .seconds(5)))
+        XCTAssertEqual(writer.droppedLines, 1, "the line the output failed on is counted as lost")
+        writer.write(#"{"event":"second"}"#)
+        writer.write(#"{"event":"third"}"#)
+        XCTAssertTrue(writer.flush(within: .seconds(5)))
+
+        let lines = output.text.split(separator: "\n", omittingEmptySubsequences: false)
+        XCTAssertEqual(lines.first.map(String.init), String(first.prefix(10)), "the half line stands alone: \(output.text)")
+        let events = try lines.dropFirst().dropLast().map { try StrictJSON().parse(Array($0.utf8))["event"]?.stringValue }
+        XCTAssertEqual(events, ["second", "third"], output.text)
+        XCTAssertEqual(lines.last, "", "the output ends with a whole line")
         XCTAssertEqual(writer.droppedLines, 1)
     }
 }

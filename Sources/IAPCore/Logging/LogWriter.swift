@@ -21,6 +21,8 @@ public final class LogWriter: @unchecked Sendable {
 
     public let capacityBytes: Int
     private let fileDescriptor: Int32
+    /// One write(2) to the output: bytes taken, or -1 with `errno` set (tests give one that fails midway).
+    private let output: @Sendable (Int32, UnsafeRawPointer, Int) -> Int
     /// Guards everything below; the writing thread waits on it, and so does `flush`.
     private let condition = NSCondition()
     /// Whole lines, each ending in a newline, not yet taken by the thread.
@@ -35,9 +37,14 @@ public final class LogWriter: @unchecked Sendable {
     private var threadWaiting = false
 
     /// A writer to `fileDescriptor` (not closed by the writer), with its thread started.
-    public init(fileDescriptor: Int32, capacityBytes: Int = LogWriter.defaultCapacityBytes) {
+    public convenience init(fileDescriptor: Int32, capacityBytes: Int = LogWriter.defaultCapacityBytes) {
+        self.init(fileDescriptor: fileDescriptor, capacityBytes: capacityBytes) { Glibc.write($0, $1, $2) }
+    }
+
+    init(fileDescriptor: Int32, capacityBytes: Int, output: @escaping @Sendable (Int32, UnsafeRawPointer, Int) -> Int) {
         self.fileDescriptor = fileDescriptor
         self.capacityBytes = max(1, capacityBytes)
+        self.output = output
         let thread = Thread { [self] in run() }
         thread.name = "iapgw.log"
         thread.start()
@@ -88,6 +95,9 @@ public final class LogWriter: @unchecked Sendable {
     /// The writing thread: takes everything queued, writes it, and again; sleeps when nothing is queued.
     private func run() {
         var batch: [UInt8] = []
+        let newline = UInt8(ascii: "\n")
+        // A write failed after part of a line: the output ends in a half line (the thread's alone).
+        var endsMidLine = false
         condition.lock()
         while true {
             while queued.isEmpty && droppedInGap == 0 {
@@ -106,7 +116,11 @@ public final class LogWriter: @unchecked Sendable {
             dropping = false
             writing = true
             condition.unlock()
-            let unwritten = writeAll(batch)
+            // The half line is ended first, so the lines after it stand alone (its loss is counted).
+            if endsMidLine { endsMidLine = writeAll([newline]) == 0 }
+            let written = endsMidLine ? 0 : writeAll(batch)
+            let unwritten = batch[written...].reduce(0) { $0 + ($1 == newline ? 1 : 0) }
+            if written > 0, written < batch.count { endsMidLine = batch[written - 1] != newline }
             batch.removeAll(keepingCapacity: true)
             condition.lock()
             dropped += unwritten
@@ -115,13 +129,13 @@ public final class LogWriter: @unchecked Sendable {
         }
     }
 
-    /// Writes `bytes` whole, across partial writes; the number of lines it could not write (the output failed).
+    /// Writes `bytes` whole, across partial writes; the number of bytes written (fewer: the output failed).
     private func writeAll(_ bytes: [UInt8]) -> Int {
         bytes.withUnsafeBytes { raw -> Int in
             guard let base = raw.baseAddress else { return 0 }
             var offset = 0
             while offset < raw.count {
-                let n = Glibc.write(fileDescriptor, base + offset, raw.count - offset)
+                let n = output(fileDescriptor, base + offset, raw.count - offset)
                 if n > 0 {
                     offset += n
                 } else if n < 0, errno == EINTR {
@@ -131,10 +145,10 @@ public final class LogWriter: @unchecked Sendable {
                     var ready = pollfd(fd: fileDescriptor, events: Int16(POLLOUT), revents: 0)
                     _ = poll(&ready, 1, 1_000)
                 } else {
-                    return raw[offset...].reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+                    return offset
                 }
             }
-            return 0
+            return offset
         }
     }
 
