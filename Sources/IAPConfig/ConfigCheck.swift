@@ -13,12 +13,7 @@ extension AppPolicy {
     /// Trust roots that are missing are errors (nothing could be verified); secrets not available
     /// now are warnings (they may be provided only where the gateway runs).
     public func diagnostics(environment: [String: String] = ProcessInfo.processInfo.environment) -> [ConfigDiagnostic] {
-        var found: [ConfigDiagnostic] = []
-        for (kind, roots) in [("jws", trustRoots.jws), ("receipts", trustRoots.receipts)] {
-            for root in roots where !FileManager.default.isReadableFile(atPath: root.path) {
-                found.append(ConfigDiagnostic(severity: .error, message: "trustRoots.\(kind): \(root.path) not found"))
-            }
-        }
+        var found = trustRootProblems.map { ConfigDiagnostic(severity: .error, message: $0) }
         func secret(_ name: String, _ reference: SecretReference?) {
             guard let reference else { return }
             for source in [reference.source] + (reference.previous.map { [$0] } ?? []) {
@@ -32,6 +27,14 @@ extension AppPolicy {
         if case .secret(let reference) = apiKey { secret("apiKey", reference) }
         if let webhook { secret("webhook.secret", webhook.secret) }
         return found
+    }
+
+    /// The trust-root files that cannot be read now (this touches the disk: off the cooperative pool
+    /// wherever a hung mount must not stall it).
+    public var trustRootProblems: [String] {
+        [("jws", trustRoots.jws), ("receipts", trustRoots.receipts)].flatMap { kind, roots in
+            roots.filter { !FileManager.default.isReadableFile(atPath: $0.path) }.map { "trustRoots.\(kind): \($0.path) not found" }
+        }
     }
 
     /// One line for operators: environments, catalog size, routing, and where secrets come from.

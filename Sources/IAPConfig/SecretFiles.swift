@@ -94,6 +94,24 @@ public final class SecretFiles: @unchecked Sendable {
         return failures
     }
 
+    /// What the reads of a file came to, for readiness (never touching the disk).
+    public enum Standing: Sendable, Equatable {
+        /// The last read succeeded.
+        case fresh
+        /// The last read failed; the last good value serves (a `previous` secret is not served).
+        case stale
+        /// Never read successfully since it was loaded (or never loaded): nothing to serve.
+        case unread
+    }
+
+    /// How the file at `url` stands as last read, without reading it.
+    public func standing(_ url: URL) -> Standing {
+        condition.lock()
+        defer { condition.unlock() }
+        guard let entry = files[url.path], entry.lastGood != nil else { return .unread }
+        return entry.failure == nil ? .fresh : .stale
+    }
+
     /// Files whose last read failed.
     public var staleFiles: Int {
         condition.lock()
@@ -209,19 +227,26 @@ public final class SecretFiles: @unchecked Sendable {
 }
 
 extension AppPolicy {
-    /// The files this policy's secrets are read from, each with the setting that names it (for `SecretFiles.load`).
-    public var secretFiles: [(setting: String, url: URL)] {
+    /// Every secret this policy names (a `previous` one as "<setting>.previous"), with where it comes from.
+    public var secretSources: [(setting: String, source: SecretReference.Source)] {
         let apiKeySecret: SecretReference? = if case .secret(let reference) = apiKey { reference } else { nil }
         let named: [(String, SecretReference?)] = [
             ("sharedSecret", sharedSecret), ("serverAPI.privateKey", serverAPI?.privateKey), ("apiKey", apiKeySecret),
             ("webhook.secret", webhook?.secret), ("offerSigning.privateKey", offerSigning?.privateKey),
         ]
-        return named.flatMap { name, reference -> [(setting: String, url: URL)] in
+        return named.flatMap { name, reference -> [(setting: String, source: SecretReference.Source)] in
             guard let reference else { return [] }
             return [(reference.source, name), (reference.previous, "\(name).previous")].compactMap { source, setting in
-                guard case .file(let url)? = source else { return nil }
-                return (setting: "\(bundleId): \(setting)", url: url)
+                source.map { (setting: setting, source: $0) }
             }
+        }
+    }
+
+    /// The files this policy's secrets are read from, each with the setting that names it (for `SecretFiles.load`).
+    public var secretFiles: [(setting: String, url: URL)] {
+        secretSources.compactMap { setting, source in
+            guard case .file(let url) = source else { return nil }
+            return (setting: "\(bundleId): \(setting)", url: url)
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 @testable import Gateway
 import HTTPServer
+import IAPConfig
 import IAPCore
 import TestSupport
 import XCTest
@@ -104,22 +105,29 @@ final class HTTPSurfaceTests: XCTestCase {
         XCTAssertTrue(metrics.text.contains("iapgw_http_requests_total"), metrics.text)
     }
 
-    func testReadinessFailsWhileASecretIsUnreadableAndRecoversWhenItIsBack() async throws {
-        let gw = try await GatewayE2E.start(self)
+    func testASecretWhoseRefreshFailedKeepsTheGatewayReadyAndIsLoggedAsStale() async throws {
+        let logs = LogCapture()
+        let gw = try await GatewayE2E.start(self, logger: logs.logger)
         let secret = gw.harness.directory.appendingPathComponent("secrets/shared-secret")
         let moved = secret.appendingPathExtension("away")
         let before = try await gw.get("/readyz")
         XCTAssertEqual(before.status, 200)
 
+        // Gone after start: its last good value serves verifications, so the gateway stays ready.
         try FileManager.default.moveItem(at: secret, to: moved)
-        let notReady = try await gw.get("/readyz")
-        XCTAssertEqual(notReady.status, 503, notReady.text)
-        XCTAssertEqual(notReady.json["reason"]?.stringValue, "configuration")
-        XCTAssertFalse(notReady.text.contains(secret.path), "a public probe does not describe the configuration")
+        XCTAssertTrue(SecretFiles.shared.refreshNow(within: .seconds(10)))
+        let stale = try await gw.get("/readyz")
+        XCTAssertEqual(stale.status, 200, stale.text)
+        let logged = try XCTUnwrap(logs.captured.first { $0.contains("secret_stale") && $0.contains(gw.bundleId) })
+        XCTAssertTrue(logged.contains("sharedSecret"), logged)
+        XCTAssertFalse(stale.text.contains(secret.path), "a public probe does not describe the configuration")
 
         try FileManager.default.moveItem(at: moved, to: secret)
+        XCTAssertTrue(SecretFiles.shared.refreshNow(within: .seconds(10)))
+        let count = logs.captured.count
         let after = try await gw.get("/readyz")
         XCTAssertEqual(after.status, 200)
+        XCTAssertFalse(logs.captured.dropFirst(count).contains { $0.contains("secret_stale") && $0.contains(gw.bundleId) })
     }
 
     // MARK: OpenAPI

@@ -3,20 +3,28 @@ import IAPConfig
 import IAPCore
 import Ledger
 
-/// GET /readyz: storage answers, and every app's trust roots and secret references are readable.
-/// The probe is public, so what is wrong goes to the log only.
+/// GET /readyz: storage answers, every app's trust roots are readable, and every secret it names
+/// has a value to serve. The probe is public, so what is wrong goes to the log only.
 struct ReadinessEndpoint: Sendable {
     let apps: [String: AppPolicy]
     let ledger: any Ledger
     /// The process environment the policies' secret references resolve in.
     let environment: [String: String]
     let logger: Logger
+    /// The owner of the secret files' contents: the probe asks it what it last read, never the disk.
+    var secrets: SecretFiles = .shared
+
+    /// Where the trust-root files are checked: a hung mount must not stall a pool thread. One thread:
+    /// while it hangs, further probes queue briefly, then are refused (not ready) at once.
+    static let fileChecks = BlockingExecutor(purpose: "readiness", unavailable: .invalidConfiguration,
+                                             limits: .init(threads: 1, queueCapacity: 4, deadline: AsyncSQLLedger.readinessDeadline))
 
     func answer() async throws(VerificationError) -> HTTPResponse {
         try await ledger.ping()
-        // A trust root or secret that became unreadable since start makes every verification of
-        // its app fail: not ready.
-        let problems = configurationProblems()
+        // A trust root unreadable now, or a secret never read since start, makes every verification
+        // of its app fail: not ready. A secret whose refresh failed still serves its last good value.
+        let (problems, stale) = await configurationProblems()
+        for problem in stale { logger.warning("secret_stale", problem) }
         guard problems.isEmpty else {
             for problem in problems { logger.error("not_ready", problem) }
             return .json(503, #"{"status":"not ready","reason":"configuration"}"#)
@@ -24,10 +32,33 @@ struct ReadinessEndpoint: Sendable {
         return .json(200, #"{"status":"ready"}"#)
     }
 
-    /// What the policies need and cannot read now: trust roots and secret references (never values).
-    func configurationProblems() -> [[String: String]] {
-        apps.values.sorted { $0.bundleId < $1.bundleId }.flatMap { app in
-            app.diagnostics(environment: environment).map { ["bundleId": app.bundleId, "problem": $0.message] }
+    /// What the policies need and do not have (trust roots, secrets never read; never values), and
+    /// the secret files served stale.
+    func configurationProblems() async -> (notReady: [[String: String]], stale: [[String: String]]) {
+        let sorted = apps.values.sorted { $0.bundleId < $1.bundleId }
+        var notReady: [[String: String]] = []
+        var stale: [[String: String]] = []
+        do throws(VerificationError) {
+            let roots = try await Self.fileChecks.run { sorted.map { ($0.bundleId, $0.trustRootProblems) } }
+            notReady += roots.flatMap { bundleId, found in found.map { ["bundleId": bundleId, "problem": $0] } }
+        } catch {
+            notReady.append(["problem": "trust roots not checked within \(AsyncSQLLedger.readinessDeadline)"])
         }
+        for app in sorted {
+            for (setting, source) in app.secretSources {
+                let problem: (String) -> [String: String] = { ["bundleId": app.bundleId, "problem": "\(setting): \($0)"] }
+                switch source {
+                case .environmentVariable:
+                    if let missing = SecretReference.availability(source, environment: environment) { notReady.append(problem(missing)) }
+                case .file(let url):
+                    switch secrets.standing(url) {
+                    case .fresh: break
+                    case .stale: stale.append(problem("\(source) failed its last refresh"))
+                    case .unread: notReady.append(problem("\(source) has not been read since start"))
+                    }
+                }
+            }
+        }
+        return (notReady, stale)
     }
 }
