@@ -8,10 +8,9 @@ import IAPCore
 public func runCommandLine(tool: String, subcommands: [any Subcommand]) async -> Never {
     let argv = Array(CommandLine.arguments.dropFirst())
     guard let name = argv.first, let command = subcommands.first(where: { $0.name == name }) else {
-        var text = "usage: \(tool) <command> [options]\n\ncommands:\n"
-        for c in subcommands { text += "  \(c.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(c.summary)\n" }
-        FileHandle.standardError.write(Data(text.utf8))
-        exit(argv.first.map { ["-h", "--help", "help"].contains($0) } == true ? 0 : 2)
+        var text = "usage: \(tool) <command> [options]\n\ncommands:"
+        for c in subcommands { text += "\n  \(c.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(c.summary)" }
+        exitAfterLog(argv.first.map { ["-h", "--help", "help"].contains($0) } == true ? 0 : 2, message: text)
     }
     // Asking for help is not a usage error: the command's usage on stdout, exit 0.
     if argv.dropFirst().prefix(while: { $0 != "--" }).contains(where: { $0 == "--help" || $0 == "-h" }) {

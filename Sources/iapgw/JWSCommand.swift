@@ -88,7 +88,7 @@ struct JWSCommand: Subcommand {
         }
         // Nothing verified must not read as "every line was valid" (an empty pipe, a wrong file).
         guard verified > 0 else {
-            FileHandle.standardError.write(Data("iapgw jws: no JWS on stdin (one compact JWS per line)\n".utf8))
+            LogWriter.standardError.write("iapgw jws: no JWS on stdin (one compact JWS per line)")
             return 1
         }
         return allValid ? 0 : 1

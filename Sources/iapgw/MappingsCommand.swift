@@ -75,7 +75,8 @@ struct MappingsCommand: Subcommand {
         return 0
     }
 
+    /// Through stderr's one writer, so the message lands after the lines logged before it, never inside one.
     private func printError(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        LogWriter.standardError.write(text)
     }
 }
