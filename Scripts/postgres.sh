@@ -4,7 +4,10 @@
 #   Scripts/postgres.sh url     # prints the URL of the running cluster
 #   Scripts/postgres.sh stop    # stops it and deletes its files
 # The cluster lives in $IAPGW_PG_DIR (default: /tmp/iapgw-postgres) and listens on 127.0.0.1 only, on
-# $IAPGW_PG_PORT or else the first free port from 55432 up; its unix socket stays inside its own
+# $IAPGW_PG_PORT or else the first free port from 25432 up (below Linux's ephemeral range, 32768 up
+# by default: a port in that range can be taken at any moment by some process's outgoing connection,
+# and then the server cannot bind it although no one listens there); if the server still cannot bind
+# its port, the next free one is tried, up to 5 in all. Its unix socket stays inside its own
 # directory. Loopback clients are trusted (no password): fine for a test cluster on loopback. As root
 # (CI), the server runs as the `postgres` user, because PostgreSQL refuses to run as root.
 set -euo pipefail
@@ -17,12 +20,13 @@ url() { echo "postgres://postgres@127.0.0.1:$(cat "$state/port")/postgres"; }
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# The first port from $1 (default 25432) with no listener, up to 25531.
 free_port() {
     local port
-    for port in $(seq 55432 55531); do
+    for port in $(seq "${1:-25432}" 25531); do
         if ! port_in_use "$port"; then echo "$port"; return; fi
     done
-    echo "postgres.sh: no free port in 55432-55531" >&2
+    echo "postgres.sh: no free port in ${1:-25432}-25531" >&2
     exit 1
 }
 
@@ -40,6 +44,20 @@ start() {
         exit 1
     fi
     local port="${IAPGW_PG_PORT:-$(free_port)}"
+    local attempt
+    for attempt in 1 2 3 4 5; do
+        if start_on "$port"; then url; return; fi
+        # Another socket holds the port (bound without listening, so the probe missed it): only
+        # then is the next port worth a try; any other failure is reported as it is.
+        if [ -n "${IAPGW_PG_PORT:-}" ] || ! grep -q "could not create any TCP/IP sockets" "$state/server.log"; then break; fi
+        port="$(free_port $((port + 1)))"
+    done
+    echo "postgres.sh: the server did not start; its log:" >&2; cat "$state/server.log" >&2; exit 1
+}
+
+# initdb + start on $1; false if the server did not start (its log in $state/server.log).
+start_on() {
+    local port="$1"
     rm -rf "$state"
     mkdir -p "$state"
     chmod 755 "$state"
@@ -51,10 +69,7 @@ start() {
     # Loopback TCP only; the socket directory is the cluster's own, so it never clashes with a
     # system cluster. Enough connections for the pools of several test instances at once.
     as_server_user "$bin/pg_ctl" -D "$data" -l "$state/server.log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $data -c max_connections=200" start >/dev/null || {
-        echo "postgres.sh: the server did not start; its log:" >&2; cat "$state/server.log" >&2; exit 1
-    }
-    url
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $data -c max_connections=200" start >/dev/null 2>&1
 }
 
 stop() {
