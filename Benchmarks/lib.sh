@@ -37,9 +37,19 @@ pg_start_cluster() {
   mkdir -p "$work/pg/sock"; chmod 755 "$work"
   if [[ $(id -u) == 0 ]]; then chown -R postgres "$work/pg"; fi
   as_pg "$pg_bin/initdb" -D "$work/pg/data" -A trust -U postgres >"$work/pg-initdb.log" 2>&1
-  pg_port=$(free_port)
-  as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -l "$work/pg/log" -w \
-    -o "-p $pg_port -k $work/pg/sock -c listen_addresses=127.0.0.1 -c max_connections=100" start >/dev/null
+  # A kernel-chosen port is released before the server binds it, and another socket may take it in
+  # between (it is in the ephemeral range): then the server cannot bind it, and another port is tried.
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    pg_port=$(free_port)
+    if as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -l "$work/pg/log" -w \
+      -o "-p $pg_port -k $work/pg/sock -c listen_addresses=127.0.0.1 -c max_connections=100" start >/dev/null 2>&1; then
+      break
+    fi
+    if [[ $attempt == 5 ]] || ! grep -q "could not create any TCP/IP sockets" "$work/pg/log"; then
+      echo "the benchmark's PostgreSQL did not start; its log:" >&2; cat "$work/pg/log" >&2; return 1
+    fi
+  done
   pg_up=1
   pg=(-h 127.0.0.1 -p "$pg_port" -U postgres)
   within 60 "$pg_bin/createdb" "${pg[@]}" pgbench_baseline
