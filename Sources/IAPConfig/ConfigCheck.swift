@@ -13,20 +13,11 @@ extension AppPolicy {
     /// Trust roots that are missing are errors (nothing could be verified); secrets not available
     /// now are warnings (they may be provided only where the gateway runs).
     public func diagnostics(environment: [String: String] = ProcessInfo.processInfo.environment) -> [ConfigDiagnostic] {
-        var found = trustRootProblems.map { ConfigDiagnostic(severity: .error, message: $0) }
-        func secret(_ name: String, _ reference: SecretReference?) {
-            guard let reference else { return }
-            for source in [reference.source] + (reference.previous.map { [$0] } ?? []) {
-                if let problem = SecretReference.availability(source, environment: environment) {
-                    found.append(ConfigDiagnostic(severity: .warning, message: "\(name): \(problem)"))
-                }
+        trustRootProblems.map { ConfigDiagnostic(severity: .error, message: $0) }
+            + secretSources.compactMap { setting, source in
+                SecretReference.availability(source, environment: environment)
+                    .map { ConfigDiagnostic(severity: .warning, message: "\(setting): \($0)") }
             }
-        }
-        secret("sharedSecret", sharedSecret)
-        secret("serverAPI.privateKey", serverAPI?.privateKey)
-        if case .secret(let reference) = apiKey { secret("apiKey", reference) }
-        if let webhook { secret("webhook.secret", webhook.secret) }
-        return found
     }
 
     /// The trust-root files that cannot be read now (this touches the disk: off the cooperative pool
