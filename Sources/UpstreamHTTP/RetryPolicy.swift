@@ -62,7 +62,7 @@ public struct RetryPolicy: Sendable {
     /// The wait before retry number `retry` (1-based): baseDelay·2^(retry−1), capped at maxDelay, then
     /// shortened by up to `jitter` of itself. `random` is in 0..<1.
     public func backoff(beforeRetry retry: Int, random: Double) -> Duration {
-        let raw = ExponentialBackoff(base: baseDelay, cap: maxDelay).delay(beforeRetry: retry).secondsAsDouble
+        let raw = ExponentialBackoff(base: baseDelay, cap: maxDelay).delay(beforeRetry: retry).timeInterval
         let shortened = raw * (1 - jitter * min(max(random, 0), 1))
         return .nanoseconds(Int64((shortened * 1e9).rounded()))
     }

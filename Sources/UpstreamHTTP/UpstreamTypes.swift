@@ -99,8 +99,4 @@ extension Duration {
         let extra = attoseconds > 0 ? (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000 : 0
         return Int(seconds) * 1000 + Int(extra)
     }
-
-    var secondsAsDouble: Double {
-        Double(components.seconds) + Double(components.attoseconds) * 1e-18
-    }
 }

@@ -114,14 +114,14 @@ public struct BatchComparer: Sendable {
                     if storageError == nil { storageError = await record(comparison, state: state, into: &summary) }
                 }
                 if storageError != nil { group.cancelAll() }
-                summary.elapsedSeconds = Self.seconds(ContinuousClock.now - started)
+                summary.elapsedSeconds = (ContinuousClock.now - started).timeInterval
                 current = summary.progress
                 progress(current, false)
             }
             summary.interrupted = next < queue.count || Task.isCancelled
         }
         if let storageError { throw storageError }
-        summary.elapsedSeconds = Self.seconds(ContinuousClock.now - started)
+        summary.elapsedSeconds = (ContinuousClock.now - started).timeInterval
         progress(summary.progress, true)
         return summary
     }
@@ -155,9 +155,5 @@ public struct BatchComparer: Sendable {
     /// Derived from the app and the evidence, so comparing a receipt again replaces its comparison.
     static func comparisonId(bundleId: String, digest: String) -> String {
         "batch-" + SHA256Digest.lowercaseHex("\(bundleId)\n\(digest)").prefix(32)
-    }
-
-    static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 }

@@ -259,8 +259,7 @@ private final class DeadlineWatch: @unchecked Sendable {
             let now = ContinuousClock.now
             let next = entries[head]
             guard next.deadline <= now else {
-                let (seconds, attoseconds) = (next.deadline + Self.tolerance - now).components
-                _ = condition.wait(until: Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) * 1e-18))
+                _ = condition.wait(until: (next.deadline + Self.tolerance - now).fromNow)
                 wokeUp += 1
                 continue
             }
