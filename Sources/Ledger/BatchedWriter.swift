@@ -49,7 +49,6 @@ final class BatchedWriter: Sendable {
     }
 
     private func admit(_ call: any QueuedCall) {
-        let refusal = VerificationError(.storageUnavailable, "\(executor.purpose): too many calls waiting")
         let admitted = state.withLock { state -> Bool? in
             guard state.queued.count + state.writing < capacity else { return nil }
             state.queued.append(call)
@@ -57,7 +56,7 @@ final class BatchedWriter: Sendable {
             state.writers += 1
             return true
         }
-        guard let startsWriter = admitted else { return call.answer(refusal) }
+        guard let startsWriter = admitted else { return call.answer(refusal()) }
         guard startsWriter, !executor.start({ self.write() }) else { return }
         // The executor refused (full or stopped): with no writer left, nothing would answer the queue.
         let unanswered = state.withLock { state -> [any QueuedCall] in
@@ -68,7 +67,14 @@ final class BatchedWriter: Sendable {
         }
         // This call is among `unanswered` when no writer is left; otherwise the running writer takes
         // it (refusing it here would answer 503 for a call it then commits).
-        unanswered.forEach { $0.answer(refusal) }
+        if unanswered.isEmpty { return }
+        let refused = refusal()
+        unanswered.forEach { $0.answer(refused) }
+    }
+
+    /// Built only for a call refused (not on every admitted one: this is every claim's path).
+    private func refusal() -> VerificationError {
+        VerificationError(.storageUnavailable, "\(executor.purpose): too many calls waiting")
     }
 
     /// A writer's loop, on a storage thread: batches until none is queued.
