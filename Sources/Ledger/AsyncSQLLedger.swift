@@ -162,7 +162,8 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
     // MARK: NotificationLedger
 
     public func enqueue(_ entry: InboxEntry) async throws(VerificationError) -> Bool {
-        try await batched { (connection) throws(VerificationError) in try SQLLedger.insert(entry, connection) }
+        let row = try SQLLedger.inboxRow(entry)
+        return try await batched { (connection) throws(VerificationError) in try SQLLedger.insert(row, connection) }
     }
 
     public func processPending(limit: Int, now: Int64,

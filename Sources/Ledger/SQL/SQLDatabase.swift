@@ -145,6 +145,12 @@ extension SQLConnection {
     /// A write where a constraint violation is a storage fault too; returns the number of changed rows.
     @discardableResult
     func run(_ sql: String, _ arguments: SQLValue...) throws(VerificationError) -> Int {
+        try run(sql, arguments)
+    }
+
+    /// `run` with the arguments as an array (a row built apart from its statement).
+    @discardableResult
+    func run(_ sql: String, _ arguments: [SQLValue]) throws(VerificationError) -> Int {
         switch try write(sql, arguments) {
         case .changed(let count): return count
         case .constraintViolation: throw SQLConnectionErrors.constraintViolated

@@ -7,17 +7,13 @@ extension SQLLedger {
     public func enqueue(_ entry: InboxEntry) throws(VerificationError) -> Bool {
         // The route answers Apple 200 on return, and Apple will not send it again: like every commit of
         // the ledger, this one is on disk before the call returns.
-        try database.transaction { (connection) throws(VerificationError) in try Self.insert(entry, connection) }
+        let row = try Self.inboxRow(entry)
+        return try database.transaction { (connection) throws(VerificationError) in try Self.insert(row, connection) }
     }
 
-    /// Inserts `entry` inside a write transaction (its own, or a batch's savepoint: `BatchedWriter`):
-    /// true if inserted, false if it was there already (a duplicate delivery).
-    static func insert(_ entry: InboxEntry, _ connection: any SQLConnection) throws(VerificationError) -> Bool {
-        try insert(try inboxRow(entry), connection)
-    }
-
-    /// The row of an entry the inbox takes (checked, its event as text), for `insert`.
-    private static func inboxRow(_ entry: InboxEntry) throws(VerificationError) -> [SQLValue] {
+    /// The row of an entry the inbox takes (checked, its event as text), for `insert`: built before
+    /// the write, so neither a batch's open transaction nor its retry after a conflict waits on it.
+    static func inboxRow(_ entry: InboxEntry) throws(VerificationError) -> [SQLValue] {
         guard entry.version == "1" || entry.version == "2" else {
             throw VerificationError(.internalError, "storage: inbox entry version must be 1 or 2")
         }
@@ -30,16 +26,15 @@ extension SQLLedger {
                 .integer(entry.receivedAt), .blob(entry.rawBody), .text(eventJSON)]
     }
 
-    /// True if inserted, false if the entry was there already.
-    private static func insert(_ row: [SQLValue], _ connection: any SQLConnection) throws(VerificationError) -> Bool {
-        let written = try connection.write("""
+    /// Inserts an entry's row inside a write transaction (its own, or a batch's savepoint:
+    /// `BatchedWriter`): true if inserted, false if it was there already (a duplicate delivery).
+    static func insert(_ row: [SQLValue], _ connection: any SQLConnection) throws(VerificationError) -> Bool {
+        try connection.run("""
             INSERT INTO notification_inbox (bundle_id, notification_id, version, notification_type, subtype,
                                             signed_date, environment, received_at, raw_body, event_json)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (bundle_id, notification_id) DO NOTHING
-            """, row)
-        guard case .changed(let count) = written else { throw SQLConnectionErrors.constraintViolated }
-        return count == 1
+            """, row) == 1
     }
 
     // MARK: Processing

@@ -302,7 +302,7 @@ public final class SQLLedger: Sendable {
                                      .text(state), .integer(expiresDate), .integer(commitmentExpiresDate), .text(source),
                                      .integer(factTime)]
         if deferred { return try connection.deferWrite(sql, arguments) }
-        guard case .changed = try connection.write(sql, arguments) else { throw SQLConnectionErrors.constraintViolated }
+        try connection.run(sql, arguments)
     }
 
     static func ownerOf(_ key: String, bundleId: String, _ connection: any SQLConnection)
