@@ -73,8 +73,7 @@ extension SQLLedger {
     /// Drain batches in flight at once: one per connection on PostgreSQL (half of the group commit's
     /// slots, the rest left for the inbox inserts and grants beside it); SQLite has one writer.
     private var drainBatchesInFlight: Int {
-        guard let postgres = database as? PostgresDatabase else { return 1 }
-        return max(1, postgres.writes.batchesInFlight / 2)
+        max(1, ((database as? any GroupCommittingDatabase)?.writes.batchesInFlight ?? 1) / 2)
     }
 
     /// Claims and applies one batch of `drain` in one transaction, then counts its failures.
