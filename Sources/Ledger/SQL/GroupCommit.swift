@@ -179,7 +179,8 @@ final class GroupCommit: Sendable {
             do throws(VerificationError) {
                 try connection.executeScript("COMMIT", operation: "commit")
                 commitCount.add(1, ordering: .relaxed)
-                WriterTrace.record("commit", began, committing, WriterTrace.now(), Int64(calls))
+                // Guarded here as in BatchedWriter: a variadic call builds its array even when the trace is off.
+                if WriterTrace.enabled { WriterTrace.record("commit", began, committing, WriterTrace.now(), Int64(calls)) }
                 applied.forEach { $0.finish(nil) }
             } catch {
                 // A failed ROLLBACK leaves nothing better to report than the COMMIT's error.
