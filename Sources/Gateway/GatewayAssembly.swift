@@ -75,8 +75,11 @@ public struct GatewayAssembly {
                              normalizer: try ServerAPINormalizer(serverMapping),
                              options: serverAPIOptions, logger: logger),
         ])
-        let ledger = try AsyncSQLLedger(storage: gateway.storage.url, deadline: .seconds(gateway.timeouts.storageSeconds),
-                                        logger: logger)
+        // A write whose COMMIT is on its way when the storage deadline passes is answered by that
+        // commit, within what is left of the request's budget.
+        let storageDeadline = Duration.seconds(gateway.timeouts.storageSeconds)
+        let ledger = try AsyncSQLLedger(storage: gateway.storage.url, deadline: storageDeadline,
+                                        commitWait: max(.seconds(1), budget - storageDeadline), logger: logger)
         let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
                                         store: ledger, legacyMappingVersion: legacyMapping.id,
                                         serverAPIMappingVersion: serverMapping.id, logger: logger,
@@ -87,7 +90,8 @@ public struct GatewayAssembly {
                             sealer: try ReceiptSealKey.load(environment: environment, configured: gateway.receiptSealKey,
                                                             storage: gateway.storage, logger: logger),
                             environment: environment, logger: logger, migration: migration, comparisons: ledger,
-                            metrics: metrics, upstreamBudget: budget, jwsVerifiers: jwsVerifiers)
+                            metrics: metrics, upstreamBudget: budget, jwsVerifiers: jwsVerifiers,
+                            idempotencyKeyHours: try gateway.background.overridden(by: environment).idempotencyKeyHours)
     }
 
     /// The background work of a running gateway: the inbox drained through the state machine, the

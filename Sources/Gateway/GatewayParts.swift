@@ -30,6 +30,8 @@ public struct GatewayParts: Sendable {
     var upstreamBudget: Duration = .seconds(20)
     /// One verifier and chain cache per app, shared by the Server API adapter and notifications.
     var jwsVerifiers: AppVerifiers?
+    /// How long an answer stored under an `Idempotency-Key` is replayed (`background.idempotencyKeyHours`).
+    var idempotencyKeyHours = GatewayConfig.Background().idempotencyKeyHours
 }
 
 extension GatewayParts {

@@ -38,6 +38,7 @@ public final class GatewayService: Sendable {
             metrics: MetricsEndpoint(metrics: parts.metrics, ledger: ledger, comparisons: parts.comparisons,
                                      bundleIds: apps.keys.sorted(), chainCaches: chainCaches, logWriter: logger.writer),
             openAPI: OpenAPIDocument.json(evidence: parts.adapters.evidenceForms),
+            idempotency: IdempotencyKeys(ledger: ledger, retentionHours: parts.idempotencyKeyHours, now: now),
             nonces: NoncesEndpoint(ledger: ledger, now: now),
             verify: VerifyEndpoint(adapters: parts.adapters, ledger: ledger, checks: parts.checks, migration: parts.migration,
                                    sealer: parts.sealer, metrics: parts.metrics, logger: logger, now: now),
@@ -98,6 +99,11 @@ public final class GatewayService: Sendable {
                 return try await handle(endpoints, request, parameters)
             case .app(let app, let handle):
                 return try await handle(endpoints, request, try authorizedApp(try app(request, parameters), request), parameters)
+            case .keyed(let handle):
+                let app = try authorizedApp(try Route.pathApp(request, parameters), request)
+                return try await endpoints.idempotency.answer(request, app: app, route: route.name) { (key) throws(VerificationError) in
+                    try await handle(endpoints, request, app, key)
+                }
             }
         case .methodNotAllowed(let allowed):
             var response = ErrorResponses.response(VerificationError(.methodNotAllowed, "this path takes \(allowed) only"),

@@ -66,6 +66,11 @@ public struct GatewayConfig: Sendable, Equatable {
         public var auditRetentionDays: Int64 = 400
         /// How often entitlements whose period ended by time alone are moved and announced.
         public var entitlementSweepSeconds: Int64 = 30
+        /// An answer stored under an `Idempotency-Key` is replayed for this many hours (at least a day,
+        /// as payment APIs keep theirs).
+        public var idempotencyKeyHours: Int64 = 24
+
+        public init() {}
 
         /// Each setting: its key in the gateway file, its environment variable, its range.
         static var settings: [(key: String, variable: String, range: ClosedRange<Int64>,
@@ -74,6 +79,7 @@ public struct GatewayConfig: Sendable, Equatable {
             ("notificationRetentionDays", "IAPGW_NOTIFICATION_RETENTION_DAYS", 1...3_650, \.notificationRetentionDays),
             ("auditRetentionDays", "IAPGW_AUDIT_RETENTION_DAYS", 1...3_650, \.auditRetentionDays),
             ("entitlementSweepSeconds", "IAPGW_ENTITLEMENT_SWEEP_SECONDS", 1...60, \.entitlementSweepSeconds),
+            ("idempotencyKeyHours", "IAPGW_IDEMPOTENCY_KEY_HOURS", 24...8_760, \.idempotencyKeyHours),
         ] }
 
         /// These settings with each one's environment variable, where set, taking its place.

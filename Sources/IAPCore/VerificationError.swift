@@ -28,7 +28,7 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
 
         public var retryable: Bool { Self.retryableCodes.contains(self) }
         static let retryableCodes: Set<Code> = [.revocationCheckUnavailable, .upstreamUnavailable, .rateLimited,
-                                                  .storageUnavailable]
+                                                  .storageUnavailable, .storageOutcomeUnknown, .idempotencyKeyInFlight]
 
         // MARK: Input shape (any parser of outside input)
         /// Input larger than the limit for its kind, or a receipt that needs more Server API work than
@@ -176,9 +176,19 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         /// The app's policy does not let this account have this offer signed: an offer or product it
         /// does not list, an account outside the offer's audience, or no key to sign with (403).
         public static let offerNotAllowed = Code(rawValue: "OFFER_NOT_ALLOWED")
-        /// The gateway's own storage failed or did not answer within its deadline (a claim still running
-        /// then may have been stored: a retry answers it as already granted).
+        /// The gateway's own storage failed or did not answer within its deadline: nothing of the
+        /// request was committed, and nothing of it will commit later.
         public static let storageUnavailable = Code(rawValue: "STORAGE_UNAVAILABLE")
+        /// The storage was sent the COMMIT of the request's work and did not confirm it in time (the
+        /// connection lost, or no answer within the request's budget): it may or may not have taken
+        /// effect. A retry with the same `Idempotency-Key` answers what happened.
+        public static let storageOutcomeUnknown = Code(rawValue: "STORAGE_OUTCOME_UNKNOWN")
+        /// An `Idempotency-Key` sent again with another request (another body or route) than the one
+        /// it first answered (422).
+        public static let idempotencyKeyReused = Code(rawValue: "IDEMPOTENCY_KEY_REUSED")
+        /// A request with an `Idempotency-Key` whose first request is still being answered (409):
+        /// try again after `Retry-After`.
+        public static let idempotencyKeyInFlight = Code(rawValue: "IDEMPOTENCY_KEY_IN_FLIGHT")
         /// The gateway broke one of its own invariants (a bug, or a stored row that no longer matches
         /// the schema): nothing was granted, and trying again will not help until an operator looks.
         public static let internalError = Code(rawValue: "INTERNAL_ERROR")
@@ -198,7 +208,7 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
             .unauthenticated, .unknownApp, .notFound, .methodNotAllowed, .transactionBoundToOtherAccount, .nonceInvalid,
             .nonceReused, .nonceRequired, .appAccountTokenMismatch, .unknownProduct, .productTypeMismatch,
             .priceMismatch, .transactionRevoked, .familySharingNotAllowed, .noTransactions, .offerNotAllowed, .storageUnavailable,
-            .internalError,
+            .storageOutcomeUnknown, .idempotencyKeyReused, .idempotencyKeyInFlight, .internalError,
         ]
     }
 }

@@ -25,17 +25,20 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
     /// A readiness probe answers within this, however long the storage deadline is.
     public static let readinessDeadline: Duration = .seconds(1)
 
-    public init(_ ledger: SQLLedger, deadline: Duration = .seconds(5), logger: Logger = .disabled) {
+    /// `commitWait`: how much longer than `deadline` a write whose COMMIT was sent waits for it
+    /// (`BlockingExecutor.Limits.commitWait`).
+    public init(_ ledger: SQLLedger, deadline: Duration = .seconds(5), commitWait: Duration = .seconds(15),
+                logger: Logger = .disabled) {
         self.ledger = ledger
         self.logger = logger
-        executor = StorageExecutor(limits: .init(threads: ledger.concurrentCalls, deadline: deadline))
+        executor = StorageExecutor(limits: .init(threads: ledger.concurrentCalls, deadline: deadline, commitWait: commitWait))
         writer = BatchedWriter(database: ledger.database, executor: executor)
     }
 
     /// Opens the ledger at `storage` (see `SQLLedger.init(storage:deadline:)`).
-    public convenience init(storage: String, deadline: Duration = .seconds(5), logger: Logger = .disabled)
-        throws(VerificationError) {
-        self.init(try SQLLedger(storage: storage, deadline: deadline), deadline: deadline, logger: logger)
+    public convenience init(storage: String, deadline: Duration = .seconds(5), commitWait: Duration = .seconds(15),
+                            logger: Logger = .disabled) throws(VerificationError) {
+        self.init(try SQLLedger(storage: storage, deadline: deadline), deadline: deadline, commitWait: commitWait, logger: logger)
     }
 
     // MARK: Calls
@@ -77,21 +80,45 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
     /// What a caller is told of a failed call: the storage's own failure logged and said generically.
     private func answered(_ error: VerificationError, operation: String, isWrite: Bool) -> VerificationError {
         // Any other refusal (a reused nonce, a purchase of another account) was the engine answering.
-        guard error.code == .storageUnavailable else { return error }
+        guard error.code == .storageUnavailable || error.code == .storageOutcomeUnknown else { return error }
         if isWrite { writesFailing.store(true, ordering: .relaxed) }
         logger.warning("storage_failed", ["operation": String(operation.prefix { $0 != "(" }), "detail": error.message])
-        return VerificationError(.storageUnavailable, "the gateway's storage is unavailable; try again later")
+        return VerificationError(error.code, error.code == .storageOutcomeUnknown
+            ? "the gateway's storage did not confirm the commit in time; its outcome is unknown"
+            : "the gateway's storage is unavailable; try again later")
     }
 
     // MARK: Ledger
 
-    public func issueNonce(bundleId: String, account: String, ttlSeconds: Int, now: Int64)
+    public func issueNonce(bundleId: String, account: String, ttlSeconds: Int, now: Int64,
+                           keyed: (IdempotentWrite, @Sendable (IssuedNonce) -> String)?)
         async throws(VerificationError) -> IssuedNonce {
-        try await write { (l) throws(VerificationError) in try l.issueNonce(bundleId: bundleId, account: account, ttlSeconds: ttlSeconds, now: now) }
+        let ledger = ledger
+        return try await batched { (connection) throws(VerificationError) in
+            try ledger.issueNonce(bundleId: bundleId, account: account, ttlSeconds: ttlSeconds, now: now, keyed: keyed, on: connection)
+        }
     }
 
-    public func consumeNonce(_ value: String, bundleId: String, account: String, now: Int64) async throws(VerificationError) {
-        try await write { (l) throws(VerificationError) in try l.consumeNonce(value, bundleId: bundleId, account: account, now: now) }
+    public func consumeNonce(_ value: String, bundleId: String, account: String, now: Int64, by request: String?)
+        async throws(VerificationError) {
+        try await write { (l) throws(VerificationError) in
+            try l.consumeNonce(value, bundleId: bundleId, account: account, now: now, by: request)
+        }
+    }
+
+    public func idempotentAnswer(bundleId: String, key: String, now: Int64) async throws(VerificationError) -> StoredAnswer? {
+        try await read { (l) throws(VerificationError) in try l.idempotentAnswer(bundleId: bundleId, key: key, now: now) }
+    }
+
+    public func storeIdempotentAnswer(_ write: IdempotentWrite, bundleId: String, status: Int, body: String, now: Int64)
+        async throws(VerificationError) {
+        try await batched { (connection) throws(VerificationError) in
+            try SQLLedger.storeAnswer(write, bundleId: bundleId, status: status, body: body, now: now, connection)
+        }
+    }
+
+    public func purgeIdempotentAnswers(expiredBy now: Int64) async throws(VerificationError) -> Int {
+        try await write { (l) throws(VerificationError) in try l.purgeIdempotentAnswers(expiredBy: now) }
     }
 
     public func claim(_ claim: PurchaseClaim) async throws(VerificationError) -> ClaimOutcome {

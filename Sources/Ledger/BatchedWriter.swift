@@ -40,10 +40,11 @@ final class BatchedWriter: Sendable {
 
     /// Runs `body` in a write transaction shared with the calls queued beside it, in a savepoint of
     /// its own (a throw rolls back its work alone; a transient conflict may run it again); answers
-    /// after the commit, or with the storage deadline.
-    func write<R: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws(VerificationError) -> R)
+    /// after the commit, or with the storage deadline (`deadline`, the executor's by default).
+    func write<R: Sendable>(deadline: Duration? = nil,
+                            _ body: @escaping @Sendable (any SQLConnection) throws(VerificationError) -> R)
         async throws(VerificationError) -> R {
-        try await executor.awaitAnswer { (answer: FirstAnswer<Result<R, VerificationError>>) in
+        try await executor.awaitAnswer(deadline: deadline) { (answer: FirstAnswer<Result<R, VerificationError>>) in
             admit(QueuedWrite(body, answer))
         }
     }
@@ -94,7 +95,9 @@ final class BatchedWriter: Sendable {
             let taken = WriterTrace.now()
             // A call answered already (its deadline passed) is not run: its caller was told to try again.
             let open = batch.filter(\.isOpen)
-            let failures = database.transactions(each: open.map { (call) in { (connection) in call.run(connection) } })
+            let failures = database.transactions(each: open.map { (call) in
+                SQLWriteCall(run: { (connection) in call.run(connection) }, holdForCommit: { call.holdForCommit() })
+            })
             state.withLock { $0.writing -= batch.count }
             for (call, failure) in zip(open, failures) { call.answer(failure) }
             if WriterTrace.enabled {
@@ -108,6 +111,8 @@ final class BatchedWriter: Sendable {
 private protocol QueuedCall: Sendable {
     /// False once its caller was answered (its deadline passed).
     var isOpen: Bool { get }
+    /// See `SQLWriteCall.holdForCommit`.
+    func holdForCommit() -> Bool
     /// When it was queued (`WriterTrace.now()`: 0 while the trace is off).
     var queuedAt: Int64 { get }
     func run(_ connection: any SQLConnection) -> VerificationError?
@@ -130,6 +135,8 @@ private final class QueuedWrite<R: Sendable>: QueuedCall, @unchecked Sendable {
     }
 
     var isOpen: Bool { caller.isOpen }
+
+    func holdForCommit() -> Bool { caller.holdForCommit() }
 
     func run(_ connection: any SQLConnection) -> VerificationError? {
         do throws(VerificationError) {

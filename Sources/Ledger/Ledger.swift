@@ -17,11 +17,25 @@ import IAPCore
 public protocol Ledger: Sendable {
     /// Issues a fresh single-use nonce for one account of one app, valid for `ttlSeconds` after `now`
     /// (1 second to 1 day; anything else is `INVALID_CONFIGURATION`).
-    func issueNonce(bundleId: String, account: String, ttlSeconds: Int, now: Int64) async throws(VerificationError) -> IssuedNonce
+    /// `keyed`: the call's `Idempotency-Key` and its answer, stored in the nonce's own transaction.
+    func issueNonce(bundleId: String, account: String, ttlSeconds: Int, now: Int64,
+                    keyed: (IdempotentWrite, @Sendable (IssuedNonce) -> String)?) async throws(VerificationError) -> IssuedNonce
 
     /// Uses up a nonce. Unknown, expired, or issued for another app or account: `NONCE_INVALID`;
-    /// already used: `NONCE_REUSED`.
-    func consumeNonce(_ value: String, bundleId: String, account: String, now: Int64) async throws(VerificationError)
+    /// already used: `NONCE_REUSED`, unless by the keyed request `by` names
+    /// (`IdempotentWrite.requestIdentity`) retrying itself.
+    func consumeNonce(_ value: String, bundleId: String, account: String, now: Int64, by request: String?)
+        async throws(VerificationError)
+
+    /// The answer stored under an `Idempotency-Key` of the app, unless it expired by `now`.
+    func idempotentAnswer(bundleId: String, key: String, now: Int64) async throws(VerificationError) -> StoredAnswer?
+
+    /// Stores the answer of a keyed call that writes nothing else (an offer signature).
+    func storeIdempotentAnswer(_ write: IdempotentWrite, bundleId: String, status: Int, body: String, now: Int64)
+        async throws(VerificationError)
+
+    /// Deletes the stored answers that expired by `now`; returns how many.
+    func purgeIdempotentAnswers(expiredBy now: Int64) async throws(VerificationError) -> Int
 
     /// Binds every transaction's purchase to the claiming account, records the transactions, stores
     /// the entitlements and appends the claim's audit record, all in one atomic step, and answers
@@ -94,10 +108,15 @@ public struct PurchaseClaim: Sendable {
     public var presentedTransactionId: String?
     /// Appended to the audit trail inside the claim: a grant is never stored without its record.
     public var audit: AuditRecord?
-    /// Decides `audit`'s verdict from the claimed chains' entitlements as the claim reads them back
-    /// (`ClaimOutcome.entitlements`), the facts the answer's verdict is decided from: the trail says
-    /// what the answer says. nil: `audit` is written with the verdict it has.
-    public var auditVerdict: (@Sendable (_ stored: [Entitlement]) -> AuditVerdict)?
+    /// Builds the call's answer from the claim's outcome as the claim reads it back, inside the
+    /// claim's transaction: its verdict is `audit`'s (the trail says what the answer says) and its
+    /// body is stored under `idempotency` and returned as `ClaimOutcome.answer`. nil: `audit` is
+    /// written with the verdict it has.
+    public var answer: (@Sendable (ClaimOutcome) -> ClaimAnswer)?
+    /// The call's `Idempotency-Key`: `answer`'s body is stored under it in the claim's transaction
+    /// (a key answered first by another call is `IdempotentWrite.answeredElsewhere`, and nothing of
+    /// this claim is written).
+    public var idempotency: IdempotentWrite?
     /// Queue each newly granted, unrevoked transaction for Finish Transaction in the claim's own
     /// transaction (the app's `finishTransactions`; see `FinishLedger`).
     public var finishNewlyGranted = false
@@ -127,6 +146,20 @@ public struct ClaimOutcome: Hashable, Sendable {
     /// The account's stored entitlements of the claimed chains right after the claim (a newer
     /// notification's facts included), ordered by original transaction id.
     public var entitlements: [Entitlement] = []
+    /// The body `PurchaseClaim.answer` built (nil without one).
+    public var answer: String?
+}
+
+/// A claim's answer, decided once inside the claim from what it stored.
+public struct ClaimAnswer: Sendable {
+    public var verdict: AuditVerdict
+    /// The answer's body (JSON text).
+    public var body: String
+
+    public init(verdict: AuditVerdict, body: String) {
+        self.verdict = verdict
+        self.body = body
+    }
 }
 
 /// What an audited request was answered (the audit_log `verdict` column).

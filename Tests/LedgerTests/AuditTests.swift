@@ -43,12 +43,14 @@ final class AuditTests: LedgerTestCase {
                              entitlements: [entitlement("alice", original: "1000", state: .expired)])
         purchase.audit = record(evidenceSHA256: SHA256Digest.lowercaseHex("evidence"), verdict: .refused)
         let seen = Mutex<[Entitlement]?>(nil)
-        purchase.auditVerdict = { stored in
-            seen.withLock { $0 = stored }
-            return stored.contains { $0.state == .active } ? .granted : .notGranted
+        purchase.answer = { claimed in
+            seen.withLock { $0 = claimed.entitlements }
+            return ClaimAnswer(verdict: claimed.entitlements.contains { $0.state == .active } ? .granted : .notGranted,
+                               body: "{}")
         }
         let outcome = try ledger.claim(purchase)
         XCTAssertEqual(seen.withLock { $0 }, outcome.entitlements)
+        XCTAssertEqual(outcome.answer, "{}")
         XCTAssertEqual(outcome.entitlements.map(\.state), [.expired])
         XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10).map(\.verdict), [.notGranted])
     }

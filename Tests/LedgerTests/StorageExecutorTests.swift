@@ -114,7 +114,7 @@ final class StorageExecutorTests: LedgerTestCase {
             try connection.executeScript("PRAGMA query_only = ON", operation: "configure")
         }
         let refused = await storageError { () async throws(VerificationError) in
-            _ = try await ledger.issueNonce(bundleId: "com.example.app", account: "a", ttlSeconds: 60, now: 1)
+            _ = try await ledger.issueNonce(bundleId: "com.example.app", account: "a", ttlSeconds: 60, now: 1, keyed: nil)
         }
         XCTAssertEqual(refused?.code, .storageUnavailable)
         XCTAssertFalse(refused?.message.contains("SQLite") ?? true, "\(refused?.message ?? "")")

@@ -14,9 +14,12 @@ struct LedgerEvidenceStore: EvidenceStore {
     let metrics: GatewayMetrics?
     let logger: Logger
     let now: @Sendable () -> Int64
+    /// The keyed request the steps run for (`IdempotentWrite.requestIdentity`): its retry may
+    /// present the nonce its first attempt spent. nil: no key, a nonce is spent once.
+    var request: String?
 
     func consumeNonce(_ nonce: String, bundleId: String, account: String) async throws(VerificationError) {
-        try await ledger.consumeNonce(nonce, bundleId: bundleId, account: account, now: now())
+        try await ledger.consumeNonce(nonce, bundleId: bundleId, account: account, now: now(), by: request)
     }
 
     func keepReceipt(_ receipt: String, bundleId: String, chains: [String]) async {

@@ -8,10 +8,16 @@ struct NoncesEndpoint: Sendable {
     let ledger: any Ledger
     let now: @Sendable () -> Int64
 
-    func answer(_ request: HTTPRequest, app: AppPolicy) async throws(VerificationError) -> HTTPResponse {
+    /// `key`: the request's `Idempotency-Key`; its answer is stored with the nonce.
+    func answer(_ request: HTTPRequest, app: AppPolicy, key: IdempotentWrite?) async throws(VerificationError) -> HTTPResponse {
         let account = try RequestBody(request, allowed: ["account"]).account()
         let nonce = try await ledger.issueNonce(bundleId: app.bundleId, account: account,
-                                                ttlSeconds: Int(app.noncePolicy.ttlSeconds), now: now())
-        return .json(200, JSONValue.object(["nonce": .string(nonce.value), "expiresAt": .int(nonce.expiresAt)]).jsonText)
+                                                ttlSeconds: Int(app.noncePolicy.ttlSeconds), now: now(),
+                                                keyed: key.map { ($0, Self.body) })
+        return .json(200, Self.body(nonce))
+    }
+
+    @Sendable private static func body(_ nonce: IssuedNonce) -> String {
+        JSONValue.object(["nonce": .string(nonce.value), "expiresAt": .int(nonce.expiresAt)]).jsonText
     }
 }

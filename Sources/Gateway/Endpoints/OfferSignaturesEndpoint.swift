@@ -14,7 +14,15 @@ struct OfferSignaturesEndpoint: Sendable {
     let signers: OfferSigners
     let now: @Sendable () -> Int64
 
-    func answer(_ request: HTTPRequest, app: AppPolicy) async throws(VerificationError) -> HTTPResponse {
+    /// `key`: the request's `Idempotency-Key`; a retry under it gets the same signature (nonce and time included).
+    func answer(_ request: HTTPRequest, app: AppPolicy, key: IdempotentWrite?) async throws(VerificationError) -> HTTPResponse {
+        let signed = try await signature(request, app: app)
+        if let key { try await ledger.storeIdempotentAnswer(key, bundleId: app.bundleId, status: 200, body: signed, now: now()) }
+        return .json(200, signed)
+    }
+
+    /// The answer's body.
+    private func signature(_ request: HTTPRequest, app: AppPolicy) async throws(VerificationError) -> String {
         let body = try RequestBody(request, allowed: ["account", "productId", "promotionalOffer", "format",
                                                       "introductoryOfferEligibility"])
         let account = try body.account()
@@ -58,7 +66,7 @@ struct OfferSignaturesEndpoint: Sendable {
     }
 
     private func sign(_ signature: Signature, _ productId: String, _ app: AppPolicy, _ account: String,
-                      _ eligibility: OfferEligibility) throws(VerificationError) -> HTTPResponse {
+                      _ eligibility: OfferEligibility) throws(VerificationError) -> String {
         let signer = try signers.signer(for: app)
         let nonce = UUID()
         let now = now()
@@ -84,7 +92,7 @@ struct OfferSignaturesEndpoint: Sendable {
                                                                                     transactionId: transactionId,
                                                                                     nonce: nonce, issuedAt: now / 1000))]
         }
-        return .json(200, JSONValue.object(answer).jsonText)
+        return JSONValue.object(answer).jsonText
     }
 }
 

@@ -21,12 +21,14 @@ struct VerifyEndpoint: Sendable {
     let logger: Logger
     let now: @Sendable () -> Int64
 
-    /// What the evidence's own steps keep (nonces, sealed receipts).
-    var store: LedgerEvidenceStore {
-        LedgerEvidenceStore(ledger: ledger, sealer: sealer, metrics: metrics, logger: logger, now: now)
+    /// What the evidence's own steps keep (nonces, sealed receipts), for the keyed request `key` (if any).
+    func store(for key: IdempotentWrite?) -> LedgerEvidenceStore {
+        LedgerEvidenceStore(ledger: ledger, sealer: sealer, metrics: metrics, logger: logger, now: now,
+                            request: key?.requestIdentity)
     }
 
-    func answer(_ request: HTTPRequest, app: AppPolicy) async throws(VerificationError) -> HTTPResponse {
+    /// `key`: the request's `Idempotency-Key`; the answer is stored under it in the claim's transaction.
+    func answer(_ request: HTTPRequest, app: AppPolicy, key: IdempotentWrite?) async throws(VerificationError) -> HTTPResponse {
         let log = logger
         // The members and their meaning come from the registered adapters' evidence forms.
         let forms = adapters.evidenceForms
@@ -43,10 +45,10 @@ struct VerifyEndpoint: Sendable {
         let appleAnswers = AppleAnswerNote()
         do {
             // The answered record is written by the claim itself, in its transaction.
-            let attempt: Result<JSONValue, VerificationError> = await AppleAnswerNote.$current.withValue(appleAnswers) {
+            let attempt: Result<String, VerificationError> = await AppleAnswerNote.$current.withValue(appleAnswers) {
                 do throws(VerificationError) {
-                    return .success(try await verifyAndClaim(evidence, account: account, app: app, audit: &audit,
-                                                             started: started, log: log))
+                    return .success(try await verifyAndClaim(evidence, account: account, app: app, key: key, audit: &audit,
+                                                             started: started))
                 } catch {
                     return .failure(error)
                 }
@@ -54,7 +56,7 @@ struct VerifyEndpoint: Sendable {
             let result = try attempt.get()
             log.info("verified", ["bundleId": app.bundleId, "adapter": audit.adapter ?? "", "evidence": evidence.kind.rawValue,
                                   "transactions": String(audit.transactionIds.count)])
-            return .json(200, bytes: result.jsonBytes)
+            return .json(200, result)
         } catch {
             audit.errorCode = error.code
             audit.appleStatus = appleAnswers.summary
@@ -65,10 +67,13 @@ struct VerifyEndpoint: Sendable {
         }
     }
 
-    private func verifyAndClaim(_ evidence: PurchaseEvidence, account: String, app: AppPolicy,
-                                audit: inout AuditRecord, started: UInt64, log: Logger)
-        async throws(VerificationError) -> JSONValue {
-        // The kind's own step first (a receipt's nonce: spent before Apple is asked, one attempt per nonce).
+    /// The answer's body, as the claim stored it.
+    private func verifyAndClaim(_ evidence: PurchaseEvidence, account: String, app: AppPolicy, key: IdempotentWrite?,
+                                audit: inout AuditRecord, started: UInt64)
+        async throws(VerificationError) -> String {
+        let store = store(for: key)
+        // The kind's own step first (a receipt's nonce: spent before Apple is asked, one attempt per
+        // nonce, and per keyed request: its retry may present it again).
         try await adapters.form(of: evidence.kind)?.checkIn?.beforeVerifying(evidence, account: account, app: app, store: store)
         let outcome: AdapterOutcome
         var comparison: PurchaseComparison?
@@ -97,48 +102,68 @@ struct VerifyEndpoint: Sendable {
         answered.appleStatus = AppleAnswerNote.current?.summary
         answered.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
         let chains = Set(entitlements.map(\.originalTransactionId))
-        let policy = app.gracePeriodPolicy
         // One ledger step: refuses a chain refunded after this evidence was signed, binds, grants,
-        // reads back the ledger's view (a newer notification may already know better) and audits
-        // the verdict the answer gives from that view.
+        // reads back the ledger's view (a newer notification may already know better), and builds
+        // the answer and its audit verdict from that view, storing the answer under the request's key.
         var purchase = PurchaseClaim(bundleId: app.bundleId, account: account,
                                      transactions: outcome.transactions, entitlements: entitlements,
                                      now: context.now, factTimes: Self.factTimes(outcome, now: context.now),
                                      presentedTransactionId: outcome.presentedTransactionId, audit: answered)
-        purchase.auditVerdict = { VerifyVerdict.of(Self.standing($0, chains: chains, now: context.now), policy: policy).audited }
+        let shown = AnswerShape(account: account, app: app, outcome: outcome, chains: chains, now: context.now,
+                                comparison: comparison,
+                                grandfathered: context.evidenceKind.isAppTransaction
+                                    || (context.evidenceKind == .receipt && app.grandfathering != nil)
+                                    ? !grandfathered.isEmpty : nil,
+                                appTransaction: context.evidenceKind.isAppTransaction ? outcome.appTransaction : nil)
+        purchase.answer = { shown.answer(to: $0) }
+        purchase.idempotency = key
         // Queued inside the claim, so only a durable grant is ever reported delivered to Apple.
         purchase.finishNewlyGranted = app.finishTransactions
         purchase.appPurchaseKeys = grandfathered.map(\.originalTransactionId)
         let claim = try await ledger.claim(purchase)
         audit = answered
         for step in outcome.followUps { await step.afterClaim(outcome, bundleId: app.bundleId, store: store) }
-        // Refunded and revoked purchases are answered as such, never as granted (a backend that
-        // credits per newly granted id must not pay out a refund).
-        let revoked = Set(outcome.transactions.filter { $0.revocationDate != nil }.map(\.transactionId))
-        let stored = Self.standing(claim.entitlements, chains: chains, now: context.now)
-        let verdict = VerifyVerdict.of(stored, policy: policy)
-        audit.verdict = verdict.audited  // as the claim wrote it: the caller's log line reads this copy
-        var answer: [String: JSONValue] = [
-            "account": .string(account),
-            "verdict": .string(verdict.rawValue),
-            "adapter": .string(outcome.adapter.rawValue),
-            "environment": .string(outcome.environment.rawValue),
-            "mappingVersion": .string(outcome.mappingVersion),
-            "transactions": .array(outcome.transactions.map(\.jsonValue)),
-            "renewals": .array(outcome.renewals.map(\.jsonValue)),
-            "newlyGranted": .array(claim.newlyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
-            "alreadyGranted": .array(claim.alreadyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
-            "revoked": .array(outcome.transactions.map(\.transactionId).filter { revoked.contains($0) }.map(JSONValue.string)),
-            "entitlements": .array(stored.map { EntitlementsEndpoint.json($0, policy: app) }),
-        ]
-        if let comparison { answer["comparison"] = MigrationRouter.json(comparison) }
-        if context.evidenceKind.isAppTransaction, let appTransaction = outcome.appTransaction {
-            answer["appTransaction"] = appTransaction.jsonValue
+        guard let body = claim.answer else { throw VerificationError(.internalError, "the claim built no answer") }
+        return body
+    }
+
+    /// What a verify answer shows, decided before the claim; `answer(to:)` completes it from what the
+    /// claim stored, inside the claim's transaction.
+    private struct AnswerShape: Sendable {
+        let account: String
+        let app: AppPolicy
+        let outcome: AdapterOutcome
+        let chains: Set<String>
+        let now: Int64
+        let comparison: PurchaseComparison?
+        /// Whether the app's own purchase granted something; nil: not said for this evidence.
+        let grandfathered: Bool?
+        let appTransaction: CanonicalAppTransaction?
+
+        func answer(to claim: ClaimOutcome) -> ClaimAnswer {
+            // Refunded and revoked purchases are answered as such, never as granted (a backend that
+            // credits per newly granted id must not pay out a refund).
+            let revoked = Set(outcome.transactions.filter { $0.revocationDate != nil }.map(\.transactionId))
+            let stored = VerifyEndpoint.standing(claim.entitlements, chains: chains, now: now)
+            let verdict = VerifyVerdict.of(stored, policy: app.gracePeriodPolicy)
+            var answer: [String: JSONValue] = [
+                "account": .string(account),
+                "verdict": .string(verdict.rawValue),
+                "adapter": .string(outcome.adapter.rawValue),
+                "environment": .string(outcome.environment.rawValue),
+                "mappingVersion": .string(outcome.mappingVersion),
+                "transactions": .array(outcome.transactions.map(\.jsonValue)),
+                "renewals": .array(outcome.renewals.map(\.jsonValue)),
+                "newlyGranted": .array(claim.newlyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
+                "alreadyGranted": .array(claim.alreadyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
+                "revoked": .array(outcome.transactions.map(\.transactionId).filter { revoked.contains($0) }.map(JSONValue.string)),
+                "entitlements": .array(stored.map { EntitlementsEndpoint.json($0, policy: app) }),
+            ]
+            if let comparison { answer["comparison"] = MigrationRouter.json(comparison) }
+            if let appTransaction { answer["appTransaction"] = appTransaction.jsonValue }
+            if let grandfathered { answer["grandfathered"] = .bool(grandfathered) }
+            return ClaimAnswer(verdict: verdict.audited, body: JSONValue.object(answer).jsonText)
         }
-        if context.evidenceKind.isAppTransaction || (context.evidenceKind == .receipt && app.grandfathering != nil) {
-            answer["grandfathered"] = .bool(!grandfathered.isEmpty)
-        }
-        return .object(answer)
     }
 
     /// The evidence's chains of the claim's read-back entitlements, as they stand now: the claim

@@ -17,12 +17,12 @@ enum ErrorResponses {
         case .offerNotAllowed: 403
         case .unknownApp, .notFound: 404
         case .methodNotAllowed: 405
-        case .transactionBoundToOtherAccount: 409
+        case .transactionBoundToOtherAccount, .idempotencyKeyInFlight: 409
         case .inputTooLarge: 413
         case .invalidConfiguration, .invalidMapping, .internalError: 500
         // Apple refused our credentials or answered something unusable: not the client's evidence.
         case .upstreamCredentialsRejected, .upstreamInvalidResponse: 502
-        case .upstreamUnavailable, .rateLimited, .storageUnavailable, .revocationCheckUnavailable: 503
+        case .upstreamUnavailable, .rateLimited, .storageUnavailable, .storageOutcomeUnknown, .revocationCheckUnavailable: 503
         default: 422  // the evidence was read and refused
         }
     }
@@ -43,6 +43,8 @@ enum ErrorResponses {
         case .upstreamUnavailable: "Apple cannot be reached now; try again later"
         case .rateLimited: "Apple asked the gateway to slow down; try again after Retry-After"
         case .storageUnavailable: "the gateway's storage is unavailable; nothing was granted; try again later"
+        case .storageOutcomeUnknown:
+            "the gateway's storage did not confirm the commit in time: it may have taken effect; retry with the same Idempotency-Key to learn"
         case .revocationCheckUnavailable: "the certificate revocation check cannot be made now; try again later"
         default: "the gateway cannot answer this request now"
         }
@@ -54,7 +56,7 @@ enum ErrorResponses {
                                           retryable: error.retryable, requestId: requestId)
         // RFC 9110 §11.6.1: a 401 names the scheme that would be accepted.
         if status == 401 { response.headers.append(("WWW-Authenticate", "Bearer")) }
-        if status == 503 {
+        if status == 503 || error.code == .idempotencyKeyInFlight {
             // Apple's own Retry-After where it gave one; otherwise a short, honest default.
             response.headers.append(("Retry-After", String(max(1, error.retryAfterSeconds ?? 5))))
         }

@@ -9,6 +9,8 @@ struct GatewayEndpoints: Sendable {
     let metrics: MetricsEndpoint
     /// The OpenAPI document, its verify request built from the registered adapters' evidence forms.
     let openAPI: String
+    /// Keyed routes' `Idempotency-Key`s.
+    let idempotency: IdempotencyKeys
     let nonces: NoncesEndpoint
     let verify: VerifyEndpoint
     let entitlements: EntitlementsEndpoint
@@ -38,6 +40,9 @@ struct Route: Sendable {
         /// the OpenAPI document marks it as needing the key.
         case app(_ app: @Sendable (HTTPRequest, Parameters) throws(VerificationError) -> String,
                  @Sendable (GatewayEndpoints, HTTPRequest, AppPolicy, Parameters) async throws(VerificationError) -> HTTPResponse)
+        /// An app route that grants or hands out something once: it takes an `Idempotency-Key`
+        /// (`IdempotencyKeys`), handed to the endpoint, which stores its answer with its work.
+        case keyed(@Sendable (GatewayEndpoints, HTTPRequest, AppPolicy, IdempotentWrite?) async throws(VerificationError) -> HTTPResponse)
     }
 
     let method: String
@@ -60,7 +65,14 @@ struct Route: Sendable {
     }
 
     var requiresAppKey: Bool {
-        if case .app = handler { return true }
+        switch handler {
+        case .app, .keyed: true
+        case .open: false
+        }
+    }
+
+    var takesIdempotencyKey: Bool {
+        if case .keyed = handler { return true }
         return false
     }
 
@@ -145,8 +157,8 @@ extension Route {
         Route(method: "POST", path: "/v1/apps/{bundleId}/nonces", name: "nonces",
               operation: OpenAPIOperation(summary: "Issue a single-use nonce bound to an account, to send with a receipt",
                                           requestBody: "NonceRequest", responses: ["200": .ok("Nonce")]),
-              handler: .app(pathApp) { endpoints, request, app, _ throws(VerificationError) in
-                  try await endpoints.nonces.answer(request, app: app)
+              handler: .keyed { endpoints, request, app, key throws(VerificationError) in
+                  try await endpoints.nonces.answer(request, app: app, key: key)
               }),
         Route(method: "POST", path: "/v1/apps/{bundleId}/verify", name: "verify",
               operation: OpenAPIOperation(
@@ -161,8 +173,8 @@ extension Route {
                     "502": .error("Apple refused the gateway's credentials (UPSTREAM_CREDENTIALS_REJECTED) or answered in a shape the gateway cannot use (UPSTREAM_INVALID_RESPONSE)"),
                     "503": .error("Apple or storage unavailable, or Apple's Retry-After is beyond the request's budget; see Retry-After (Apple's own when it sent one)"),
                 ]),
-              handler: .app(pathApp) { endpoints, request, app, _ throws(VerificationError) in
-                  try await endpoints.verify.answer(request, app: app)
+              handler: .keyed { endpoints, request, app, key throws(VerificationError) in
+                  try await endpoints.verify.answer(request, app: app, key: key)
               }),
         Route(method: "POST", path: "/v1/apps/{bundleId}/offer-signatures", name: "offer_signatures",
               operation: OpenAPIOperation(
@@ -174,8 +186,8 @@ extension Route {
                     "500": .error("the offer signing key cannot be read (INVALID_CONFIGURATION)"),
                     "503": .error("storage unavailable; see Retry-After"),
                 ]),
-              handler: .app(pathApp) { endpoints, request, app, _ throws(VerificationError) in
-                  try await endpoints.offerSignatures.answer(request, app: app)
+              handler: .keyed { endpoints, request, app, key throws(VerificationError) in
+                  try await endpoints.offerSignatures.answer(request, app: app, key: key)
               }),
         Route(method: "GET", path: "/v1/apps/{bundleId}/accounts/{account}/entitlements", name: "entitlements",
               operation: OpenAPIOperation(summary: "Current entitlements of an account", responses: ["200": .ok("Entitlements")]),

@@ -7,7 +7,8 @@ import Ledger
 /// `background.reconcileIntervalSeconds` (default 900, first pass one interval after start; 0 turns
 /// it off), and once a day the raw notification bodies older than
 /// `background.notificationRetentionDays` (default 30) and the audit records older than
-/// `background.auditRetentionDays` (default 400) are purged (the gateway config's settings,
+/// `background.auditRetentionDays` (default 400) are purged, as are the answers stored under
+/// `Idempotency-Key`s past their `background.idempotencyKeyHours` (the gateway config's settings,
 /// overridden by the environment: `GatewayConfig.Background.overridden(by:)`).
 public struct ReconciliationSchedule: Sendable {
     let reconciler: Reconciler
@@ -48,6 +49,8 @@ public struct ReconciliationSchedule: Sendable {
                     logger.info("notification_bodies_purged", ["count": String(purged), "retentionDays": String(retentionDays)])
                     let audits = try await Self.purgeAudit(ledger, days: auditRetentionDays, now: now())
                     logger.info("audit_records_purged", ["count": String(audits), "retentionDays": String(auditRetentionDays)])
+                    let answers = try await ledger.purgeIdempotentAnswers(expiredBy: now())
+                    logger.info("idempotent_answers_purged", ["count": String(answers)])
                     lastPurge = now()
                 } catch {
                     logger.error("retention_purge_failed", ["code": error.code.rawValue])

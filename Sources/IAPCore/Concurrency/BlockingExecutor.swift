@@ -19,11 +19,17 @@ public final class BlockingExecutor: Sendable {
         public var queueCapacity: Int
         /// How long a caller waits for its call's answer.
         public var deadline: Duration
+        /// How much longer a caller whose answer is held for a commit already sent waits for that
+        /// commit's own answer (`FirstAnswer.holdForCommit`): a write whose COMMIT is on its way is
+        /// answered with its outcome, not with a deadline that would say "not done" when it may be.
+        public var commitWait: Duration
 
-        public init(threads: Int, queueCapacity: Int = 256, deadline: Duration = .seconds(5)) {
+        public init(threads: Int, queueCapacity: Int = 256, deadline: Duration = .seconds(5),
+                    commitWait: Duration = .seconds(15)) {
             self.threads = threads
             self.queueCapacity = queueCapacity
             self.deadline = deadline
+            self.commitWait = commitWait
         }
     }
 
@@ -94,18 +100,26 @@ public final class BlockingExecutor: Sendable {
     }
 
     /// Hands `answer` to `give` (which passes it to work run or `start`ed on the executor) and waits
-    /// for it, within `deadline` (the executor's by default), as `run` does.
+    /// for it, within `deadline` (the executor's by default), as `run` does. An answer held for a
+    /// commit when the deadline passes waits up to `Limits.commitWait` longer for that commit.
     public func awaitAnswer<R: Sendable>(deadline: Duration? = nil,
                                          _ give: (FirstAnswer<Result<R, VerificationError>>) -> Void)
         async throws(VerificationError) -> R {
         let limit = deadline ?? limits.deadline
-        let (purpose, unavailable) = (purpose, unavailable)
+        let (purpose, unavailable, commitWait) = (purpose, unavailable, limits.commitWait)
+        let deadlines = deadlines
         let result: Result<R, VerificationError> = await withCheckedContinuation { continuation in
             let answer = FirstAnswer(continuation)
             give(answer)
             let milliseconds = Int(limit / .milliseconds(1))
             deadlines.add(ContinuousClock.now + limit) {
-                answer.give(.failure(VerificationError(unavailable, "\(purpose): no answer within \(milliseconds) ms")))
+                let late = VerificationError(unavailable, "\(purpose): no answer within \(milliseconds) ms")
+                guard answer.expire(.failure(late)) == .heldForCommit else { return }
+                deadlines.add(ContinuousClock.now + commitWait) {
+                    // The one window left: a COMMIT sent and not answered for this long may or may not have taken effect.
+                    // Only the ledger holds answers for commits: the code is storage's.
+                    answer.give(.failure(VerificationError(.storageOutcomeUnknown, "\(purpose): a commit sent did not answer in time")))
+                }
             }
         }
         return try result.get()
@@ -124,23 +138,61 @@ private func nameThisThread(_ name: String) {
 }
 
 /// A continuation resumed by whichever answer comes first (the call, its deadline, a refusal);
-/// later answers are dropped.
+/// later answers are dropped. A write about to commit holds it first (`holdForCommit`): from then
+/// on the deadline cannot answer, so a caller told "unavailable" is never one whose work commits.
 public final class FirstAnswer<T: Sendable>: Sendable {
-    private let continuation: Mutex<CheckedContinuation<T, Never>?>
+    private struct Slot {
+        var continuation: CheckedContinuation<T, Never>?
+        var heldForCommit = false
+    }
+    private let slot: Mutex<Slot>
 
     public init(_ continuation: CheckedContinuation<T, Never>) {
-        self.continuation = Mutex(continuation)
+        slot = Mutex(Slot(continuation: continuation))
     }
 
     /// True until an answer was given.
-    public var isOpen: Bool { continuation.withLock { $0 != nil } }
+    public var isOpen: Bool { slot.withLock { $0.continuation != nil } }
+
+    /// Called before the COMMIT of the caller's work is sent: true if the caller still waits (and
+    /// now waits for the commit, past its deadline); false if it was answered already, and so
+    /// its work must not be committed.
+    public func holdForCommit() -> Bool {
+        slot.withLock { slot in
+            guard slot.continuation != nil else { return false }
+            slot.heldForCommit = true
+            return true
+        }
+    }
 
     public func give(_ value: T) {
-        let waiting = continuation.withLock { slot -> CheckedContinuation<T, Never>? in
-            defer { slot = nil }
-            return slot
+        let waiting = slot.withLock { slot -> CheckedContinuation<T, Never>? in
+            defer { slot.continuation = nil }
+            return slot.continuation
         }
         waiting?.resume(returning: value)
+    }
+
+    /// What a deadline found.
+    public enum Expiry: Sendable {
+        /// It answered the caller.
+        case answered
+        /// The caller was answered before.
+        case alreadyAnswered
+        /// A commit of the caller's work is on its way: the deadline gave no answer.
+        case heldForCommit
+    }
+
+    /// A deadline's answer: given unless the caller was answered or its answer is held for a commit.
+    public func expire(_ value: T) -> Expiry {
+        let (waiting, expiry) = slot.withLock { slot -> (CheckedContinuation<T, Never>?, Expiry) in
+            guard let waiting = slot.continuation else { return (nil, .alreadyAnswered) }
+            if slot.heldForCommit { return (nil, .heldForCommit) }
+            slot.continuation = nil
+            return (waiting, .answered)
+        }
+        waiting?.resume(returning: value)
+        return expiry
     }
 }
 

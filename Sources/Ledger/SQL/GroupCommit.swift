@@ -80,14 +80,14 @@ final class GroupCommit: Sendable {
         throws(VerificationError) -> R {
         var value: R?
         let failure = withoutActuallyEscaping(body) { (body) -> VerificationError? in
-            run(each: [{ (connection) -> VerificationError? in
+            run(each: [SQLWriteCall(run: { (connection) -> VerificationError? in
                 do throws(VerificationError) {
                     value = try body(connection)
                     return nil
                 } catch {
                     return error
                 }
-            }], lend: lend)[0]
+            })], lend: lend)[0]
         }
         if let failure { throw failure }
         guard let value else { throw VerificationError(.internalError, "storage: a write call was never run") }
@@ -175,6 +175,16 @@ final class GroupCommit: Sendable {
                 applied.forEach { $0.finish(lost) }
                 continue
             }
+            // A caller answered meanwhile (its deadline passed while the storage was slow or frozen)
+            // was told its work did not happen: it must not commit now, nor later. The whole
+            // transaction goes, and the calls still waiting run again in the next one.
+            let held = applied.filter { $0.holdForCommit() }
+            if held.count < applied.count {
+                if !connection.isBroken { try? connection.executeScript("ROLLBACK", operation: "rollback") }
+                for write in applied where !held.contains(where: { $0 === write }) { write.finish(Self.answeredBeforeCommit) }
+                again.append(contentsOf: held)
+                continue
+            }
             let committing = WriterTrace.now()
             do throws(VerificationError) {
                 try connection.executeScript("COMMIT", operation: "commit")
@@ -183,13 +193,23 @@ final class GroupCommit: Sendable {
                 if WriterTrace.enabled { WriterTrace.record("commit", began, committing, WriterTrace.now(), Int64(calls)) }
                 applied.forEach { $0.finish(nil) }
             } catch {
-                // A failed ROLLBACK leaves nothing better to report than the COMMIT's error.
-                if !connection.isBroken { try? connection.executeScript("ROLLBACK", operation: "rollback") }
-                applied.forEach { $0.finish(error) }
+                // A session lost with its COMMIT sent may or may not have committed it: the callers
+                // must not be told that nothing happened.
+                if connection.isBroken {
+                    let unknown = VerificationError(.storageOutcomeUnknown, "storage: the session was lost with its COMMIT sent")
+                    applied.forEach { $0.finish(unknown) }
+                } else {
+                    // A failed ROLLBACK leaves nothing better to report than the COMMIT's error.
+                    try? connection.executeScript("ROLLBACK", operation: "rollback")
+                    applied.forEach { $0.finish(error) }
+                }
             }
         }
         return again
     }
+
+    /// The verdict of a call whose caller was answered before its commit (nobody reads it).
+    private static let answeredBeforeCommit = VerificationError(.storageUnavailable, "storage: the caller was answered before the commit")
 
     private enum Applied {
         case applied
@@ -235,14 +255,21 @@ final class GroupCommit: Sendable {
 /// One write call waiting for its batch. Touched by its caller's thread and by the leader committing
 /// its batch; the semaphore orders the two (the leader writes, then signals; the caller wakes, then reads).
 private final class GroupedWrite: @unchecked Sendable {
-    private var body: SQLWriteCall?
+    private var body: ((any SQLConnection) -> VerificationError?)?
+    private let hold: () -> Bool
     private(set) var finished = false
     private(set) var failure: VerificationError?
     /// Tries of this call that ended in a retryable failure so far.
     private var failedTries = 0
     private let turn = DispatchSemaphore(value: 0)
 
-    init(_ body: @escaping SQLWriteCall) { self.body = body }
+    init(_ call: SQLWriteCall) {
+        body = call.run
+        hold = call.holdForCommit
+    }
+
+    /// See `SQLWriteCall.holdForCommit`.
+    func holdForCommit() -> Bool { hold() }
 
     /// Runs the caller's body (again only after a transient conflict rolled it back); its error, if any.
     func run(_ connection: any SQLConnection) -> VerificationError? {

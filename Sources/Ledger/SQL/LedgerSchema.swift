@@ -5,7 +5,7 @@
 enum LedgerSchema {
     static func migrations(_ dialect: SQLDialect) -> [String] {
         let d = dialect.ddl
-        return [v1(d), v2(d), v3(d), v4(d), v5, v6(d), v7, v8(d), v9, v10(d), v11(dialect), v12(d)]
+        return [v1(d), v2(d), v3(d), v4(d), v5, v6(d), v7, v8(d), v9, v10(d), v11(dialect), v12(d), v13(d)]
     }
 
     /// Times are integer milliseconds since 1970. Nonces are stored as the SHA-256 of their value,
@@ -216,5 +216,26 @@ enum LedgerSchema {
     /// third of its server CPU per accepted notification (issue 14's profile). Stored as it is now.
     static func v12(_ d: SQLDialect.DDLWords) -> String {
         d.storeUncompressed("notification_inbox", "raw_body")
+    }
+
+    /// The answers of granting calls sent with an `Idempotency-Key`, per app: written in the same
+    /// transaction as the work they answer (a claim, a nonce), so a retry of a call whose answer was
+    /// lost replays it; kept until `expires_at`. `consumed_by` names the keyed request that used a
+    /// nonce, so that request's own retry may present it again.
+    static func v13(_ d: SQLDialect.DDLWords) -> String {
+        """
+            CREATE TABLE idempotent_answers (
+                bundle_id TEXT NOT NULL,
+                idempotency_key TEXT NOT NULL,
+                request_sha256 TEXT NOT NULL CHECK (length(request_sha256) = 64),
+                status \(d.integer) NOT NULL,
+                body TEXT NOT NULL,
+                created_at \(d.integer) NOT NULL,
+                expires_at \(d.integer) NOT NULL,
+                PRIMARY KEY (bundle_id, idempotency_key)
+            )\(d.withoutRowID);
+            CREATE INDEX idempotent_answers_by_expiry ON idempotent_answers (expires_at);
+            ALTER TABLE nonces ADD COLUMN consumed_by TEXT;
+            """
     }
 }

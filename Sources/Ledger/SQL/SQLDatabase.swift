@@ -228,6 +228,13 @@ protocol SQLDatabase: Sendable {
     func transactions(each calls: [SQLWriteCall]) -> [VerificationError?]
 }
 
-/// A write call as a batch runs it: nil once its work is done, else its error (its work is then
-/// rolled back). It may be run again after a transient conflict, so it keeps no effect outside.
-typealias SQLWriteCall = (any SQLConnection) -> VerificationError?
+/// A write call as a batch runs it.
+struct SQLWriteCall {
+    /// The work: nil once it is done, else its error (its work is then rolled back). It may be run
+    /// again after a transient conflict, so it keeps no effect outside.
+    let run: (any SQLConnection) -> VerificationError?
+    /// Asked just before the COMMIT that would make the work durable: true while its caller still
+    /// waits (and will now wait for that COMMIT); false once the caller was answered (its deadline
+    /// passed), when the work must not commit, since the caller was told it did not.
+    var holdForCommit: () -> Bool = { true }
+}

@@ -65,6 +65,16 @@ public final class SQLLedger: Sendable {
 
     public func issueNonce(bundleId: String, account: String, ttlSeconds: Int, now: Int64)
         throws(VerificationError) -> IssuedNonce {
+        try database.transaction { (connection) throws(VerificationError) in
+            try issueNonce(bundleId: bundleId, account: account, ttlSeconds: ttlSeconds, now: now, keyed: nil, on: connection)
+        }
+    }
+
+    /// Issues a nonce inside the caller's write transaction; `keyed`: the call's `Idempotency-Key`
+    /// and its answer, stored beside the nonce.
+    func issueNonce(bundleId: String, account: String, ttlSeconds: Int, now: Int64,
+                    keyed: (IdempotentWrite, @Sendable (IssuedNonce) -> String)?, on connection: any SQLConnection)
+        throws(VerificationError) -> IssuedNonce {
         guard (1...86_400).contains(ttlSeconds) else {
             throw VerificationError(.invalidConfiguration, "nonce lifetime must be between 1 second and 1 day")
         }
@@ -75,17 +85,21 @@ public final class SQLLedger: Sendable {
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
         let expiresAt = now + Int64(ttlSeconds) * 1000
-        try database.withConnection { (connection) throws(VerificationError) in
-            try connection.run("""
-                INSERT INTO nonces (value_sha256, bundle_id, account, issued_at, expires_at)
-                VALUES (?, ?, ?, ?, ?)
-                """, .text(SHA256Digest.lowercaseHex(value)), .text(bundleId), .text(account), .integer(now),
-                .integer(expiresAt))
+        try connection.run("""
+            INSERT INTO nonces (value_sha256, bundle_id, account, issued_at, expires_at)
+            VALUES (?, ?, ?, ?, ?)
+            """, .text(SHA256Digest.lowercaseHex(value)), .text(bundleId), .text(account), .integer(now),
+            .integer(expiresAt))
+        let nonce = IssuedNonce(value: value, expiresAt: expiresAt)
+        if let (write, answer) = keyed {
+            try Self.storeAnswer(write, bundleId: bundleId, status: 200, body: answer(nonce), now: now, connection)
         }
-        return IssuedNonce(value: value, expiresAt: expiresAt)
+        return nonce
     }
 
-    public func consumeNonce(_ value: String, bundleId: String, account: String, now: Int64)
+    /// Uses up a nonce; `by`: the keyed request using it (`IdempotentWrite.requestIdentity`), whose
+    /// own retry may use it again (its first attempt may have spent it and then failed before its claim).
+    public func consumeNonce(_ value: String, bundleId: String, account: String, now: Int64, by request: String? = nil)
         throws(VerificationError) {
         let invalid = VerificationError(.nonceInvalid, "the nonce is unknown, expired or not for this account")
         // Issued nonces are 22 characters; anything far longer is not worth hashing.
@@ -94,9 +108,10 @@ public final class SQLLedger: Sendable {
         try database.withConnection { (connection) throws(VerificationError) in
             // The single conditional UPDATE is the whole guarantee: only one caller can flip consumed_at.
             let consumed = try connection.run("""
-                UPDATE nonces SET consumed_at = ?
-                WHERE value_sha256 = ? AND bundle_id = ? AND account = ? AND consumed_at IS NULL AND expires_at > ?
-                """, .integer(now), .text(hash), .text(bundleId), .text(account), .integer(now))
+                UPDATE nonces SET consumed_at = ?, consumed_by = ?
+                WHERE value_sha256 = ? AND bundle_id = ? AND account = ? AND expires_at > ?
+                  AND (consumed_at IS NULL OR (consumed_by IS NOT NULL AND consumed_by = ?))
+                """, .integer(now), .text(request), .text(hash), .text(bundleId), .text(account), .integer(now), .text(request))
             if consumed == 1 { return }
             // Explain the refusal; another app's or account's nonce looks exactly like an unknown one.
             let rows = try connection.query(
@@ -155,9 +170,16 @@ public final class SQLLedger: Sendable {
         }
         outcome.entitlements = try Self.entitlements(bundleId: claim.bundleId, account: claim.account, connection)
             .filter { chains.contains($0.originalTransactionId) }
+        let answer = claim.answer?(outcome)
         if var audit = claim.audit {
-            if let decide = claim.auditVerdict { audit.verdict = decide(outcome.entitlements) }
+            if let answer { audit.verdict = answer.verdict }
             try Self.insertAudit(audit, connection)
+        }
+        if let answer {
+            if let write = claim.idempotency {
+                try Self.storeAnswer(write, bundleId: claim.bundleId, status: 200, body: answer.body, now: claim.now, connection)
+            }
+            outcome.answer = answer.body
         }
         return outcome
     }

@@ -1,0 +1,89 @@
+import AppleTrust
+import HTTPServer
+import IAPConfig
+import IAPCore
+import Ledger
+import Synchronization
+
+/// `Idempotency-Key` on the calls that grant or hand out something once (verify, nonces, offer
+/// signatures), as payment APIs take it: the first completed answer for (app, key) is stored with
+/// the work it answers, in the same transaction, and a retry of the same request is answered the
+/// same, marked `Idempotent-Replayed: true`. So a backend that lost an answer (a timeout, a dropped
+/// connection, a 503) retries with the same key and still learns what was `newlyGranted`.
+///
+/// The same key with another request is IDEMPOTENCY_KEY_REUSED (422); a retry while the first
+/// attempt is still being answered on this instance is IDEMPOTENCY_KEY_IN_FLIGHT (409, Retry-After);
+/// on another instance both run, and the one whose answer commits second is rolled back and
+/// answered with the first's (`IdempotentWrite.answeredElsewhere`). Only completed answers are
+/// stored: a refusal is answered again by running the request again, which grants nothing.
+final class IdempotencyKeys: Sendable {
+    static let header = "Idempotency-Key"
+    static let replayedHeader = "Idempotent-Replayed"
+    /// The longest key taken (as the IETF draft's and Stripe's).
+    static let maxKeyLength = 255
+
+    private let ledger: any Ledger
+    /// How long an answer is replayed, in milliseconds.
+    private let retentionMillis: Int64
+    private let now: @Sendable () -> Int64
+    /// (app, key) of the keyed requests this instance is answering now.
+    private let inFlight = Mutex(Set<String>())
+
+    init(ledger: any Ledger, retentionHours: Int64, now: @escaping @Sendable () -> Int64) {
+        self.ledger = ledger
+        retentionMillis = retentionHours * 3_600_000
+        self.now = now
+    }
+
+    /// Runs `work` for `request` with the request's key (nil: it sent none), or replays the answer
+    /// stored for that key. `route` tells requests with the same body on two routes apart.
+    func answer(_ request: HTTPRequest, app: AppPolicy, route: String,
+                _ work: (IdempotentWrite?) async throws(VerificationError) -> HTTPResponse)
+        async throws(VerificationError) -> HTTPResponse {
+        let keys = request.headers.values(for: Self.header)
+        guard let key = keys.first else { return try await work(nil) }
+        guard keys.count == 1, Self.isWellFormed(key) else {
+            throw VerificationError(.malformedRequest, "\(Self.header) must be sent once, 1-\(Self.maxKeyLength) printable ASCII characters")
+        }
+        let write = IdempotentWrite(key: key, requestSHA256: Self.requestDigest(route: route, body: request.body),
+                                    expiresAt: now() + retentionMillis)
+        let slot = "\(app.bundleId)\u{0}\(key)"
+        guard inFlight.withLock({ $0.insert(slot).inserted }) else { throw Self.stillInFlight }
+        defer { _ = inFlight.withLock { $0.remove(slot) } }
+        if let stored = try await ledger.idempotentAnswer(bundleId: app.bundleId, key: key, now: now()) {
+            return try Self.replay(stored, for: write)
+        }
+        do {
+            return try await work(write)
+        } catch where error == IdempotentWrite.answeredElsewhere {
+            guard let stored = try await ledger.idempotentAnswer(bundleId: app.bundleId, key: key, now: now()) else {
+                throw Self.stillInFlight
+            }
+            return try Self.replay(stored, for: write)
+        }
+    }
+
+    private static let stillInFlight = VerificationError(.idempotencyKeyInFlight,
+                                                         "a request with this \(header) is still being answered; retry after Retry-After",
+                                                         retryAfterSeconds: 1)
+
+    /// 1 to 255 characters, each printable ASCII (space through tilde).
+    static func isWellFormed(_ key: String) -> Bool {
+        let bytes = key.utf8
+        return (1...maxKeyLength).contains(bytes.count) && bytes.allSatisfy { (0x20...0x7E).contains($0) }
+    }
+
+    /// What the key promises to answer: this route with this body, byte for byte.
+    static func requestDigest(route: String, body: [UInt8]) -> String {
+        SHA256Digest.lowercaseHex(Array(route.utf8) + [0] + body)
+    }
+
+    private static func replay(_ stored: StoredAnswer, for write: IdempotentWrite) throws(VerificationError) -> HTTPResponse {
+        guard stored.requestSHA256 == write.requestSHA256 else {
+            throw VerificationError(.idempotencyKeyReused, "this \(header) was first sent with another request; use a new key for a new request")
+        }
+        var response = HTTPResponse.json(stored.status, stored.body)
+        response.headers.append((replayedHeader, "true"))
+        return response
+    }
+}
