@@ -65,9 +65,10 @@ public struct GatewayE2E: Sendable {
 
     // MARK: HTTP
 
+    /// `headers`: sent beside the key and content type (an `Idempotency-Key`, say).
     public func send(_ method: String, _ url: String, body: [UInt8]? = nil, apiKey: String?? = .none,
-              contentType: String? = "application/json") async throws -> GatewayAnswer {
-        let headers = requestHeaders(hasBody: body != nil, apiKey: apiKey, contentType: contentType)
+              contentType: String? = "application/json", headers extra: [(String, String)] = []) async throws -> GatewayAnswer {
+        let headers = requestHeaders(hasBody: body != nil, apiKey: apiKey, contentType: contentType) + extra
         let response = try await client.send(UpstreamRequest(method: method, url: url, headers: headers, body: body))
         return GatewayAnswer(status: response.status, headers: response.headers, body: response.body)
     }
