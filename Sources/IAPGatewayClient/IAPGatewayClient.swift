@@ -2,17 +2,28 @@ import Foundation
 
 /// The gateway's HTTP API (v1) for one app, as an app backend calls it. Every call is bounded by
 /// `timeout`; every failure is an `IAPGatewayError` that says whether retrying can help.
+///
+/// A call that grants or hands out something (`nonce`, `verify`) carries an `Idempotency-Key`, a
+/// fresh one per call unless the caller passes its own, and the client retries it, with the same
+/// key, while its failure is retryable (no answer, a dropped connection, 503, 429, a key still in
+/// flight), honouring `Retry-After`, until `timeout` ends: a retry whose first attempt was granted
+/// is answered with that attempt's answer, so `newlyGranted` is never lost. Reads are retried the same way.
 public struct IAPGatewayClient: Sendable {
     public let baseURL: URL
     public let bundleId: String
+    /// The whole call, its retries included.
     public let timeout: Duration
+    /// One attempt of a call (at most what is left of `timeout`).
+    public let attemptTimeout: Duration
     private let apiKey: String
     private let transport: any IAPGatewayTransport
 
     /// `baseURL` is the gateway's root (`https://iapgw.internal:8443`). The API key travels in every
     /// request, so plain `http` is refused unless the gateway is on this machine or
-    /// `allowPlainHTTP` says the network between is trusted.
-    public init(baseURL: URL, bundleId: String, apiKey: String, timeout: Duration = .seconds(20),
+    /// `allowPlainHTTP` says the network between is trusted. `attemptTimeout` (nil: `timeout`) bounds
+    /// each attempt: shorter than `timeout`, an attempt that got no answer is retried in time.
+    public init(baseURL: URL, bundleId: String, apiKey: String, timeout: Duration = .seconds(30),
+                attemptTimeout: Duration? = nil,
                 allowPlainHTTP: Bool = false, transport: any IAPGatewayTransport = URLSessionTransport()) throws {
         let scheme = baseURL.scheme?.lowercased()
         let loopback = ["localhost", "127.0.0.1", "::1", "[::1]"].contains(baseURL.host?.lowercased() ?? "")
@@ -20,33 +31,42 @@ public struct IAPGatewayClient: Sendable {
             throw IAPGatewayError.client(.invalidRequest,
                 "the gateway URL must be https (plain http only to this machine, or with allowPlainHTTP)", retryable: false)
         }
-        guard timeout > .zero, !bundleId.isEmpty, !apiKey.isEmpty else {
-            throw IAPGatewayError.client(.invalidRequest, "bundleId, apiKey and a positive timeout are required",
+        guard timeout > .zero, (attemptTimeout ?? timeout) > .zero, !bundleId.isEmpty, !apiKey.isEmpty else {
+            throw IAPGatewayError.client(.invalidRequest, "bundleId, apiKey and positive timeouts are required",
                                          retryable: false)
         }
         self.baseURL = baseURL
         self.bundleId = bundleId
         self.apiKey = apiKey
         self.timeout = timeout
+        self.attemptTimeout = min(attemptTimeout ?? timeout, timeout)
         self.transport = transport
     }
 
-    /// A single-use nonce for the next receipt verification of `account`.
-    public func nonce(account: String) async throws(IAPGatewayError) -> IAPGatewayNonce {
-        try await call("POST", ["nonces"], body: ["account": account])
+    /// A single-use nonce for the next receipt verification of `account`. `idempotencyKey`: see `verify`.
+    public func nonce(account: String, idempotencyKey: String? = nil) async throws(IAPGatewayError) -> IAPGatewayNonce {
+        try await call("POST", ["nonces"], body: ["account": account], idempotencyKey: idempotencyKey ?? Self.freshKey())
     }
 
-    /// Verifies `evidence` for `account` and, when genuine, binds its purchases to the account and grants them.
-    public func verify(account: String, evidence: IAPGatewayEvidence) async throws(IAPGatewayError) -> IAPGatewayVerification {
-        try await call("POST", ["verify"], body: evidence.members.merging(["account": account]) { own, _ in own })
+    /// Verifies `evidence` for `account` and, when genuine, binds its purchases to the account and
+    /// grants them. `idempotencyKey` (1–255 printable ASCII; nil: a fresh one for this call): a
+    /// backend that keeps the key with its own record of the purchase and calls again with it after
+    /// a crash of its own gets the first call's answer, `newlyGranted` included.
+    public func verify(account: String, evidence: IAPGatewayEvidence, idempotencyKey: String? = nil)
+        async throws(IAPGatewayError) -> IAPGatewayVerification {
+        try await call("POST", ["verify"], body: evidence.members.merging(["account": account]) { own, _ in own },
+                       idempotencyKey: idempotencyKey ?? Self.freshKey())
     }
 
-    /// The old-app flow in one call: a fresh nonce, then the receipt with it. Retry this whole call
-    /// (a nonce is spent by every attempt, whatever its outcome).
+    /// The old-app flow in one call: a fresh nonce, then the receipt with it (each retried with its
+    /// own key as `verify` is; the retry of a verification may present its nonce again).
     public func verifyReceipt(_ base64Receipt: String, account: String) async throws(IAPGatewayError) -> IAPGatewayVerification {
         let nonce = try await nonce(account: account)
         return try await verify(account: account, evidence: .receipt(base64Receipt, nonce: nonce.nonce))
     }
+
+    /// A key no other call has: 122 random bits.
+    static func freshKey() -> String { UUID().uuidString.lowercased() }
 
     /// What `account` holds now.
     public func entitlements(account: String) async throws(IAPGatewayError) -> [IAPGatewayEntitlement] {
@@ -70,8 +90,12 @@ public struct IAPGatewayClient: Sendable {
 
     // MARK: One exchange
 
+    /// One call: its attempts, each with `idempotencyKey` (nil: a read, which changes nothing), until
+    /// one is answered, its failure is not retryable, or `timeout` would end before the next.
     private func call<Answer: Decodable>(_ method: String, _ segments: [String], body: [String: String]?,
-                                         query: [String: String] = [:]) async throws(IAPGatewayError) -> Answer {
+                                         query: [String: String] = [:], idempotencyKey: String? = nil)
+        async throws(IAPGatewayError) -> Answer {
+        let deadline = ContinuousClock.now + timeout
         // Each segment percent-encoded whole, so an account holding "/" or "?" stays one segment.
         let path = (["v1", "apps", bundleId] + segments).map(Self.percentEncoded).joined(separator: "/")
         let root = baseURL.absoluteString.hasSuffix("/") ? String(baseURL.absoluteString.dropLast()) : baseURL.absoluteString
@@ -80,6 +104,7 @@ public struct IAPGatewayClient: Sendable {
             throw IAPGatewayError.client(.invalidRequest, "the request URL could not be formed", retryable: false)
         }
         var headers = ["Authorization": "Bearer \(apiKey)", "Accept": "application/json"]
+        if let idempotencyKey { headers["Idempotency-Key"] = idempotencyKey }
         var data: Data?
         if let body {
             headers["Content-Type"] = "application/json"
@@ -87,9 +112,29 @@ public struct IAPGatewayClient: Sendable {
                 throw IAPGatewayError.client(.invalidRequest, "the request could not be encoded", retryable: false)
             }
         }
-        let request = IAPGatewayHTTPRequest(method: method, url: url, headers: headers, body: data, timeout: timeout)
-        let response = try await Self.exchange(request, transport: transport)
-        return try Self.decode(response)
+        var attempt = 0
+        while true {
+            let left = deadline - ContinuousClock.now
+            let request = IAPGatewayHTTPRequest(method: method, url: url, headers: headers, body: data,
+                                                timeout: max(.milliseconds(1), min(attemptTimeout, left)))
+            do {
+                return try Self.decode(try await Self.exchange(request, transport: transport))
+            } catch {
+                // A write without a key is never sent twice: its first attempt may have been done.
+                guard error.retryable, idempotencyKey != nil || method == "GET", !Task.isCancelled else { throw error }
+                let wait = error.retryAfter ?? Self.backoff(afterAttempt: attempt)
+                guard ContinuousClock.now + wait + .milliseconds(50) < deadline else { throw error }
+                do { try await Task.sleep(for: wait) } catch { throw IAPGatewayError.client(.transportFailed, "the call was cancelled", retryable: true) }
+                attempt += 1
+            }
+        }
+    }
+
+    /// The wait before the next attempt when the answer named none: 250 ms doubling to 4 s, each
+    /// between half and all of that at random, so retries of many calls do not arrive together.
+    static func backoff(afterAttempt attempt: Int) -> Duration {
+        let ceiling = 250.0 * Double(1 << min(attempt, 4))
+        return .milliseconds(Int64(Double.random(in: ceiling / 2...ceiling)))
     }
 
     /// The transport's answer or TIMEOUT, whichever comes first: the deadline holds even for a

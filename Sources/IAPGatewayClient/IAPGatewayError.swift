@@ -7,7 +7,7 @@ public struct IAPGatewayError: Error, Sendable, Equatable, CustomStringConvertib
         /// The gateway answered with its error envelope: `code`, `status` and `requestId` are its.
         case refused
         /// No answer within the client's timeout (`code` TIMEOUT). The request may have been handled:
-        /// retrying is safe (a repeated grant answers `alreadyGranted`; a receipt needs a new nonce).
+        /// calling again with the same `idempotencyKey` answers what it did (`newlyGranted` included).
         case timedOut
         /// The request did not complete (connection refused or reset, TLS failure; `code` TRANSPORT_FAILED).
         case transportFailed

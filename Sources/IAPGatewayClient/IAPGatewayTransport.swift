@@ -49,7 +49,9 @@ public struct URLSessionTransport: IAPGatewayTransport {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
         urlRequest.httpBody = request.body
-        urlRequest.timeoutInterval = Double(request.timeout.components.seconds) + 1
+        // A second past the client's own bound, so that bound, not URLSession's, names the timeout
+        // (whole seconds: a fraction is cut off on Linux).
+        urlRequest.timeoutInterval = (request.timeout / .seconds(1)).rounded(.up) + 1
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         let (data, response) = try await session.data(for: urlRequest)
         guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }

@@ -99,6 +99,23 @@ final class ClientEndToEndTests: XCTestCase {
         XCTAssertEqual(later.attempts, [])
     }
 
+    func testAVerificationWhoseAnswerWasLostIsRetriedUnderItsKeyAndStillSaysNewlyGranted() async throws {
+        let gw = try await ClientDeployment.start(self)
+        let transport = LosesFirstAnswer()
+        let client = try gw.client(transport: transport)
+        let bought = try gw.buy(ClientDeployment.removeAds, owner: "device-lost")
+        let verification = try await client.verify(account: "lou", evidence: .transactionId(bought.transactionId))
+        XCTAssertEqual(verification.newlyGranted, [bought.transactionId], "the grant of the lost answer is reported")
+        let keys = transport.keys
+        XCTAssertEqual(keys.count, 2, "one attempt lost, one retry")
+        XCTAssertEqual(Set(keys).count, 1, "the retry carries the first attempt's key")
+        XCTAssertEqual(transport.replayed, ["true"])
+        // A new call is a new key: the gateway says what it knows now.
+        let again = try await client.verify(account: "lou", evidence: .transactionId(bought.transactionId))
+        XCTAssertEqual(again.alreadyGranted, [bought.transactionId])
+        XCTAssertNotEqual(transport.keys.last, keys.first)
+    }
+
     func testWrongKeyIsUnauthenticatedAndNotRetryable() async throws {
         let gw = try await ClientDeployment.start(self)
         let client = try gw.client(apiKey: "not-the-key")
@@ -134,7 +151,7 @@ final class ClientEndToEndTests: XCTestCase {
                                           bundleId: "com.example.demo", apiKey: "k", timeout: .seconds(1))
         let started = ContinuousClock.now
         let refused = await refusal { () async throws(IAPGatewayError) in try await client.nonce(account: "alice") }
-        XCTAssertEqual(refused?.kind, .timedOut)
+        XCTAssertEqual(refused?.kind, .timedOut, "\(String(describing: refused)) \(refused?.detail ?? "")")
         XCTAssertEqual(refused?.code, "TIMEOUT")
         XCTAssertEqual(refused?.retryable, true)
         XCTAssertLessThan(ContinuousClock.now - started, .seconds(5))
@@ -147,8 +164,9 @@ final class ClientEndToEndTests: XCTestCase {
                              body: Array("<html>Bad Gateway</html>".utf8))
             }
             try proxy.start()
+            // Shorter than the proxy's Retry-After: the client gives up at once instead of waiting it out.
             let client = try IAPGatewayClient(baseURL: URL(string: "http://127.0.0.1:\(proxy.port)")!,
-                                              bundleId: "com.example.demo", apiKey: "k")
+                                              bundleId: "com.example.demo", apiKey: "k", timeout: .seconds(5))
             let refused = await refusal { () async throws(IAPGatewayError) in try await client.nonce(account: "alice") }
             await proxy.shutdown(gracePeriod: .zero)
             XCTAssertEqual(refused?.kind, .unexpectedAnswer, "\(status)")
@@ -196,4 +214,27 @@ final class HeaderLog: @unchecked Sendable {
     private var values: [String] = []
     func add(_ more: [String]) { lock.lock(); values += more; lock.unlock() }
     var all: [String] { lock.lock(); defer { lock.unlock() }; return values }
+}
+
+/// URLSession, except that the first answer is lost on its way back (a proxy that dropped the
+/// connection after the gateway answered): the client sees a transport failure.
+final class LosesFirstAnswer: IAPGatewayTransport, @unchecked Sendable {
+    private let inner = URLSessionTransport()
+    private let lock = NSLock()
+    private var sent: [String] = []
+    private var replays: [String] = []
+
+    var keys: [String] { lock.withLock { sent } }
+    var replayed: [String] { lock.withLock { replays } }
+
+    func send(_ request: IAPGatewayHTTPRequest) async throws -> IAPGatewayHTTPResponse {
+        let response = try await inner.send(request)
+        let first = lock.withLock { () -> Bool in
+            sent.append(request.headers["Idempotency-Key"] ?? "")
+            if let replayed = response.headers["idempotent-replayed"] { replays.append(replayed) }
+            return sent.count == 1
+        }
+        if first { throw URLError(.networkConnectionLost) }
+        return response
+    }
 }
