@@ -49,6 +49,7 @@ struct ConfigCommand: Subcommand {
         let b = gateway.background
         out += "  background: reconcile every \(b.reconcileIntervalSeconds)s (0: off), notification bodies kept"
             + " \(b.notificationRetentionDays) days, audit records kept \(b.auditRetentionDays) days, entitlement sweep every \(b.entitlementSweepSeconds)s"
+            + ", idempotency keys kept \(b.idempotencyKeyHours) h"
             + " (environment variables override); receipt seal key \(gateway.receiptSealKey?.description ?? "beside the SQLite file")\n"
         if let tls = gateway.tls {
             do {

@@ -8,17 +8,20 @@ enum PurchaseReply: Equatable {
     case notGranted
     /// Finish the transaction: this evidence will never be granted (the code says why).
     case refused(code: String)
-    /// Leave the transaction unfinished and send it again later (a receipt with a new nonce).
+    /// Leave the transaction unfinished and send it again later (with the same idempotency key).
     case tryAgain(after: Duration?)
 }
 
-/// An app backend's purchase route: the app's evidence to the gateway, the gateway's answer to the app.
-func handlePurchase(_ evidence: IAPGatewayEvidence, account: String,
+/// An app backend's purchase route: the app's evidence to the gateway, the gateway's answer to the
+/// app. `purchaseKey`: made when the purchase first reached the backend and kept with it, so every
+/// later try of this purchase is answered as its first completed one was.
+func handlePurchase(_ evidence: IAPGatewayEvidence, account: String, purchaseKey: String,
                     gateway: IAPGatewayClient) async -> PurchaseReply {
     do {
-        let verification = try await gateway.verify(account: account, evidence: evidence)
+        let verification = try await gateway.verify(account: account, evidence: evidence, idempotencyKey: purchaseKey)
         guard verification.verdict == .granted else { return .notGranted }
-        // Credit consumables for verification.newlyGranted only: a repeated call is alreadyGranted.
+        // Credit consumables for verification.newlyGranted only (once per transaction id: a
+        // replayed answer repeats them; a call under a new key answers them alreadyGranted).
         return .unlocked(productIds: verification.entitlements.filter(\.grantsAccess).map(\.productId))
     } catch where error.retryable {
         return .tryAgain(after: error.retryAfter)

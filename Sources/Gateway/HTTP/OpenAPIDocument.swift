@@ -78,12 +78,34 @@ enum OpenAPIDocument {
             parameters.append(.object(["name": .string(name), "in": "query", "required": .bool(required),
                                        "schema": .object(["type": .string(type)])]))
         }
+        var responses = declared.responses
+        if route.takesIdempotencyKey {
+            parameters.append(.object([
+                "name": .string(IdempotencyKeys.header), "in": "header", "required": .bool(false),
+                "description": "1-255 printable ASCII characters, one per logical call: a retry with the same key and request gets the first completed answer again (Idempotent-Replayed: true), kept at least 24 h",
+                "schema": .object(["type": "string", "minLength": .int(1), "maxLength": .int(Int64(IdempotencyKeys.maxKeyLength)),
+                                   "pattern": "^[ -~]+$"]),
+            ]))
+            if case .object(var ok)? = responses["200"]?.json {
+                ok["headers"] = .object([IdempotencyKeys.replayedHeader: .object([
+                    "description": "true: this is the stored answer of an earlier request with the same Idempotency-Key",
+                    "schema": .object(["type": "string", "enum": .array(["true"])])])])
+                responses["200"] = .object(ok)
+            }
+            // Beside what the route declares for the same status.
+            func adding(_ status: String, _ description: String, headers: [String] = []) {
+                let declared = responses[status]?.json["description"]?.stringValue
+                responses[status] = .error([declared, description].compactMap { $0 }.joined(separator: "; "), headers: headers)
+            }
+            adding("409", "a request with the same Idempotency-Key is still being answered (IDEMPOTENCY_KEY_IN_FLIGHT); see Retry-After",
+                   headers: ["Retry-After"])
+            adding("422", "the Idempotency-Key was first sent with another request (IDEMPOTENCY_KEY_REUSED)")
+        }
         if !parameters.isEmpty { op["parameters"] = .array(parameters) }
         if let schema = declared.requestBody {
             op["requestBody"] = .object(["required": .bool(true),
                                          "content": .object(["application/json": .object(["schema": ref(schema)])])])
         }
-        var responses = declared.responses
         if route.requiresAppKey {
             op["security"] = .array([.object(["apiKey": .array([])])])
             responses["400"] = .error("a request the route cannot read (MALFORMED_REQUEST)")
