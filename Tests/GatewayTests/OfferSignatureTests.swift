@@ -109,6 +109,24 @@ final class OfferSignatureTests: XCTestCase {
         try assertSameClaims(introJWS, appleIntro)
     }
 
+    /// A keyed signature request retried (its answer lost) gets the same signature, nonce and time
+    /// included; a new key gets a new one.
+    func testAKeyedSignatureRequestIsAnsweredOnce() async throws {
+        let e2e = try await start()
+        let body = Array(JSONValue.object(["account": "kim", "productId": .string(Self.monthly),
+                                           "promotionalOffer": "ANY1", "format": "v2"]).jsonText.utf8)
+        let url = "\(e2e.gw.appURL)/offer-signatures"
+        let first = try await e2e.gw.send("POST", url, body: body, headers: [("Idempotency-Key", "offer-1")])
+        XCTAssertEqual(first.status, 200, first.text)
+        let retried = try await e2e.gw.send("POST", url, body: body, headers: [("Idempotency-Key", "offer-1")])
+        XCTAssertEqual(retried.body, first.body)
+        XCTAssertEqual(retried.headers["idempotent-replayed"], "true")
+        let fresh = try await e2e.gw.send("POST", url, body: body, headers: [("Idempotency-Key", "offer-2")])
+        XCTAssertEqual(fresh.status, 200, fresh.text)
+        XCTAssertNotEqual(fresh.body, first.body, "a new key signs anew (another nonce)")
+        XCTAssertNil(fresh.headers["idempotent-replayed"])
+    }
+
     func testThePolicyRefusesOffersOutsideTheirAudience() async throws {
         let e2e = try await start()
         func status(_ account: String, _ productId: String, offer: String) async throws -> (Int, String?) {

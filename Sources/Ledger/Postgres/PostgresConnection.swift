@@ -96,6 +96,9 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
 
     var lastFailureIsTransient: Bool { ["40001", "40P01"].contains(lastFailureState ?? "") }
 
+    /// The server reported the failure with a SQLSTATE of its own.
+    var lastFailureWasAnswered: Bool { !(lastFailureState ?? "").isEmpty }
+
     // MARK: SQLConnection
 
     func executeScript(_ sql: String, operation: String) throws(VerificationError) {

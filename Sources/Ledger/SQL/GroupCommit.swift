@@ -11,6 +11,9 @@ protocol GroupCommitConnection: SQLConnection {
     /// The last failure since `resetFailure()` was a transient conflict with another session (a
     /// deadlock, a serialization failure): the call may succeed if run again.
     var lastFailureIsTransient: Bool { get }
+    /// The last failure since `resetFailure()` was the engine's own answer (an error it reported),
+    /// not silence (a session lost with no answer): a COMMIT refused so did not commit.
+    var lastFailureWasAnswered: Bool { get }
     func resetFailure()
 }
 
@@ -186,6 +189,7 @@ final class GroupCommit: Sendable {
                 continue
             }
             let committing = WriterTrace.now()
+            connection.resetFailure()
             do throws(VerificationError) {
                 try connection.executeScript("COMMIT", operation: "commit")
                 commitCount.add(1, ordering: .relaxed)
@@ -193,9 +197,10 @@ final class GroupCommit: Sendable {
                 if WriterTrace.enabled { WriterTrace.record("commit", began, committing, WriterTrace.now(), Int64(calls)) }
                 applied.forEach { $0.finish(nil) }
             } catch {
-                // A session lost with its COMMIT sent may or may not have committed it: the callers
-                // must not be told that nothing happened.
-                if connection.isBroken {
+                // A session lost with its COMMIT sent and no answer may or may not have committed
+                // it: the callers must not be told that nothing happened. (A server that ended the
+                // session first, an idle transaction's timeout, said so: nothing committed.)
+                if connection.isBroken, !connection.lastFailureWasAnswered {
                     let unknown = VerificationError(.storageOutcomeUnknown, "storage: the session was lost with its COMMIT sent")
                     applied.forEach { $0.finish(unknown) }
                 } else {

@@ -20,6 +20,8 @@ final class SQLiteConnection: GroupCommitConnection {
     /// A file, not a session: never lost. Conflicts wait (busy timeout) rather than fail transiently.
     var isBroken: Bool { false }
     var lastFailureIsTransient: Bool { false }
+    /// SQLite runs in the process: every failure is its answer.
+    var lastFailureWasAnswered: Bool { true }
     func resetFailure() {}
 
     deinit {
