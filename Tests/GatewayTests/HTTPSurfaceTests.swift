@@ -17,6 +17,8 @@ final class HTTPSurfaceTests: XCTestCase {
 
         XCTAssertEqual(answer.status, 413, answer.text)
         XCTAssertEqual(answer.errorCode, "INPUT_TOO_LARGE")
+        let requestId = try XCTUnwrap(answer.headers["x-request-id"])
+        XCTAssertEqual(answer.json["error"]?["requestId"]?.stringValue, requestId, answer.text)
     }
 
     func testBodyOfExactlyMaxBodyBytesIsReadAndJudgedOnItsContent() async throws {
