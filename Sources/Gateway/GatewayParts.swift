@@ -90,6 +90,18 @@ extension GatewayParts {
                                                                    limit: limit)
     }
 
+    /// `iapgw audit --order-id`: Apple's transactions of an order, their owners and the owners'
+    /// histories, as `GET /v1/apps/{bundleId}/orders/{orderId}` shows them.
+    public func auditOrder(bundleId: String, orderId: String, since: Int64, limit: Int) async throws(VerificationError) -> JSONValue {
+        try await orderLookup().audit(app: try app(bundleId), orderId: orderId, since: since, limit: limit)
+    }
+
+    /// The order look-up of this gateway: the adapter that can ask Apple, found by capability.
+    func orderLookup() -> OrderLookupEndpoint {
+        OrderLookupEndpoint(orders: adapters.capability((any OrderLookingUp).self), ledger: ledger,
+                            history: HistoryEndpoint(ledger: ledger, now: now))
+    }
+
     /// The migration report for an app's stored comparisons, as the self-contained HTML page the
     /// dashboard serves (`iapgw compare --report`).
     public func migrationReportHTML(bundleId: String) async throws(VerificationError) -> String {

@@ -44,6 +44,7 @@ public final class GatewayService: Sendable {
             entitlements: EntitlementsEndpoint(ledger: ledger, now: now),
             offerSignatures: OfferSignaturesEndpoint(ledger: ledger, signers: offerSigners, now: now),
             history: HistoryEndpoint(ledger: ledger, now: now),
+            orders: parts.orderLookup(),
             notifications: NotificationsEndpoint(apps: apps, decoder: parts.notifications,
                                                  legacy: parts.adapters.capability((any ReceiptReverifying).self),
                                                  ledger: ledger, metrics: parts.metrics, logger: logger, now: now),

@@ -201,6 +201,17 @@ enum OpenAPIDocument {
                                                    "status": .object(["type": "string", "enum": .array(["processed", "parked", "pending"])])])),
                 ])),
             ]),
+            "OrderLookup": object([
+                "bundleId": string, "orderId": string,
+                "environment": .object(["type": "string", "description": "where Apple knew the order (Production asked first)"]),
+                "mappingVersion": string,
+                "transactions": array(object([
+                    "transaction": .object(["type": "object", "description": "CanonicalTransaction, verified like any other JWS (pinned roots, chain, ES256, the app's bundle, app id and environments)"]),
+                    "owner": .object(["type": "string", "description": "the account of this gateway its purchase chain is bound to; absent when none is"]),
+                ])),
+                "accounts": array(.object(["allOf": .array([ref("History")]),
+                                           "description": "each owner's history, once per account, as GET …/accounts/{account}/history answers it"])),
+            ]),
             "Notification": .object(["type": "object", "description": "V2: {\"signedPayload\": JWS}; V1: Apple's legacy JSON with password and unified_receipt",
                                      "properties": .object(["signedPayload": string])]),
             "NotificationAccepted": object(["status": string, "notificationId": string]),
