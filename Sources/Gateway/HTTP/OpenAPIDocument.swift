@@ -105,6 +105,12 @@ enum OpenAPIDocument {
     }
     static let string: JSONValue = .object(["type": "string"])
     private static let integer: JSONValue = .object(["type": "integer", "format": "int64"])
+    /// A path's state in a cutover impact row: an entitlement state, or notFound where its answer lacks the chain.
+    private static let impactState: JSONValue = .object([
+        "type": "string",
+        "enum": .array((Entitlement.State.allCases.map(\.rawValue) + [MigrationReport.ImpactRow.notFound]).map(JSONValue.string)),
+        "description": "the entitlement this path would answer; notFound: its answer lacks the purchase chain (a purchase the Server API does not know)",
+    ])
     private static func array(_ items: JSONValue) -> JSONValue { .object(["type": "array", "items": items]) }
 
     private static func schemas(evidence forms: [EvidenceForm]) -> [String: JSONValue] {
@@ -241,7 +247,7 @@ enum OpenAPIDocument {
                 "accounts": array(object([
                     "change": .object(["type": "string", "enum": .array(MigrationReport.ImpactRow.Change.allCases.map { .string($0.rawValue) })]),
                     "environment": string, "account": string, "productId": string, "originalTransactionId": string,
-                    "legacyState": string, "serverAPIState": string, "legacyExpiresDate": integer,
+                    "legacyState": impactState, "serverAPIState": impactState, "legacyExpiresDate": integer,
                     "serverAPIExpiresDate": integer, "comparisonId": string,
                 ])),
             ]),

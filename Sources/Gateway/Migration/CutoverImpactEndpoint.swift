@@ -65,8 +65,8 @@ enum CutoverImpactEndpoint {
             "comparisonId": .string(row.comparisonId),
         ]
         if let v = row.account { o["account"] = .string(v) }
-        if let v = row.legacyState { o["legacyState"] = .string(v.rawValue) }
-        if let v = row.serverAPIState { o["serverAPIState"] = .string(v.rawValue) }
+        o["legacyState"] = .string(row.legacyStateName)
+        o["serverAPIState"] = .string(row.serverAPIStateName)
         if let v = row.legacyExpiresDate { o["legacyExpiresDate"] = .int(v) }
         if let v = row.serverAPIExpiresDate { o["serverAPIExpiresDate"] = .int(v) }
         return .object(o)
