@@ -158,7 +158,7 @@ enum OpenAPIDocument {
             "VerifyResponse": object([
                 "account": string,
                 "verdict": .object(["type": "string", "enum": .array(VerifyVerdict.allCases.map { .string($0.rawValue) }),
-                                    "description": "granted: at least one purchase of the evidence grants access now; notGranted: genuine and bound to the account, but nothing grants access now. Evidence whose presented purchases are all refunded or revoked is refused instead (422 TRANSACTION_REVOKED)."]),
+                                    "description": "granted: at least one purchase of the evidence grants access now, or is a consumable (credited: credit it for newlyGranted only); notGranted: genuine and bound to the account, but nothing grants access now. Evidence whose presented purchases are all refunded or revoked is refused instead (422 TRANSACTION_REVOKED)."]),
                 "adapter": string, "environment": string, "mappingVersion": string,
                 "transactions": array(.object(["type": "object", "description": "CanonicalTransaction (Apple's names; mappingVersion says which mapping made it)"])),
                 "renewals": array(.object(["type": "object", "description": "CanonicalRenewal: each subscription chain's renewal info"])),
@@ -172,7 +172,7 @@ enum OpenAPIDocument {
             "Entitlement": object(["productId": string,
                                    "state": .object(["type": "string",
                                                      "enum": .array(Entitlement.State.allCases.map { .string($0.rawValue) }),
-                                                     "description": .string("as it stands at the answer's time (dates judged with a \(EntitlementAccess.clockSkewAllowanceMillis) ms clock-skew allowance)")]),
+                                                     "description": .string("as it stands at the answer's time (dates judged with a \(EntitlementAccess.clockSkewAllowanceMillis) ms clock-skew allowance); credited: a consumable, credited once (newlyGranted) and never lasting access (grantsAccess false; refunded after a refund)")]),
                                    "originalTransactionId": string,
                                    "expiresDate": .object(["type": "integer", "format": "int64",
                                                            "description": "end of the state's period (in grace: the grace period's end)"]),
