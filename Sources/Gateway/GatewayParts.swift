@@ -45,7 +45,7 @@ extension GatewayParts {
 extension GatewayParts {
     /// The app's policy, or UNKNOWN_APP: what every per-app action checks first.
     func app(_ bundleId: String) throws(VerificationError) -> AppPolicy {
-        guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
+        guard let app = apps[bundleId] else { throw VerificationError.unknownApp(bundleId) }
         return app
     }
 

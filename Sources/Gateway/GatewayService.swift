@@ -111,7 +111,7 @@ public final class GatewayService: Sendable {
     }
 
     private func authorizedApp(_ bundleId: String, _ request: HTTPRequest) throws(VerificationError) -> AppPolicy {
-        guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
+        guard let app = apps[bundleId] else { throw VerificationError.unknownApp(bundleId) }
         try authenticator.authenticate(request, app: app)
         return app
     }

@@ -26,7 +26,7 @@ public struct HistoryEndpoint: Sendable {
     /// `since` and `limit` of a route that answers histories (this one, the order look-up).
     static func window(_ request: HTTPRequest) throws(VerificationError) -> (since: Int64, limit: Int) {
         if let unknown = request.query.keys.sorted().first(where: { name in !Self.queryParameters.contains { $0.name == name } }) {
-            throw VerificationError(.malformedRequest, "unknown query parameter \(unknown.prefix(64))")
+            throw VerificationError(.malformedRequest, "unknown query parameter \(ClientExcerpt.of(unknown))")
         }
         let since = try Self.integer(request.query["since"], "since", 0...Int64.max) ?? 0
         let limit = try Self.integer(request.query["limit"], "limit", 1...Int64(Self.maxLimit)) ?? Int64(Self.defaultLimit)

@@ -185,7 +185,7 @@ enum OpenAPIDocument {
                 "attempts": array(object([
                     "time": integer, "requestId": string, "evidenceKind": string,
                     "evidenceSHA256Prefix": .object(["type": "string", "description": "the first 16 hex digits of the evidence's SHA-256; the evidence itself is never kept"]),
-                    "clientVersion": .object(["type": "string", "description": "the app backend's X-Client-Version header, at most 64 printable ASCII characters"]),
+                    "clientVersion": .object(["type": "string", "description": "the app backend's X-Client-Version header, at most 64 printable ASCII characters (quotes, backslashes, apostrophes, backticks and markup as ?)"]),
                     "environment": string,
                     "appleStatus": .object(["type": "string", "description": "what Apple answered, in order: verifyReceipt statuses (\"21007 0\") or Server API failures (\"HTTP 404 errorCode 4040010\")"]),
                     "verdict": .object(["type": "string", "enum": .array(["granted", "notGranted", "refused"]),

@@ -12,7 +12,7 @@ enum CutoverImpactEndpoint {
 
     static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger) async throws(VerificationError) -> HTTPResponse {
         if let unknown = request.query.keys.sorted().first(where: { !allowedParameters.contains($0) }) {
-            throw VerificationError(.malformedRequest, "unknown query parameter \(unknown.prefix(64))")
+            throw VerificationError(.malformedRequest, "unknown query parameter \(ClientExcerpt.of(unknown))")
         }
         let range = try ComparisonsEndpoint.parse(request.query, bundleId: app.bundleId)
         let (comparisons, truncated) = try await DashboardEndpoint.load(app.bundleId, from: range.from, to: range.to, ledger: ledger)
