@@ -21,6 +21,15 @@ public protocol ReconciliationSource: Sendable {
         async throws(VerificationError) -> (transaction: CanonicalTransaction, renewal: CanonicalRenewal?)
 }
 
+/// Support's look-up of the order ID a customer quotes from Apple's receipt e-mail (Look Up Order
+/// ID): the order's transactions, each verified against the app's pinned roots, put to `policy`'s
+/// identity rule like any other evidence and normalised. An order Apple does not know in any
+/// environment `policy` accepts is `ORDER_NOT_FOUND`.
+public protocol OrderLookingUp: Sendable {
+    func lookUpOrder(_ orderId: String, app: AppPolicy, policy: any EvidencePolicy) async throws(VerificationError)
+        -> AdapterOutcome
+}
+
 extension AdapterRegistry {
     /// The first registered adapter (by id) that has `capability`; nil when none has.
     public func capability<Capability>(_ capability: Capability.Type) -> Capability? {

@@ -60,7 +60,7 @@ public enum OldStylePlist {
             try expect(0x3D)
             let value = try quoted()
             try expect(0x3B)
-            guard result.updateValue(value, forKey: key) == nil else { throw fail("duplicate key \"\(key.prefix(40))\"") }
+            guard result.updateValue(value, forKey: key) == nil else { throw fail("duplicate key \"\(ClientExcerpt.of(key, limit: 40))\"") }
         }
         skipSpace()
         guard p == bytes.count else { throw fail("unexpected data after the dictionary") }

@@ -123,7 +123,7 @@ struct AttributeList: Hashable, Sendable {
         let text = try string(i, context)
         if text.isEmpty { return nil }
         guard let ms = RFC3339.milliseconds(text) else {
-            throw malformed(i, "an RFC 3339 date, found \"\(text.prefix(40))\"", context)
+            throw malformed(i, "an RFC 3339 date, found \"\(ClientExcerpt.of(text, limit: 40))\"", context)
         }
         return ms
     }

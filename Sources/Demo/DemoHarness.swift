@@ -46,6 +46,8 @@ public final class DemoHarness: Sendable {
         /// The gateway's entitlement sweep interval (`IAPGW_ENTITLEMENT_SWEEP_SECONDS`); nil: the
         /// process environment's setting or the default.
         public var entitlementSweepSeconds: Int64?
+        /// The ledger's `storageURL` (a test's PostgreSQL database); nil: a SQLite file in the directory.
+        public var storageURL: String?
         /// productId → (type, price in milliunits, currency)
         public var catalog: [(String, TransactionType, Int64, String)] = [
             ("com.example.demo.pro.monthly", .autoRenewable, 4_990, "USD"),
@@ -95,7 +97,8 @@ public final class DemoHarness: Sendable {
         try Self.writeSecret(webhookSecret, to: directory.appendingPathComponent("secrets/webhook-secret"))
         try Self.appXML(options, credentials: credentials, apiKeySHA256: SHA256Digest.lowercaseHex(Array(apiKey.utf8)))
             .write(to: directory.appendingPathComponent("apps/\(options.bundleId).xml"), atomically: true, encoding: .utf8)
-        try Self.gatewayXML(options, simulator: simulator, storage: directory.appendingPathComponent("iapgw.sqlite").path)
+        try Self.gatewayXML(options, simulator: simulator,
+                            storageURL: options.storageURL ?? "sqlite:" + directory.appendingPathComponent("iapgw.sqlite").path)
             .write(to: directory.appendingPathComponent("gateway.xml"), atomically: true, encoding: .utf8)
 
         let configuration = try ConfigLoader.loadAll(configDirectory: directory)
@@ -103,6 +106,10 @@ public final class DemoHarness: Sendable {
             .deletingLastPathComponent().appendingPathComponent("Mappings")
         var environment = ProcessInfo.processInfo.environment
         if let seconds = options.entitlementSweepSeconds { environment["IAPGW_ENTITLEMENT_SWEEP_SECONDS"] = String(seconds) }
+        // Only SQLite keeps a seal key file beside its database; a shared database needs one configured.
+        if options.storageURL != nil, environment["IAPGW_RECEIPT_SEAL_KEY"] == nil {
+            environment["IAPGW_RECEIPT_SEAL_KEY"] = Self.randomHex(32)
+        }
         let assembly = GatewayAssembly(configuration: configuration, mappingsDirectory: mappings, environment: environment,
                                        logger: logger)
         let parts = try assembly.makeParts()
@@ -226,14 +233,14 @@ public final class DemoHarness: Sendable {
             + "<explainedFailures type=\"array\">\(explained)</explainedFailures></readiness>"
     }
 
-    static func gatewayXML(_ o: Options, simulator: AppStoreSimulator, storage: String) -> String {
+    static func gatewayXML(_ o: Options, simulator: AppStoreSimulator, storageURL: String) -> String {
         """
         <?xml version="1.0" encoding="UTF-8"?>
         <!-- Written by the IAPGateway demo: upstreams point at the local App Store simulator. -->
         <gateway>
             <listenAddress>127.0.0.1</listenAddress>
             <listenPort type="integer">\(o.gatewayPort)</listenPort>
-            <storageURL>sqlite:\(escape(storage))</storageURL>
+            <storageURL>\(escape(storageURL))</storageURL>
             <upstream>
                 <verifyReceiptProduction>\(simulator.productionVerifyReceiptURL)</verifyReceiptProduction>
                 <verifyReceiptSandbox>\(simulator.sandboxVerifyReceiptURL)</verifyReceiptSandbox>

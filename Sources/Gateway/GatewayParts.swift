@@ -47,7 +47,7 @@ extension GatewayParts {
 extension GatewayParts {
     /// The app's policy, or UNKNOWN_APP: what every per-app action checks first.
     func app(_ bundleId: String) throws(VerificationError) -> AppPolicy {
-        guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
+        guard let app = apps[bundleId] else { throw VerificationError.unknownApp(bundleId) }
         return app
     }
 
@@ -90,6 +90,18 @@ extension GatewayParts {
         async throws(VerificationError) -> JSONValue {
         try await HistoryEndpoint(ledger: ledger, now: now).audit(app: try app(bundleId), subject: subject, since: since,
                                                                    limit: limit)
+    }
+
+    /// `iapgw audit --order-id`: Apple's transactions of an order, their owners and the owners'
+    /// histories, as `GET /v1/apps/{bundleId}/orders/{orderId}` shows them.
+    public func auditOrder(bundleId: String, orderId: String, since: Int64, limit: Int) async throws(VerificationError) -> JSONValue {
+        try await orderLookup().audit(app: try app(bundleId), orderId: orderId, since: since, limit: limit)
+    }
+
+    /// The order look-up of this gateway: the adapter that can ask Apple, found by capability.
+    func orderLookup() -> OrderLookupEndpoint {
+        OrderLookupEndpoint(orders: adapters.capability((any OrderLookingUp).self), ledger: ledger,
+                            history: HistoryEndpoint(ledger: ledger, now: now))
     }
 
     /// The migration report for an app's stored comparisons, as the self-contained HTML page the

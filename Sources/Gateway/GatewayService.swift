@@ -45,6 +45,7 @@ public final class GatewayService: Sendable {
             entitlements: EntitlementsEndpoint(ledger: ledger, now: now),
             offerSignatures: OfferSignaturesEndpoint(ledger: ledger, signers: offerSigners, now: now),
             history: HistoryEndpoint(ledger: ledger, now: now),
+            orders: parts.orderLookup(),
             notifications: NotificationsEndpoint(apps: apps, decoder: parts.notifications,
                                                  legacy: parts.adapters.capability((any ReceiptReverifying).self),
                                                  ledger: ledger, metrics: parts.metrics, logger: logger, now: now),
@@ -116,7 +117,7 @@ public final class GatewayService: Sendable {
     }
 
     private func authorizedApp(_ bundleId: String, _ request: HTTPRequest) throws(VerificationError) -> AppPolicy {
-        guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
+        guard let app = apps[bundleId] else { throw VerificationError.unknownApp(bundleId) }
         try authenticator.authenticate(request, app: app)
         return app
     }

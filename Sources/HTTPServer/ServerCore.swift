@@ -114,8 +114,9 @@ final class ServerCore: @unchecked Sendable {
     private func refuse(_ state: RequestState, connection: OpaquePointer, status: Int, code: String,
                         message: String, closeConnection: Bool = false) -> MHD_Result {
         state.phase = .answered
+        // The body names the request id too: the envelope is the same whoever refuses.
         let requestId = requestId(on: connection)
-        let response = makeResponse(.error(status, code: code, message: message), requestId: requestId,
+        let response = makeResponse(.error(status, code: code, message: message, requestId: requestId), requestId: requestId,
                                     closeConnection: closeConnection)
         defer { MHD_destroy_response(response) }
         return MHD_queue_response(connection, UInt32(status), response)
@@ -134,10 +135,11 @@ final class ServerCore: @unchecked Sendable {
               let info = iapgw_mhd_connection_info(connection, MHD_ConnectionInfoType.CONNECTION_INFO_CONNECTION_FD)
         else { return MHD_Result.NO }
         let fd = info.pointee.connect_fd
+        let requestId = requestId(on: connection)
         let error = HTTPResponse.error(413, code: HTTPTransportErrorCode.inputTooLarge,
-                                       message: "The request body exceeds \(configuration.maxBodyBytes) bytes.")
+                                       message: "The request body exceeds \(configuration.maxBodyBytes) bytes.", requestId: requestId)
         let head = "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n"
-            + "Content-Length: \(error.body.count)\r\nX-Request-Id: \(requestId(on: connection))\r\n"
+            + "Content-Length: \(error.body.count)\r\nX-Request-Id: \(requestId)\r\n"
             + "Connection: close\r\n\r\n"
         let bytes = Array(head.utf8) + error.body
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }

@@ -9,7 +9,7 @@ extension EntitlementAccess {
         case .active: true
         case .gracePeriod: policy.grantDuringGracePeriod
         case .billingRetry: policy.grantDuringBillingRetry
-        case .expired, .revoked, .refunded: false
+        case .expired, .revoked, .refunded, .credited: false
         }
     }
 }

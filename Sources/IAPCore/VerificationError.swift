@@ -136,6 +136,9 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         public static let receiptNotAuthentic = Code(rawValue: "RECEIPT_NOT_AUTHENTIC")
         /// The App Store knows no such transaction or account (Server API 4040010, verifyReceipt 21010).
         public static let transactionNotFound = Code(rawValue: "TRANSACTION_NOT_FOUND")
+        /// The App Store knows no order with this order ID for the app (Look Up Order ID answered
+        /// status 1, invalid, in every environment the app allows): 404.
+        public static let orderNotFound = Code(rawValue: "ORDER_NOT_FOUND")
 
         // MARK: Gateway requests and ownership
         /// The request is not what the route accepts (a body that is not strict JSON — malformed, a duplicate
@@ -204,7 +207,7 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
             .environmentNotAllowed, .wrongPayloadKind, .notificationInconsistent,
             .testEnvironmentNotAllowed, .malformedReceipt, .notAppStoreReceipt,
             .invalidConfiguration, .invalidMapping, .upstreamUnavailable, .upstreamInvalidResponse, .rateLimited,
-            .upstreamCredentialsRejected, .receiptNotAuthentic, .transactionNotFound, .malformedRequest,
+            .upstreamCredentialsRejected, .receiptNotAuthentic, .transactionNotFound, .orderNotFound, .malformedRequest,
             .unauthenticated, .unknownApp, .notFound, .methodNotAllowed, .transactionBoundToOtherAccount, .nonceInvalid,
             .nonceReused, .nonceRequired, .appAccountTokenMismatch, .unknownProduct, .productTypeMismatch,
             .priceMismatch, .transactionRevoked, .familySharingNotAllowed, .noTransactions, .offerNotAllowed, .storageUnavailable,

@@ -93,7 +93,8 @@ public struct IAPGatewayTransaction: Sendable, Equatable, Decodable {
 public struct IAPGatewayEntitlement: Sendable, Equatable, Decodable {
     public let productId: String
     public let originalTransactionId: String
-    /// `active`, `gracePeriod`, `billingRetry`, `expired`, `refunded`, `revoked`, ...
+    /// `active`, `gracePeriod`, `billingRetry`, `expired`, `refunded`, `revoked`, `credited` (a consumable:
+    /// credit it for `newlyGranted`; it grants no lasting access), ...
     public let state: String
     /// Whether to unlock now, under the app's grace-period policy. Act on this, not on `state`.
     public let grantsAccess: Bool

@@ -154,8 +154,13 @@ public struct PurchaseComparator: Sendable {
         var out: [ComparisonDifference] = []
         let productId = l.productId
         let known = knownDifferences.transaction
-        let lState = EntitlementAccess.state(of: l, renewal: leftRenewal, now: now)
-        let rState = EntitlementAccess.state(of: r, renewal: rightRenewal, now: now)
+        // A legacy receipt states only a subscription's type; the state is derived from the type
+        // either path states, or a consumable would differ by what the receipt cannot say.
+        var (typedLeft, typedRight) = (l, r)
+        typedLeft.type = l.type ?? r.type
+        typedRight.type = r.type ?? l.type
+        let lState = EntitlementAccess.state(of: typedLeft, renewal: leftRenewal, now: now)
+        let rState = EntitlementAccess.state(of: typedRight, renewal: rightRenewal, now: now)
         let expiryDiffers = l.expiresDate != r.expiresDate && !known.contains("expiresDate")
         let revocationDiffers = (l.revocationDate == nil) != (r.revocationDate == nil)
         let stateDiffers = lState != rState && (revocationDiffers || !expiryDiffers)

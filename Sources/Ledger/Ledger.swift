@@ -223,14 +223,11 @@ extension AuditRecord {
     /// The longest `X-Client-Version` kept; a longer one is cut.
     public static let clientVersionLimit = 64
 
-    /// The header as the audit keeps it: printable ASCII without quotes or backslashes, at most
-    /// `clientVersionLimit` characters (others become "?"), nil when absent or empty. It is the
-    /// client's word, shown to support as such, never acted on.
+    /// The header as the audit keeps it: a `ClientExcerpt` of at most `clientVersionLimit`
+    /// characters, nil when absent or empty. It is the client's word, shown to support as such,
+    /// never acted on.
     public static func clientVersion(_ header: String?) -> String? {
         guard let header, !header.isEmpty else { return nil }
-        let kept = header.unicodeScalars.prefix(clientVersionLimit).map { (scalar) -> Character in
-            (0x20...0x7E).contains(scalar.value) && scalar != "\"" && scalar != "\\" ? Character(scalar) : "?"
-        }
-        return String(kept)
+        return ClientExcerpt.of(header, limit: clientVersionLimit)
     }
 }

@@ -6,16 +6,19 @@ import IAPCore
 import Ledger
 
 /// `iapgw audit`: what support needs for "I paid but it's locked", read from the ledger directly
-/// (the same answer as `GET /v1/apps/{bundleId}/accounts/{account}/history`).
+/// (the same answer as `GET /v1/apps/{bundleId}/accounts/{account}/history`), or, for an order ID a
+/// customer quotes, from Apple and the ledger (`GET /v1/apps/{bundleId}/orders/{orderId}`).
 struct AuditCommand: Subcommand {
     let name = "audit"
     let summary = "an account's (or a transaction's) verification attempts and purchase history, for support"
     let usage = """
-        usage: iapgw audit --app BUNDLE (--account A | --transaction-id T) [--since ISO8601] [--limit N]
+        usage: iapgw audit --app BUNDLE (--account A | --transaction-id T | --order-id O) [--since ISO8601] [--limit N]
                            [--config DIR] [--mappings DIR]
           prints JSON: each attempt (time, request id, evidence kind, SHA-256 prefix of the evidence,
           X-Client-Version, environment, Apple's status, verdict, code), newest first (--limit, default
-          100), and each purchase chain with its owner, grants, refunds, state and notifications
+          100), and each purchase chain with its owner, grants, refunds, state and notifications;
+          --order-id (the order ID of Apple's receipt e-mail) asks Apple for the order's transactions
+          (Look Up Order ID, verified) and prints each with its owner here and each owner's history
         """
 
     func run(_ args: inout CommandLineArguments) async throws -> Int32 {
@@ -24,14 +27,12 @@ struct AuditCommand: Subcommand {
         guard let bundleId = try args.value("--app") else { throw UsageError(message: "audit needs --app BUNDLE") }
         let account = try args.value("--account")
         let transactionId = try args.value("--transaction-id")
+        let orderId = try args.value("--order-id")
         let since = try args.value("--since").map(NotificationsCommand.parseTime) ?? 0
         let limitText = try args.value("--limit")
         try args.finish()
-        let subject: SupportSubject
-        switch (account, transactionId) {
-        case (let account?, nil): subject = .account(account)
-        case (nil, let id?): subject = .transaction(id)
-        default: throw UsageError(message: "exactly one of --account and --transaction-id")
+        guard [account, transactionId, orderId].compactMap({ $0 }).count == 1 else {
+            throw UsageError(message: "exactly one of --account, --transaction-id and --order-id")
         }
         let limit = Int(limitText ?? String(HistoryEndpoint.defaultLimit)) ?? 0
         guard (1...HistoryEndpoint.maxLimit).contains(limit) else {
@@ -39,8 +40,14 @@ struct AuditCommand: Subcommand {
         }
         let parts = try GatewayAssembly(configuration: try ConfigLoader.loadAll(configDirectory: config),
                                         mappingsDirectory: mappings, logger: Logger.standardError()).makeParts()
-        let history = try await parts.audit(bundleId: bundleId, subject: subject, since: since, limit: limit)
-        print(history.jsonText)
+        let answer: JSONValue
+        if let orderId {
+            answer = try await parts.auditOrder(bundleId: bundleId, orderId: orderId, since: since, limit: limit)
+        } else {
+            let subject: SupportSubject = account.map { .account($0) } ?? .transaction(transactionId!)
+            answer = try await parts.audit(bundleId: bundleId, subject: subject, since: since, limit: limit)
+        }
+        print(answer.jsonText)
         return 0
     }
 }

@@ -111,6 +111,25 @@ final class LegacyTransactionReceiptTests: XCTestCase {
         XCTAssertEqual(code { try self.verifier(Self.signer3).verify(receipt) }, .invalidSignature)
     }
 
+    /// The purchase info with its purchase date moved `years` from now: the time its signature is judged at.
+    func purchased(yearsFromNow years: Double) -> String {
+        let millis = Int64((Date().timeIntervalSince1970 + years * 365.25 * 86_400) * 1000)
+        return purchaseInfo.replacingOccurrences(of: "\"purchase-date-ms\" = \"1490127939469\"",
+                                                 with: "\"purchase-date-ms\" = \"\(millis)\"")
+    }
+
+    func testASignerExpiredAtThePurchaseDateIsRefusedAsExpired() throws {
+        // The signer is valid ten years either side of now: a purchase eleven years on is after its end.
+        let late = try LegacyTransactionReceipt.parse(base64: transactionReceipt(version: 3, signer: Self.signer3,
+                                                                                  signedInfo: purchased(yearsFromNow: 11)))
+        XCTAssertEqual(code { try self.verifier(Self.signer3).verify(late) }, .certificateExpired)
+        let early = try LegacyTransactionReceipt.parse(base64: transactionReceipt(version: 2, signer: Self.signer2,
+                                                                                   signedInfo: purchased(yearsFromNow: -11)))
+        XCTAssertEqual(code { try self.verifier(Self.signer2).verify(early) }, .certificateNotYetValid)
+        // The same signature judged within the signer's validity verifies: only the time refused it.
+        XCTAssertNoThrow(try verifier(Self.signer3).verify(late, at: Date()))
+    }
+
     func testCertificateNotFromThePinnedRootIsUntrusted() throws {
         let receipt = try LegacyTransactionReceipt.parse(base64: transactionReceipt(version: 3, signer: Self.signer3))
         XCTAssertEqual(code { try self.verifier(Self.signer2).verify(receipt) }, .untrustedRoot)

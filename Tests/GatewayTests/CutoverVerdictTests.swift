@@ -100,7 +100,8 @@ final class CutoverVerdictTests: XCTestCase {
         XCTAssertEqual(json["accounts"]?.arrayValue?.map { "\($0["change"]?.stringValue ?? "") \($0["account"]?.stringValue ?? "")" },
                        ["losesAccess lost"])
         XCTAssertEqual(json["accounts"]?.arrayValue?.first?["legacyState"]?.stringValue, "active")
-        XCTAssertNil(json["accounts"]?.arrayValue?.first?["serverAPIState"])
+        XCTAssertEqual(json["accounts"]?.arrayValue?.first?["serverAPIState"]?.stringValue, "notFound",
+                       "named, never a blank")
         XCTAssertEqual(json["byProduct"], .array([.object([
             "productId": .string(GatewayE2E.removeAds), "losesAccess": .int(1), "gainsAccess": .int(0), "differentExpiry": .int(0),
         ])]))
@@ -108,6 +109,12 @@ final class CutoverVerdictTests: XCTestCase {
         let page = try await gw.send("GET", "\(gw.harness.gatewayURL)/dashboard?app=\(gw.bundleId)")
         XCTAssertEqual(page.status, 200)
         XCTAssertTrue(page.text.contains("1 account(s) would lose access at cutover (none allowed)"))
+        XCTAssertTrue(page.text.contains("<td class=\"new\"><em class=\"none\">notFound</em></td>"), page.text)
+        let csv = try await gw.send("GET", "\(gw.harness.gatewayURL)/dashboard?app=\(gw.bundleId)&format=csv")
+        let impactRows = csv.text.components(separatedBy: "\r\n").filter { $0.hasPrefix("\"impact\"") }
+        XCTAssertEqual(impactRows.count, 1, csv.text)
+        XCTAssertTrue(impactRows.first?.hasSuffix("\"lost\",\"\(lost.originalTransactionId)\",\"\(GatewayE2E.removeAds)\",\"losesAccess\",\"\",\"\",\"active\",\"notFound\",\"\"") == true,
+                      impactRows.first ?? "")
         XCTAssertTrue(page.text.contains("<div id=\"refused-by-both\">Refused by both (junk, not counted): <strong>2</strong>"))
         XCTAssertTrue(page.text.contains("<table id=\"impact-accounts\">"))
     }

@@ -17,6 +17,8 @@ final class HTTPSurfaceTests: XCTestCase {
 
         XCTAssertEqual(answer.status, 413, answer.text)
         XCTAssertEqual(answer.errorCode, "INPUT_TOO_LARGE")
+        let requestId = try XCTUnwrap(answer.headers["x-request-id"])
+        XCTAssertEqual(answer.json["error"]?["requestId"]?.stringValue, requestId, answer.text)
     }
 
     func testBodyOfExactlyMaxBodyBytesIsReadAndJudgedOnItsContent() async throws {
@@ -138,6 +140,7 @@ final class HTTPSurfaceTests: XCTestCase {
         "GET /healthz", "GET /readyz", "GET /openapi.json", "GET /metrics", "GET /dashboard",
         "POST /v1/apps/{bundleId}/nonces", "POST /v1/apps/{bundleId}/verify", "POST /v1/apps/{bundleId}/offer-signatures",
         "GET /v1/apps/{bundleId}/accounts/{account}/entitlements", "GET /v1/apps/{bundleId}/accounts/{account}/history",
+        "GET /v1/apps/{bundleId}/orders/{orderId}",
         "POST /v1/notifications/{bundleId}", "POST /v1/retention/{bundleId}",
         "GET /v1/apps/{bundleId}/comparisons", "GET /v1/apps/{bundleId}/cutover-impact",
     ]

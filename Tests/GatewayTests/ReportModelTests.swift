@@ -252,6 +252,10 @@ final class ReportModelTests: XCTestCase {
         ])
         XCTAssertEqual(report.impact[0].legacyState, .active)
         XCTAssertNil(report.impact[0].serverAPIState)
+        XCTAssertEqual(report.impact.map { "\($0.legacyStateName) -> \($0.serverAPIStateName)" },
+                       ["active -> notFound", "refunded -> active", "active -> active"])
+        XCTAssertTrue(report.verdictText.contains("losesAccess: account account-missing, \(F.monthly), active"), report.verdictText)
+        XCTAssertTrue(report.verdictText.contains("-> notFound\n"), report.verdictText)
         guard case .notReady(let reasons) = report.verdict else { return XCTFail("a cutover that loses access is never ready") }
         XCTAssertTrue(reasons.contains("1 account(s) would lose access at cutover (none allowed)"), "\(reasons)")
     }
@@ -357,7 +361,11 @@ final class ReportModelTests: XCTestCase {
         let csv = MigrationReportCSV.render(MigrationReport(bundleId: F.app, comparisons: F.planted + [failed], criteria: F.criteria()))
         let lines = csv.components(separatedBy: "\r\n").filter { !$0.isEmpty }
 
-        XCTAssertEqual(lines.count, 1 + 4 + 1, "header, four findings, one failed path")
+        XCTAssertEqual(lines.count, 1 + 4 + 1 + 2, "header, four findings, one failed path, two purchases a cutover changes")
+        let impact = lines.filter { $0.hasPrefix("\"impact\"") }
+        XCTAssertEqual(impact.count, 2, "\(lines)")
+        XCTAssertTrue(impact.contains { $0.contains("\"losesAccess\",\"\",\"\",\"active until ") && $0.hasSuffix(",\"notFound\",\"\"") },
+                      "the state the Server API lacks is named: \(impact)")
         XCTAssertEqual(lines[0], MigrationReportCSV.header.map { "\"\($0)\"" }.joined(separator: ","))
         XCTAssertTrue(lines.contains { $0.hasPrefix("\"disagreement\",\"expiry\",\"2026-11-02T12:00:00.020Z\"") && $0.contains("\"2026-11-30T00:53:20.000Z\"") },
                       "dates as UTC ISO-8601: \(lines)")

@@ -63,13 +63,16 @@ final class HTTPServerTests: HTTPServerTestCase {
         }
         let connection = try RawConnection(port: server.port)
         // Only the headers are sent: the answer must not wait for the 10 MB that never comes.
-        connection.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n")
+        connection.send("POST /upload HTTP/1.1\r\nHost: x\r\nX-Request-Id: big-1\r\nContent-Length: 10000000\r\n\r\n")
         let response = try connection.readResponse()
 
         XCTAssertEqual(response.status, 413)
         XCTAssertEqual(response.headers["content-type"], "application/json")
         XCTAssertTrue(response.bodyText.contains("\"code\":\"INPUT_TOO_LARGE\""), response.bodyText)
         XCTAssertTrue(response.bodyText.contains("\"retryable\":false"), response.bodyText)
+        // The envelope every refusal has: the body names the request id the header carries.
+        XCTAssertEqual(response.headers["x-request-id"], "big-1")
+        XCTAssertTrue(response.bodyText.contains("\"requestId\":\"big-1\""), response.bodyText)
         XCTAssertEqual(handlerCalls.value, 0)
     }
 
@@ -86,6 +89,9 @@ final class HTTPServerTests: HTTPServerTestCase {
 
         XCTAssertEqual(response.status, 413)
         XCTAssertTrue(response.bodyText.contains("\"code\":\"INPUT_TOO_LARGE\""), response.bodyText)
+        // No X-Request-Id sent: the generated one is in the header and the body alike.
+        let requestId = try XCTUnwrap(response.headers["x-request-id"])
+        XCTAssertTrue(response.bodyText.contains("\"requestId\":\"\(requestId)\""), response.bodyText)
         XCTAssertEqual(handlerCalls.value, 0)
     }
 

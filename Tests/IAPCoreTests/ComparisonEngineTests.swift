@@ -47,6 +47,23 @@ final class ComparisonEngineTests: XCTestCase {
         XCTAssertEqual(result.productIds, ["pro.monthly"])
     }
 
+    func testAConsumableTheReceiptDoesNotTypeIsCreditedOnBothPaths() throws {
+        let (comparator, _) = try shippedComparator()
+        var (legacy, server) = pair(["1"])
+        legacy[0].expiresDate = nil
+        server[0].expiresDate = nil
+        legacy[0].productId = "coins"
+        server[0].productId = "coins"
+        server[0].type = .consumable
+        let result = compare(comparator, legacy, server)
+        XCTAssertFalse(result.differences.contains { $0.kind == .entitlementMismatch }, "\(result.differences)")
+        server[0].revocationDate = Self.now
+        let refunded = compare(comparator, legacy, server)
+        XCTAssertEqual(refunded.differences.filter { $0.kind == .entitlementMismatch }.map(\.serverAPIValue), ["\"refunded\""],
+                       "a refund still differs from a credit")
+        XCTAssertEqual(refunded.differences.filter { $0.kind == .entitlementMismatch }.map(\.legacyValue), ["\"credited\""])
+    }
+
     func testFieldsDeclaredAsKnownDifferencesInEitherMappingFileAreNotReported() throws {
         let (comparator, mappings) = try shippedComparator()
         let declared = try XCTUnwrap(mappings.latest(source: "serverAPI")).knownDifferences(kind: "transaction")

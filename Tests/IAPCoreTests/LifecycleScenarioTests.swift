@@ -190,7 +190,8 @@ final class LifecycleScenarioTests: XCTestCase {
 
     func testConsumableRefundIsRecordedForClawback() {
         let steps = LifecycleReplay.live(consumableRefund)
-        XCTAssertEqual(steps.map { $0.state?.state }, [.active, .active, .refunded])
+        // Credited, never lasting access; only the refund moves it.
+        XCTAssertEqual(steps.map { $0.state?.state }, [.credited, .credited, .refunded])
         XCTAssertEqual(kinds(steps[0]), [.entitlementChanged])
         XCTAssertEqual(kinds(steps[1]), [.consumptionRequested])
         XCTAssertEqual(kinds(steps[2]), [.entitlementChanged, .consumableRefunded])

@@ -161,7 +161,7 @@ public struct LegacyReceiptAdapter: VerificationAdapter, ReceiptReverifying {
         let environment = AppStoreEnvironment(rawValue: environmentName)
         // verifyReceipt speaks of these two only; another name is no receipt environment at all.
         guard environment == .production || environment == .sandbox else {
-            throw VerificationError(.environmentNotAllowed, "\(app.bundleId): \(environmentName.prefix(64)) receipts are not allowed here")
+            throw VerificationError(.environmentNotAllowed, "\(app.bundleId): \(ClientExcerpt.of(environmentName)) receipts are not allowed here")
         }
         try policy.admit(EvidenceIdentity(environment: environment))
         guard let receipt = try top.fields("receipt") else {

@@ -186,7 +186,7 @@ public struct AppStoreServerAPIClient: Sendable {
                                      retryAfterSeconds: defaultRetryAfterSeconds)
         case .apple(let status, let code, let message, let retryAfter):
             let described = "HTTP \(status)" + (code.map { " errorCode \($0)" } ?? "")
-                + (message.map { " \"\($0.prefix(200))\"" } ?? "")
+                + (message.map { " \"\(ClientExcerpt.of($0, limit: 200))\"" } ?? "")
             if gaveUp.reason != .notRetryable {
                 let wait = gaveUp.retryAfter.map { Int($0.components.seconds) } ?? retryAfter ?? defaultRetryAfterSeconds
                 let rateLimited = status == 429 || code == AppleErrorCode.rateLimitExceeded

@@ -40,7 +40,7 @@ extension ServerAPIAdapter {
         let confirmed = try await verifiedTransaction(info.signedTransactionInfo, answeredBy: info.environment, context)
         guard confirmed.transactionId == local.transactionId else {
             throw VerificationError(.notificationInconsistent,
-                                    "Get Transaction Info answered transaction \(confirmed.transactionId.prefix(32)) for \(local.transactionId)")
+                                    "Get Transaction Info answered transaction \(ClientExcerpt.of(confirmed.transactionId)) for \(ClientExcerpt.of(local.transactionId))")
         }
         try collected.add(try normalizer.normalize(transaction: confirmed.raw))
         try await addRenewals(for: [confirmed], client: client, environment: info.environment, context, into: &collected)
@@ -190,7 +190,7 @@ extension ServerAPIAdapter {
         }
         guard t.environment == environment.appStoreEnvironment else {
             throw VerificationError(.environmentNotAllowed,
-                                    "the \(environment.rawValue) App Store Server API returned a \(t.environment?.rawValue.prefix(64) ?? "unknown") transaction")
+                                    "the \(environment.rawValue) App Store Server API returned a \(t.environment.map { ClientExcerpt.of($0.rawValue) } ?? "unknown") transaction")
         }
         return t
     }
@@ -209,7 +209,7 @@ extension ServerAPIAdapter {
             let latest = try await verifiedTransaction(item.signedTransactionInfo, answeredBy: statuses.environment, context)
             guard (latest.originalTransactionId ?? latest.transactionId) == item.originalTransactionId else {
                 throw VerificationError(.notificationInconsistent,
-                                        "lastTransactions item for \(item.originalTransactionId) holds another chain's transaction")
+                                        "lastTransactions item for \(ClientExcerpt.of(item.originalTransactionId)) holds another chain's transaction")
             }
             try collected.add(try normalizer.normalize(transaction: latest.raw))
             guard let signedRenewal = item.signedRenewalInfo else { continue }
@@ -218,7 +218,7 @@ extension ServerAPIAdapter {
             }
             guard renewal.originalTransactionId == item.originalTransactionId else {
                 throw VerificationError(.notificationInconsistent,
-                                        "renewal info for \(renewal.originalTransactionId.prefix(32)) filed under \(item.originalTransactionId)")
+                                        "renewal info for \(ClientExcerpt.of(renewal.originalTransactionId)) filed under \(ClientExcerpt.of(item.originalTransactionId))")
             }
             try collected.add(try normalizer.normalize(renewalInfo: renewal.raw))
         }

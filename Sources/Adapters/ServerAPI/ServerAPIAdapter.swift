@@ -157,7 +157,7 @@ struct Collected {
         guard let found else { throw VerificationError(.missingField, "payload has no environment") }
         if let environment, environment != found {
             throw VerificationError(.environmentNotAllowed,
-                                    "verified payloads disagree on the environment (\(environment.rawValue) and \(found.rawValue.prefix(64)))")
+                                    "verified payloads disagree on the environment (\(ClientExcerpt.of(environment.rawValue)) and \(ClientExcerpt.of(found.rawValue)))")
         }
         environment = found
     }

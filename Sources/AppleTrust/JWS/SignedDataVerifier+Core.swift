@@ -145,7 +145,7 @@ extension SignedDataVerifier {
         let json = try StrictJSON(maxBytes: defaultMaxInputBytes, maxDepth: 4).parse(try Base64URL.decode(segment))
         let fields = try JSONFields(json, context: "header")
         guard let alg = try fields.string("alg") else { throw VerificationError(.unsupportedAlgorithm, "header has no alg") }
-        guard alg == "ES256" else { throw VerificationError(.unsupportedAlgorithm, "alg \"\(alg.prefix(32))\" is not ES256") }
+        guard alg == "ES256" else { throw VerificationError(.unsupportedAlgorithm, "alg \"\(ClientExcerpt.of(alg, limit: 32))\" is not ES256") }
         if fields.object["crit"] != nil {
             throw VerificationError(.malformedJWS, "header has critical extensions this verifier does not know")
         }

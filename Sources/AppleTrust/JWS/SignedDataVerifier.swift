@@ -111,7 +111,7 @@ public final class SignedDataVerifier: Sendable {
                        environment: AppStoreEnvironment?) throws(VerificationError) {
         if let found {
             guard found == bundleId else {
-                throw VerificationError(.bundleIdMismatch, "signed for bundle \"\(found.prefix(200))\", expected \"\(bundleId)\"")
+                throw VerificationError(.bundleIdMismatch, "signed for bundle \"\(ClientExcerpt.of(found, limit: 200))\", expected \"\(bundleId)\"")
             }
         } else if requireBundle {
             throw VerificationError(.missingField, "payload has no bundleId")
@@ -124,7 +124,7 @@ public final class SignedDataVerifier: Sendable {
             throw VerificationError(.testEnvironmentNotAllowed, "\(environment.rawValue) data is not accepted by this policy")
         }
         guard environments.contains(environment) else {
-            throw VerificationError(.environmentNotAllowed, "environment \(environment.rawValue.prefix(64)) is not allowed")
+            throw VerificationError(.environmentNotAllowed, "environment \(ClientExcerpt.of(environment.rawValue)) is not allowed")
         }
     }
 

@@ -19,12 +19,18 @@ public struct HistoryEndpoint: Sendable {
 
     func answer(_ request: HTTPRequest, app: AppPolicy, account: String) async throws(VerificationError) -> HTTPResponse {
         try RequestBody.validateAccount(account)
+        let (since, limit) = try Self.window(request)
+        return .json(200, try await audit(app: app, subject: .account(account), since: since, limit: limit).jsonText)
+    }
+
+    /// `since` and `limit` of a route that answers histories (this one, the order look-up).
+    static func window(_ request: HTTPRequest) throws(VerificationError) -> (since: Int64, limit: Int) {
         if let unknown = request.query.keys.sorted().first(where: { name in !Self.queryParameters.contains { $0.name == name } }) {
-            throw VerificationError(.malformedRequest, "unknown query parameter \(unknown.prefix(64))")
+            throw VerificationError(.malformedRequest, "unknown query parameter \(ClientExcerpt.of(unknown))")
         }
         let since = try Self.integer(request.query["since"], "since", 0...Int64.max) ?? 0
         let limit = try Self.integer(request.query["limit"], "limit", 1...Int64(Self.maxLimit)) ?? Int64(Self.defaultLimit)
-        return .json(200, try await audit(app: app, subject: .account(account), since: since, limit: Int(limit)).jsonText)
+        return (since, Int(limit))
     }
 
     /// `iapgw audit` (`GatewayParts.audit`): the history as the route shows it.

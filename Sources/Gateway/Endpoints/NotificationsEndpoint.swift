@@ -21,7 +21,7 @@ struct NotificationsEndpoint: Sendable {
 
     func answer(_ request: HTTPRequest, bundleId: String) async throws(VerificationError) -> HTTPResponse {
         let log = logger
-        guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
+        guard let app = apps[bundleId] else { throw VerificationError.unknownApp(bundleId) }
         guard let decoder else { throw VerificationError(.notFound, "notifications are not enabled") }
         var decoded: DecodedNotification
         do throws(VerificationError) {

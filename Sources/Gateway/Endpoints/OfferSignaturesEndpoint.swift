@@ -36,7 +36,7 @@ struct OfferSignaturesEndpoint: Sendable {
                 throw VerificationError(.malformedRequest, "body.format must be \"v1\" or \"v2\" with a promotionalOffer")
             }
             guard let offer = app.promotionalOffer(productId: productId, offerId: offerId) else {
-                throw VerificationError(.offerNotAllowed, "the app's policy lists no promotional offer \(offerId.prefix(64)) of \(productId.prefix(200))")
+                throw VerificationError(.offerNotAllowed, "the app's policy lists no promotional offer \(ClientExcerpt.of(offerId)) of \(ClientExcerpt.of(productId, limit: 200))")
             }
             let eligibility = try await eligibility(app, account, group: offer.groupProductIds)
             try eligibility.require(offer.audience)
@@ -46,7 +46,7 @@ struct OfferSignaturesEndpoint: Sendable {
                 throw VerificationError(.malformedRequest, "body.format goes with promotionalOffer only")
             }
             guard app.productCatalog[productId]?.type == .autoRenewable else {
-                throw VerificationError(.offerNotAllowed, "\(productId.prefix(200)) is not an auto-renewable subscription of the app's catalog")
+                throw VerificationError(.offerNotAllowed, "\(ClientExcerpt.of(productId, limit: 200)) is not an auto-renewable subscription of the app's catalog")
             }
             let eligibility = try await eligibility(app, account, group: [productId])
             try eligibility.requireIntroductoryOffer(allowed: allow)

@@ -22,7 +22,7 @@ struct RetentionEndpoint: Sendable {
     let now: @Sendable () -> Int64
 
     func answer(_ request: HTTPRequest, bundleId: String) async throws(VerificationError) -> HTTPResponse {
-        guard let app = apps[bundleId] else { throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured") }
+        guard let app = apps[bundleId] else { throw VerificationError.unknownApp(bundleId) }
         let rules = app.retentionMessages
         let started = DispatchTime.now().uptimeNanoseconds
         // The evidence is the body as received: a malformed one is audited as refused like the rest.

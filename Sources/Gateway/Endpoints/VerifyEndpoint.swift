@@ -97,7 +97,8 @@ struct VerifyEndpoint: Sendable {
 
         let grandfathered = GrandfatheringGrant.entitlements(outcome, context)
         let entitlements = EntitlementCalculator.entitlements(account: account, transactions: outcome.transactions,
-                                                              renewals: outcome.renewals, now: context.now) + grandfathered
+                                                              renewals: outcome.renewals, catalog: app.productCatalog,
+                                                              now: context.now) + grandfathered
         var answered = audit
         answered.appleStatus = AppleAnswerNote.current?.summary
         answered.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)

@@ -15,7 +15,7 @@ enum ErrorResponses {
         case .unauthenticated: 401
         // Authenticated and well-formed, but the policy does not give this account this offer.
         case .offerNotAllowed: 403
-        case .unknownApp, .notFound: 404
+        case .unknownApp, .notFound, .orderNotFound: 404
         case .methodNotAllowed: 405
         case .transactionBoundToOtherAccount, .idempotencyKeyInFlight: 409
         case .inputTooLarge: 413

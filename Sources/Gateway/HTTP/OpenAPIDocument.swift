@@ -127,6 +127,12 @@ enum OpenAPIDocument {
     }
     static let string: JSONValue = .object(["type": "string"])
     private static let integer: JSONValue = .object(["type": "integer", "format": "int64"])
+    /// A path's state in a cutover impact row: an entitlement state, or notFound where its answer lacks the chain.
+    private static let impactState: JSONValue = .object([
+        "type": "string",
+        "enum": .array((Entitlement.State.allCases.map(\.rawValue) + [MigrationReport.ImpactRow.notFound]).map(JSONValue.string)),
+        "description": "the entitlement this path would answer; notFound: its answer lacks the purchase chain (a purchase the Server API does not know)",
+    ])
     private static func array(_ items: JSONValue) -> JSONValue { .object(["type": "array", "items": items]) }
 
     private static func schemas(evidence forms: [EvidenceForm]) -> [String: JSONValue] {
@@ -174,7 +180,7 @@ enum OpenAPIDocument {
             "VerifyResponse": object([
                 "account": string,
                 "verdict": .object(["type": "string", "enum": .array(VerifyVerdict.allCases.map { .string($0.rawValue) }),
-                                    "description": "granted: at least one purchase of the evidence grants access now; notGranted: genuine and bound to the account, but nothing grants access now. Evidence whose presented purchases are all refunded or revoked is refused instead (422 TRANSACTION_REVOKED)."]),
+                                    "description": "granted: at least one purchase of the evidence grants access now, or is a consumable (credited: credit it for newlyGranted only); notGranted: genuine and bound to the account, but nothing grants access now. Evidence whose presented purchases are all refunded or revoked is refused instead (422 TRANSACTION_REVOKED)."]),
                 "adapter": string, "environment": string, "mappingVersion": string,
                 "transactions": array(.object(["type": "object", "description": "CanonicalTransaction (Apple's names; mappingVersion says which mapping made it)"])),
                 "renewals": array(.object(["type": "object", "description": "CanonicalRenewal: each subscription chain's renewal info"])),
@@ -188,7 +194,7 @@ enum OpenAPIDocument {
             "Entitlement": object(["productId": string,
                                    "state": .object(["type": "string",
                                                      "enum": .array(Entitlement.State.allCases.map { .string($0.rawValue) }),
-                                                     "description": .string("as it stands at the answer's time (dates judged with a \(EntitlementAccess.clockSkewAllowanceMillis) ms clock-skew allowance)")]),
+                                                     "description": .string("as it stands at the answer's time (dates judged with a \(EntitlementAccess.clockSkewAllowanceMillis) ms clock-skew allowance); credited: a consumable, credited once (newlyGranted) and never lasting access (grantsAccess false; refunded after a refund)")]),
                                    "originalTransactionId": string,
                                    "expiresDate": .object(["type": "integer", "format": "int64",
                                                            "description": "end of the state's period (in grace: the grace period's end)"]),
@@ -201,7 +207,7 @@ enum OpenAPIDocument {
                 "attempts": array(object([
                     "time": integer, "requestId": string, "evidenceKind": string,
                     "evidenceSHA256Prefix": .object(["type": "string", "description": "the first 16 hex digits of the evidence's SHA-256; the evidence itself is never kept"]),
-                    "clientVersion": .object(["type": "string", "description": "the app backend's X-Client-Version header, at most 64 printable ASCII characters"]),
+                    "clientVersion": .object(["type": "string", "description": "the app backend's X-Client-Version header, at most 64 printable ASCII characters (quotes, backslashes, apostrophes, backticks and markup as ?)"]),
                     "environment": string,
                     "appleStatus": .object(["type": "string", "description": "what Apple answered, in order: verifyReceipt statuses (\"21007 0\") or Server API failures (\"HTTP 404 errorCode 4040010\")"]),
                     "verdict": .object(["type": "string", "enum": .array(["granted", "notGranted", "refused"]),
@@ -222,6 +228,17 @@ enum OpenAPIDocument {
                                                    "receivedAt": integer, "environment": string,
                                                    "status": .object(["type": "string", "enum": .array(["processed", "parked", "pending"])])])),
                 ])),
+            ]),
+            "OrderLookup": object([
+                "bundleId": string, "orderId": string,
+                "environment": .object(["type": "string", "description": "where Apple knew the order (Production asked first)"]),
+                "mappingVersion": string,
+                "transactions": array(object([
+                    "transaction": .object(["type": "object", "description": "CanonicalTransaction, verified like any other JWS (pinned roots, chain, ES256, the app's bundle, app id and environments)"]),
+                    "owner": .object(["type": "string", "description": "the account of this gateway its purchase chain is bound to; absent when none is"]),
+                ])),
+                "accounts": array(.object(["allOf": .array([ref("History")]),
+                                           "description": "each owner's history, once per account, as GET …/accounts/{account}/history answers it"])),
             ]),
             "Notification": .object(["type": "object", "description": "V2: {\"signedPayload\": JWS}; V1: Apple's legacy JSON with password and unified_receipt",
                                      "properties": .object(["signedPayload": string])]),
@@ -252,7 +269,7 @@ enum OpenAPIDocument {
                 "accounts": array(object([
                     "change": .object(["type": "string", "enum": .array(MigrationReport.ImpactRow.Change.allCases.map { .string($0.rawValue) })]),
                     "environment": string, "account": string, "productId": string, "originalTransactionId": string,
-                    "legacyState": string, "serverAPIState": string, "legacyExpiresDate": integer,
+                    "legacyState": impactState, "serverAPIState": impactState, "legacyExpiresDate": integer,
                     "serverAPIExpiresDate": integer, "comparisonId": string,
                 ])),
             ]),

@@ -19,7 +19,7 @@ struct RequestBody {
             throw VerificationError(.malformedRequest, "the body must be a JSON object")
         }
         if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
-            throw VerificationError(.malformedRequest, "unknown member \"\(unknown.prefix(64))\"")
+            throw VerificationError(.malformedRequest, "unknown member \"\(ClientExcerpt.of(unknown))\"")
         }
         self.fields = JSONFields(object, context: "body")
         self.allowed = allowed

@@ -16,7 +16,7 @@ extension PurchaseComparison {
         func entitlements(_ result: Result<AdapterOutcome, VerificationError>) -> [String: Entitlement] {
             guard case .success(let o) = result else { return [:] }
             let list = EntitlementCalculator.entitlements(account: account, transactions: o.transactions,
-                                                          renewals: o.renewals, now: comparedAt)
+                                                          renewals: o.renewals, catalog: app.productCatalog, now: comparedAt)
             return Dictionary(list.map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
         }
         let left = entitlements(legacy), right = entitlements(serverAPI)

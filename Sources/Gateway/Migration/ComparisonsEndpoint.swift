@@ -26,7 +26,7 @@ enum ComparisonsEndpoint {
 
     static func parse(_ parameters: [String: String], bundleId: String) throws(VerificationError) -> ComparisonQuery {
         if let unknown = parameters.keys.sorted().first(where: { !allowedParameters.contains($0) }) {
-            throw VerificationError(.malformedRequest, "unknown query parameter \(unknown.prefix(64))")
+            throw VerificationError(.malformedRequest, "unknown query parameter \(ClientExcerpt.of(unknown))")
         }
         func integer(_ name: String, _ range: ClosedRange<Int64>) throws(VerificationError) -> Int64? {
             guard let text = parameters[name] else { return nil }

@@ -12,7 +12,7 @@ enum CutoverImpactEndpoint {
 
     static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger) async throws(VerificationError) -> HTTPResponse {
         if let unknown = request.query.keys.sorted().first(where: { !allowedParameters.contains($0) }) {
-            throw VerificationError(.malformedRequest, "unknown query parameter \(unknown.prefix(64))")
+            throw VerificationError(.malformedRequest, "unknown query parameter \(ClientExcerpt.of(unknown))")
         }
         let range = try ComparisonsEndpoint.parse(request.query, bundleId: app.bundleId)
         let (comparisons, truncated) = try await DashboardEndpoint.load(app.bundleId, from: range.from, to: range.to, ledger: ledger)
@@ -65,8 +65,8 @@ enum CutoverImpactEndpoint {
             "comparisonId": .string(row.comparisonId),
         ]
         if let v = row.account { o["account"] = .string(v) }
-        if let v = row.legacyState { o["legacyState"] = .string(v.rawValue) }
-        if let v = row.serverAPIState { o["serverAPIState"] = .string(v.rawValue) }
+        o["legacyState"] = .string(row.legacyStateName)
+        o["serverAPIState"] = .string(row.serverAPIStateName)
         if let v = row.legacyExpiresDate { o["legacyExpiresDate"] = .int(v) }
         if let v = row.serverAPIExpiresDate { o["serverAPIExpiresDate"] = .int(v) }
         return .object(o)

@@ -25,7 +25,7 @@ enum DashboardEndpoint {
 
     static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger) async throws(VerificationError) -> HTTPResponse {
         if let unknown = request.query.keys.sorted().first(where: { !allowedParameters.contains($0) }) {
-            throw VerificationError(.malformedRequest, "unknown query parameter \(unknown.prefix(64))")
+            throw VerificationError(.malformedRequest, "unknown query parameter \(ClientExcerpt.of(unknown))")
         }
         var window = request.query
         window["app"] = nil

@@ -1,8 +1,10 @@
 import IAPCore
 
-/// The disagreements (one row per finding) and path failures (one row per failed path) of a
-/// `MigrationReport` as CSV (RFC 4180), for a spreadsheet: `GET /dashboard?app=BUNDLE&format=csv`
-/// and `iapgw compare --csv FILE`. Dates are UTC ISO-8601.
+/// The disagreements (one row per finding), path failures (one row per failed path) and cutover
+/// impact (one row per purchase chain a cutover changes: `classOrCode` the change, the two values
+/// each path's state, `notFound` where its answer lacks the chain) of a `MigrationReport` as CSV
+/// (RFC 4180), for a spreadsheet: `GET /dashboard?app=BUNDLE&format=csv` and `iapgw compare --csv
+/// FILE`. Dates are UTC ISO-8601.
 public enum MigrationReportCSV {
     public static let header = ["row", "comparisonId", "comparedAt", "environment", "account", "transactionId", "productId",
                                 "classOrCode", "field", "path", "legacyValue", "serverAPIValue", "related"]
@@ -27,6 +29,13 @@ public enum MigrationReportCSV {
                     c.purchases.first?.originalTransactionId ?? "", c.productIds.joined(separator: " "), code, "", path, "", "", "",
                 ].map(cell).joined(separator: ","))
             }
+        }
+        for row in r.impact {
+            lines.append([
+                "impact", row.comparisonId, byId[row.comparisonId].map { MigrationReport.isoDate($0.comparedAt) } ?? "",
+                row.environment, row.account ?? "", row.originalTransactionId, row.productId, row.change.rawValue, "", "",
+                row.legacyText, row.serverAPIText, "",
+            ].map(cell).joined(separator: ","))
         }
         return lines.joined(separator: "\r\n") + "\r\n"
     }

@@ -113,8 +113,8 @@ public enum MigrationReportHTML {
         for row in r.impact {
             s += "<tr><td>\(label(row.change))</td><td class=\"id\">\(escape(row.account ?? "(unknown)"))</td>"
                 + "<td class=\"id\">\(escape(row.productId))</td><td class=\"id\">\(escape(row.originalTransactionId))</td>"
-                + "<td class=\"legacy\">\(state(row.legacyState, row.legacyExpiresDate))</td>"
-                + "<td class=\"new\">\(state(row.serverAPIState, row.serverAPIExpiresDate))</td><td>\(escape(row.environment))</td></tr>\n"
+                + "<td class=\"legacy\">\(state(row.legacyStateName, row.legacyExpiresDate))</td>"
+                + "<td class=\"new\">\(state(row.serverAPIStateName, row.serverAPIExpiresDate))</td><td>\(escape(row.environment))</td></tr>\n"
         }
         return s + "</table></section>\n"
     }
@@ -127,9 +127,9 @@ public enum MigrationReportHTML {
         }
     }
 
-    private static func state(_ state: Entitlement.State?, _ expires: Int64?) -> String {
-        guard let state else { return "<em class=\"none\">absent</em>" }
-        return escape(state.rawValue) + (expires.map { " until " + date($0) } ?? "")
+    private static func state(_ name: String, _ expires: Int64?) -> String {
+        guard name != MigrationReport.ImpactRow.notFound else { return "<em class=\"none\">\(name)</em>" }
+        return escape(name) + (expires.map { " until " + date($0) } ?? "")
     }
 
     /// A UTC ISO-8601 date, the milliseconds in a tooltip.

@@ -148,12 +148,27 @@ public struct MigrationReport: Sendable {
         public var account: String?
         public var productId: String
         public var originalTransactionId: String
-        /// nil: the chain is absent from that path's answer.
+        /// nil: the chain is absent from that path's answer (`notFound`).
         public var legacyState: Entitlement.State?
         public var serverAPIState: Entitlement.State?
         public var legacyExpiresDate: Int64?
         public var serverAPIExpiresDate: Int64?
         public var comparisonId: String
+
+        /// What every view names a path's state when its answer lacks the chain (a purchase the
+        /// Server API does not know): a reader sees "active → notFound", never a blank.
+        public static let notFound = "notFound"
+
+        public var legacyStateName: String { legacyState?.rawValue ?? Self.notFound }
+        public var serverAPIStateName: String { serverAPIState?.rawValue ?? Self.notFound }
+
+        /// A path's state for plain text (the terminal, the CSV): its name, and its end as UTC ISO-8601.
+        static func text(_ name: String, _ expires: Int64?) -> String {
+            name + (expires.map { " until \(MigrationReport.isoDate($0))" } ?? "")
+        }
+
+        public var legacyText: String { Self.text(legacyStateName, legacyExpiresDate) }
+        public var serverAPIText: String { Self.text(serverAPIStateName, serverAPIExpiresDate) }
     }
 
     /// Both paths refused the evidence itself with one of these: junk, counted apart, never in agreement.
@@ -306,11 +321,8 @@ public struct MigrationReport: Sendable {
         lines.append("if you cut over now: \(counts[.losesAccess] ?? 0) purchase(s) would lose access, "
                      + "\(counts[.gainsAccess] ?? 0) would gain access, \(counts[.differentExpiry] ?? 0) would see another expiry")
         for row in impact {
-            func state(_ s: Entitlement.State?, _ expires: Int64?) -> String {
-                (s?.rawValue ?? "absent") + (expires.map { " until \(Self.isoDate($0))" } ?? "")
-            }
             lines.append("  \(row.change.rawValue): account \(row.account ?? "(unknown)"), \(row.productId), "
-                         + "\(state(row.legacyState, row.legacyExpiresDate)) -> \(state(row.serverAPIState, row.serverAPIExpiresDate))")
+                         + "\(row.legacyText) -> \(row.serverAPIText)")
         }
         return lines.joined(separator: "\n")
     }

@@ -148,7 +148,7 @@ public final class NotificationDecoder: Sendable {
         let environmentText = try fields.requiredString("environment")
         let environment: AppStoreEnvironment = environmentText == "PROD" ? .production : AppStoreEnvironment(rawValue: environmentText)
         guard environment == .production || environment == .sandbox else {
-            throw VerificationError(.invalidFieldType, "V1 notification environment \(environmentText.prefix(32)) is neither PROD nor Sandbox")
+            throw VerificationError(.invalidFieldType, "V1 notification environment \(ClientExcerpt.of(environmentText, limit: 32)) is neither PROD nor Sandbox")
         }
         try policy.admit(EvidenceIdentity(environment: environment))
         guard let unified = try fields.fields("unified_receipt"), let latest = try unified.string("latest_receipt"),

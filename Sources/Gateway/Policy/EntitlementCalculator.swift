@@ -1,15 +1,21 @@
+import IAPConfig
 import IAPCore
 
 /// What an account may use now, derived from canonical facts alone (states by `EntitlementAccess`):
 /// the same answer whichever adapter produced them. One entitlement per purchase chain
 /// (`originalTransactionId`).
 public enum EntitlementCalculator {
+    /// `catalog`: the app's products, for the type of a transaction whose evidence does not state
+    /// one (a legacy receipt names only a subscription's, by its expiry), since a consumable's
+    /// entitlement is `credited`, never lasting access.
     public static func entitlements(account: String, transactions: [CanonicalTransaction],
-                                    renewals: [CanonicalRenewal], now: Int64) -> [Entitlement] {
+                                    renewals: [CanonicalRenewal], catalog: [String: AppPolicy.Product],
+                                    now: Int64) -> [Entitlement] {
         let renewalByChain = Dictionary(renewals.map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
         let chains = Dictionary(grouping: transactions) { $0.originalTransactionId ?? $0.transactionId }
         return chains.keys.sorted().compactMap { chain in
-            guard let current = currentTransaction(chains[chain]!) else { return nil }
+            guard var current = currentTransaction(chains[chain]!) else { return nil }
+            if current.type == nil { current.type = catalog[current.productId]?.type }
             let renewal = renewalByChain[chain]
             let state = EntitlementAccess.state(of: current, renewal: renewal, now: now)
             return Entitlement(account: account, productId: current.productId, state: state,

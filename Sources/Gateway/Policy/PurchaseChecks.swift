@@ -39,7 +39,7 @@ public enum EnvironmentRule {
     public static func check(_ environment: AppStoreEnvironment, app: AppPolicy, claimant: Claimant) throws(VerificationError) {
         guard accepts(environment, app: app, claimant: claimant) else {
             throw VerificationError(environment.isLocalTest ? .testEnvironmentNotAllowed : .environmentNotAllowed,
-                                    "\(environment.rawValue.prefix(64)) evidence is not accepted for \(app.bundleId)")
+                                    "\(ClientExcerpt.of(environment.rawValue)) evidence is not accepted for \(app.bundleId)")
         }
     }
 }
@@ -51,7 +51,7 @@ public enum IdentityRule {
     public static func check(_ identity: EvidenceIdentity, app: AppPolicy) throws(VerificationError) {
         if let bundle = identity.bundleId {
             guard bundle == app.bundleId else {
-                throw VerificationError(.bundleIdMismatch, "evidence is for bundle \(bundle.prefix(200)), not \(app.bundleId)")
+                throw VerificationError(.bundleIdMismatch, "evidence is for bundle \(ClientExcerpt.of(bundle, limit: 200)), not \(app.bundleId)")
             }
         } else if identity.isReceipt {
             throw VerificationError(.bundleIdMismatch, "the receipt names no bundle; \(app.bundleId) expected")
@@ -143,7 +143,7 @@ public struct EnvironmentCheck: PurchaseCheck {
         try EnvironmentRule.check(env, app: context.app, claimant: .account(context.account))
         for t in outcome.transactions where t.environment != nil && t.environment != env {
             throw VerificationError(.environmentNotAllowed,
-                                    "transaction \(t.transactionId) is from \(t.environment!), the evidence from \(env)")
+                                    "transaction \(ClientExcerpt.of(t.transactionId)) is from \(ClientExcerpt.of(t.environment!.rawValue)), the evidence from \(env)")
         }
     }
 }
@@ -154,10 +154,10 @@ public struct CatalogCheck: PurchaseCheck {
     public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
         for t in outcome.transactions {
             guard let product = context.app.productCatalog[t.productId] else {
-                throw VerificationError(.unknownProduct, "product \(t.productId) is not in the catalog of \(context.app.bundleId)")
+                throw VerificationError(.unknownProduct, "product \(ClientExcerpt.of(t.productId, limit: 200)) is not in the catalog of \(context.app.bundleId)")
             }
             if let type = t.type, type != product.type {
-                throw VerificationError(.productTypeMismatch, "product \(t.productId) is \(type), the catalog says \(product.type)")
+                throw VerificationError(.productTypeMismatch, "product \(ClientExcerpt.of(t.productId, limit: 200)) is \(ClientExcerpt.of(type.rawValue)), the catalog says \(product.type)")
             }
             // Legacy receipts carry no price. A price Apple signed is compared where it is
             // comparable: in the catalog's currency and at list price (an introductory, promotional,
@@ -166,7 +166,7 @@ public struct CatalogCheck: PurchaseCheck {
             if let price = t.price, let expected = product.priceMilliunits, let currency = t.currency,
                let expectedCurrency = product.currency, currency == expectedCurrency, t.offerType == nil,
                price != expected {
-                throw VerificationError(.priceMismatch, "product \(t.productId) was sold at \(price) milliunits, the catalog says \(expected)")
+                throw VerificationError(.priceMismatch, "product \(ClientExcerpt.of(t.productId, limit: 200)) was sold at \(price) milliunits, the catalog says \(expected)")
             }
         }
     }
@@ -178,7 +178,7 @@ public struct FamilySharingCheck: PurchaseCheck {
     public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
         guard context.app.familySharingPolicy == .deny else { return }
         if let t = outcome.transactions.first(where: { $0.inAppOwnershipType == .familyShared }) {
-            throw VerificationError(.familySharingNotAllowed, "transaction \(t.transactionId) is family-shared")
+            throw VerificationError(.familySharingNotAllowed, "transaction \(ClientExcerpt.of(t.transactionId)) is family-shared")
         }
     }
 }
@@ -193,7 +193,7 @@ public struct AppAccountTokenCheck: PurchaseCheck {
         for t in outcome.transactions {
             if let token = t.appAccountToken, !token.isEmpty, token.lowercased() != expected {
                 throw VerificationError(.appAccountTokenMismatch,
-                                        "transaction \(t.transactionId) was bought with another account's appAccountToken")
+                                        "transaction \(ClientExcerpt.of(t.transactionId)) was bought with another account's appAccountToken")
             }
         }
     }
@@ -214,6 +214,6 @@ public struct RevocationCheck: PurchaseCheck {
         let presented = outcome.presentedTransactionId.flatMap { id in outcome.transactions.first { $0.transactionId == id } }
             ?? (outcome.transactions.count == 1 ? outcome.transactions.first : nil)
         guard let t = presented, let date = t.revocationDate else { return }
-        throw VerificationError(.transactionRevoked, "transaction \(t.transactionId) was revoked at \(date)")
+        throw VerificationError(.transactionRevoked, "transaction \(ClientExcerpt.of(t.transactionId)) was revoked at \(date)")
     }
 }

@@ -32,7 +32,7 @@ public struct NotificationMaintenance: Sendable {
         async throws(VerificationError) -> (reset: Int, report: ProcessReport) {
         let bundles = bundleId.map { [$0] } ?? apps.keys.sorted()
         if let bundleId, apps[bundleId] == nil {
-            throw VerificationError(.unknownApp, "no app \(bundleId.prefix(200)) is configured")
+            throw VerificationError.unknownApp(bundleId)
         }
         var reset = 0
         for bundle in bundles { reset += try await ledger.markForReplay(bundleId: bundle, since: since) }

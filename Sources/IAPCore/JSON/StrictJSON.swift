@@ -116,7 +116,7 @@ public struct StrictJSON: Sendable {
                 skipWhitespace()
                 let v = try value(depth: depth)
                 if result.updateValue(v, forKey: key) != nil {
-                    throw VerificationError(.duplicateJSONKey, "duplicate key \"\(key.prefix(64))\" at byte \(keyStart)")
+                    throw VerificationError(.duplicateJSONKey, "duplicate key \"\(ClientExcerpt.of(key))\" at byte \(keyStart)")
                 }
                 skipWhitespace()
                 guard pos < buf.count else { throw fail("unterminated object") }

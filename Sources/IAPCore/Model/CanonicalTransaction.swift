@@ -106,6 +106,9 @@ extension CanonicalTransaction {
 public struct Entitlement: Codable, Hashable, Sendable {
     public enum State: String, Codable, Sendable, CaseIterable {
         case active, gracePeriod, billingRetry, expired, revoked, refunded
+        /// A consumable: credited once, for the claim that answers it in `newlyGranted`, and no
+        /// lasting access (a pack of coins is not a lifetime unlock). Only a refund moves it (to `refunded`).
+        case credited
     }
     public var account: String
     public var productId: String

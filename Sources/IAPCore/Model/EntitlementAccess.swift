@@ -26,7 +26,7 @@ public enum EntitlementAccess {
         switch recorded {
         case .active: return .expired
         case .gracePeriod: return .billingRetry
-        case .billingRetry, .expired, .revoked, .refunded: return recorded
+        case .billingRetry, .expired, .revoked, .refunded, .credited: return recorded
         }
     }
 
@@ -36,6 +36,8 @@ public enum EntitlementAccess {
             // Family Sharing ending is a revocation, not a refund.
             return t.inAppOwnershipType == .familyShared ? .revoked : .refunded
         }
+        // Used up once credited: an end date, if any, has nothing to end.
+        if t.type == .consumable { return .credited }
         guard let expires = t.expiresDate else {
             // Only subscriptions end by date; an auto-renewable without an end date is malformed:
             // not entitled (never "active forever").

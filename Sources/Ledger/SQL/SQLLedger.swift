@@ -209,7 +209,7 @@ public final class SQLLedger: Sendable {
               state.lastSignedDate > (claim.factTimes[chain] ?? 0),
               state.state == .refunded || state.state == .revoked else { return }
         throw VerificationError(.transactionRevoked,
-                                "transaction \(id) was \(state.state.rawValue) after this evidence was signed")
+                                "transaction \(ClientExcerpt.of(id)) was \(state.state.rawValue) after this evidence was signed")
     }
 
     private static let boundElsewhere = VerificationError(.transactionBoundToOtherAccount,

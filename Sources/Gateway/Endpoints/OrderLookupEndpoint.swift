@@ -1,0 +1,47 @@
+import Adapters
+import HTTPServer
+import IAPConfig
+import IAPCore
+import Ledger
+
+/// GET /v1/apps/{bundleId}/orders/{orderId}[?since=&limit=]: support's answer to a customer who
+/// quotes the order ID of Apple's receipt e-mail (also `iapgw audit --order-id`). Apple's
+/// transactions of the order (Look Up Order ID), each verified like any other JWS, each with the
+/// account of this gateway that owns its purchase chain, and each such account's history as the
+/// history route shows it.
+struct OrderLookupEndpoint: Sendable {
+    /// The adapter that asks Apple; nil: no registered adapter can, and the route answers 404.
+    let orders: (any OrderLookingUp)?
+    let ledger: any Ledger
+    let history: HistoryEndpoint
+
+    func answer(_ request: HTTPRequest, app: AppPolicy, orderId: String) async throws(VerificationError) -> HTTPResponse {
+        let (since, limit) = try HistoryEndpoint.window(request)
+        return .json(200, try await audit(app: app, orderId: orderId, since: since, limit: limit).jsonText)
+    }
+
+    func audit(app: AppPolicy, orderId: String, since: Int64, limit: Int) async throws(VerificationError) -> JSONValue {
+        guard let orders else { throw VerificationError(.notFound, "no adapter can look up an order id") }
+        // Support's question names no account: every environment some claim of the app may use is asked.
+        let outcome = try await orders.lookUpOrder(orderId, app: app, policy: ClaimPolicy(app: app, claimant: .apple))
+        var owners: [String] = []
+        var transactions: [JSONValue] = []
+        for t in outcome.transactions {
+            var item: [String: JSONValue] = ["transaction": t.jsonValue]
+            if let owner = try await ledger.owner(bundleId: app.bundleId, originalTransactionId: t.originalTransactionId ?? t.transactionId) {
+                item["owner"] = .string(owner)
+                if !owners.contains(owner) { owners.append(owner) }
+            }
+            transactions.append(.object(item))
+        }
+        var accounts: [JSONValue] = []
+        for owner in owners {
+            accounts.append(try await history.audit(app: app, subject: .account(owner), since: since, limit: limit))
+        }
+        return .object([
+            "bundleId": .string(app.bundleId), "orderId": .string(orderId),
+            "environment": .string(outcome.environment.rawValue), "mappingVersion": .string(outcome.mappingVersion),
+            "transactions": .array(transactions), "accounts": .array(accounts),
+        ])
+    }
+}
