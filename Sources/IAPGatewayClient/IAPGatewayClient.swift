@@ -83,6 +83,12 @@ public struct IAPGatewayClient: Sendable {
         return try await call("GET", ["accounts", account, "history"], body: nil, query: query)
     }
 
+    /// Apple's transactions of the order a customer quotes from Apple's receipt e-mail, each with
+    /// the account here that owns it and that account's history (ORDER_NOT_FOUND: Apple knows no such order).
+    public func order(orderId: String) async throws(IAPGatewayError) -> IAPGatewayOrder {
+        try await call("GET", ["orders", orderId], body: nil)
+    }
+
     /// The appAccountToken the gateway expects for `account` of this app (see `appAccountToken(bundleId:account:sha256:)`).
     public func appAccountToken(account: String) -> UUID {
         derivedToken(bundleId: bundleId, account: account)

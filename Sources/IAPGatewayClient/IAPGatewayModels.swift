@@ -160,6 +160,28 @@ public struct IAPGatewayHistory: Sendable, Equatable, Decodable {
     public let truncated: Bool
 }
 
+/// What support learns from an order ID a customer quotes (`GET .../orders/{orderId}`): Apple's
+/// transactions of the order, each verified and with the account here that owns its purchase.
+public struct IAPGatewayOrder: Sendable, Equatable, Decodable {
+    public struct Item: Sendable, Equatable, Decodable {
+        public let transaction: IAPGatewayTransaction
+        /// The account its purchase chain is bound to; nil when no account of this gateway claimed it.
+        public let owner: String?
+    }
+    /// One owner's support history, once per account.
+    public struct Account: Sendable, Equatable, Decodable {
+        public let account: String
+        public let attempts: [IAPGatewayHistory.Attempt]
+        public let chains: [IAPGatewayHistory.Chain]
+        public let truncated: Bool
+    }
+    public let orderId: String
+    /// Where Apple knew the order ("Production", "Sandbox").
+    public let environment: String
+    public let transactions: [Item]
+    public let accounts: [Account]
+}
+
 struct EntitlementsAnswer: Decodable {
     let entitlements: [IAPGatewayEntitlement]
 }

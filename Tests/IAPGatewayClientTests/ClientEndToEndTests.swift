@@ -116,6 +116,22 @@ final class ClientEndToEndTests: XCTestCase {
         XCTAssertNotEqual(transport.keys.last, keys.first)
     }
 
+    func testSupportFindsAnOrdersPurchaseItsOwnerAndTheOwnersHistory() async throws {
+        let gw = try await ClientDeployment.start(self)
+        let client = try gw.client()
+        let bought = try gw.buy(ClientDeployment.removeAds, owner: "device-ola")
+        _ = try await client.verify(account: "ola", evidence: .transactionId(bought.transactionId))
+        let order = try await client.order(orderId: bought.orderId)
+        XCTAssertEqual(order.orderId, bought.orderId)
+        XCTAssertEqual(order.transactions.map(\.transaction.transactionId), [bought.transactionId])
+        XCTAssertEqual(order.transactions.map(\.owner), ["ola"])
+        XCTAssertEqual(order.accounts.map(\.account), ["ola"])
+        XCTAssertEqual(order.accounts.first?.chains.map(\.originalTransactionId), [bought.transactionId])
+        let missing = await refusal { () async throws(IAPGatewayError) in try await client.order(orderId: "MZZZZZZZZZ") }
+        XCTAssertEqual(missing?.code, "ORDER_NOT_FOUND")
+        XCTAssertEqual(missing?.status, 404)
+    }
+
     func testWrongKeyIsUnauthenticatedAndNotRetryable() async throws {
         let gw = try await ClientDeployment.start(self)
         let client = try gw.client(apiKey: "not-the-key")
