@@ -23,7 +23,6 @@ public struct LegacyTransactionReceipt: Sendable {
     public var bundleId: String? { purchaseInfo["bid"] }
     public var bundleVersion: String? { purchaseInfo["bvrs"] }
     public var appItemId: String? { purchaseInfo["app-item-id"] }
-    public var itemId: String? { purchaseInfo["item-id"] }
 
     public let signatureVersion: UInt8
     public let signature: [UInt8]

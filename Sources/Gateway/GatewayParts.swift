@@ -104,12 +104,6 @@ extension GatewayParts {
                             history: HistoryEndpoint(ledger: ledger, now: now))
     }
 
-    /// The migration report for an app's stored comparisons, as the self-contained HTML page the
-    /// dashboard serves (`iapgw compare --report`).
-    public func migrationReportHTML(bundleId: String) async throws(VerificationError) -> String {
-        MigrationReportHTML.render(try await migrationReport(bundleId: bundleId))
-    }
-
     /// The report (verdict, failures, cutover impact) over every stored comparison of the app.
     public func migrationReport(bundleId: String) async throws(VerificationError) -> MigrationReport {
         guard let comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }

@@ -63,9 +63,6 @@ public enum MappingTarget: String, Sendable, CaseIterable {
         case .response: TargetSchema(LegacyResponseFacts.fields, required: ["status"])
         }
     }
-
-    /// Every canonical field name rules may write for this target.
-    public var fieldNames: [String] { schema.names }
 }
 
 /// Names and types of a target's fields, in slot order (a rule's target is a slot index).

@@ -95,7 +95,7 @@ final class BatchComparerTests: XCTestCase {
         XCTAssertTrue(text.hasPrefix("verdict (Production, over distinct purchase chains): not ready"), text)
         XCTAssertTrue(text.contains("if you cut over now: 1 purchase(s) would lose access, 1 would gain access, 1 would see another expiry"), text)
         XCTAssertTrue(text.contains("  losesAccess: account acct-7, "), text)
-        let html = try await b.gw.harness.parts.migrationReportHTML(bundleId: b.gw.bundleId)
+        let html = MigrationReportHTML.render(report)
         XCTAssertTrue(html.contains("<table id=\"impact-accounts\">"))
         print(text)
     }

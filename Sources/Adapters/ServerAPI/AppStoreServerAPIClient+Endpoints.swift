@@ -27,17 +27,6 @@ extension AppStoreServerAPIClient {
                                           isComplete: pages.complete)
     }
 
-    /// GET /inApps/v2/refund/lookup/{transactionId}, following `revision` while `hasMore`.
-    public func getRefundHistory(transactionId: String, revision: String? = nil,
-                                 order: ServerAPIEnvironmentOrder = .productionOnly)
-        async throws(VerificationError) -> RefundHistoryResponse {
-        let path = "/inApps/v2/refund/lookup/" + (try Self.checkTransactionId(transactionId))
-        let pages = try await collectPages(name: "getRefundHistory", path: path, revision: revision, extraQuery: [],
-                                           order: order)
-        return RefundHistoryResponse(environment: pages.environment, rawPages: pages.raw, signedTransactions: pages.signed,
-                                     revision: pages.revision, isComplete: pages.complete)
-    }
-
     /// GET /inApps/v1/subscriptions/{transactionId}
     public func getAllSubscriptionStatuses(transactionId: String, order: ServerAPIEnvironmentOrder = .productionOnly)
         async throws(VerificationError) -> SubscriptionStatusesResponse {

@@ -78,15 +78,6 @@ public struct OrderLookupResponse: Sendable {
     public let signedTransactions: [String]
 }
 
-/// Get Refund History (v2), every page collected.
-public struct RefundHistoryResponse: Sendable {
-    public let environment: ServerAPIEnvironment
-    public let rawPages: [JSONValue]
-    public let signedTransactions: [String]
-    public let revision: String?
-    public let isComplete: Bool
-}
-
 /// Request a Test Notification.
 public struct TestNotificationResponse: Sendable {
     public let environment: ServerAPIEnvironment
