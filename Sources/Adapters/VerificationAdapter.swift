@@ -42,11 +42,16 @@ public struct EvidenceForm: Sendable {
     public var summary: String
     /// The step this kind takes before any adapter verifies it (a receipt's nonce); nil: none.
     public var checkIn: (any EvidenceCheckIn)?
+    /// What `member` must look like before anything reads it (a JSON Schema; the adapter refuses
+    /// any other value with 400, so the API document states it).
+    public var memberSchema: JSONValue
 
     public init(kind: AppPolicy.EvidenceKind, member: String, companions: [String] = [], summary: String,
+                memberSchema: JSONValue = .object(["type": "string", "minLength": .int(1)]),
                 checkIn: (any EvidenceCheckIn)? = nil) {
         self.kind = kind
         self.member = member
+        self.memberSchema = memberSchema
         self.companions = companions
         self.summary = summary
         self.checkIn = checkIn
@@ -54,13 +59,21 @@ public struct EvidenceForm: Sendable {
 
     // `.receipt` is the legacy adapter's (Legacy/ReceiptSteps.swift), with its nonce step.
     public static let transactionId = Self(kind: .transactionId, member: "transactionId",
-                                           summary: "a transaction ID, looked up with the App Store Server API")
+                                           summary: "a transaction ID, looked up with the App Store Server API",
+                                           memberSchema: transactionIdSchema)
     public static let signedTransaction = Self(kind: .signedTransaction, member: "signedTransaction",
-                                               summary: "a StoreKit 2 signed transaction (JWS)")
+                                               summary: "a StoreKit 2 signed transaction (JWS)", memberSchema: compactJWSSchema)
     public static let signedAppTransaction = Self(kind: .signedAppTransaction, member: "signedAppTransaction",
-                                                  summary: "StoreKit 2's AppTransaction.shared (JWS): the app's own purchase, for grandfathering")
+                                                  summary: "StoreKit 2's AppTransaction.shared (JWS): the app's own purchase, for grandfathering",
+                                                  memberSchema: compactJWSSchema)
     public static let appTransactionId = Self(kind: .appTransactionId, member: "appTransactionId",
-                                              summary: "an appTransactionId, read with Get App Transaction Info (grandfathering)")
+                                              summary: "an appTransactionId, read with Get App Transaction Info (grandfathering)",
+                                              memberSchema: transactionIdSchema)
+
+    /// A transaction or app transaction id as the Server API client takes it (`checkTransactionId`).
+    static let transactionIdSchema: JSONValue = .object(["type": "string", "pattern": .string(AppStoreServerAPIClient.transactionIdPattern)])
+    /// A compact JWS: three base64url segments (what the JWS reader splits before anything else).
+    public static let compactJWSSchema: JSONValue = .object(["type": "string", "pattern": "^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$"])
 }
 
 /// What an adapter found: canonical facts only. Binding accounts and granting happen after it,

@@ -50,6 +50,9 @@ extension AppStoreServerAPIClient {
         return SubscriptionStatusesResponse(environment: environment, raw: .object(f.object), data: groups)
     }
 
+    /// What `lookUpOrderId` takes, as a regular expression (the gateway's API document states it).
+    public static let orderIdPattern = "^[A-Za-z0-9]{1,64}$"
+
     /// GET /inApps/v1/lookup/{orderId}
     public func lookUpOrderId(_ orderId: String, order: ServerAPIEnvironmentOrder = .productionOnly)
         async throws(VerificationError) -> OrderLookupResponse {
@@ -139,6 +142,9 @@ extension AppStoreServerAPIClient {
 
     /// Transaction ids are decimal digits (Xcode's are small numbers): anything else is refused
     /// before it can reach a URL path.
+    /// What `checkTransactionId` takes, as a regular expression.
+    public static let transactionIdPattern = "^[0-9]{1,32}$"
+
     static func checkTransactionId(_ id: String) throws(VerificationError) -> String {
         guard (1...32).contains(id.utf8.count), id.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw VerificationError(.malformedRequest, "a transaction id is 1 to 32 decimal digits")

@@ -10,7 +10,7 @@ import Ledger
 public struct HistoryEndpoint: Sendable {
     public static let defaultLimit = 100
     public static let maxLimit = 1_000
-    static let queryParameters: [OpenAPIOperation.QueryParameter] = [("since", "integer", false), ("limit", "integer", false)]
+    static let queryParameters: [QueryParameter] = [.integer("since", 0...Int64.max), .integer("limit", 1...Int64(maxLimit))]
     /// Hex digits of the evidence's SHA-256 shown: enough to match a client's copy, not to look it up.
     static let digestPrefixLength = 16
 
@@ -25,11 +25,10 @@ public struct HistoryEndpoint: Sendable {
 
     /// `since` and `limit` of a route that answers histories (this one, the order look-up).
     static func window(_ request: HTTPRequest) throws(VerificationError) -> (since: Int64, limit: Int) {
-        if let unknown = request.query.keys.sorted().first(where: { name in !Self.queryParameters.contains { $0.name == name } }) {
-            throw VerificationError(.malformedRequest, "unknown query parameter \(ClientExcerpt.of(unknown))")
-        }
-        let since = try Self.integer(request.query["since"], "since", 0...Int64.max) ?? 0
-        let limit = try Self.integer(request.query["limit"], "limit", 1...Int64(Self.maxLimit)) ?? Int64(Self.defaultLimit)
+        let declared = queryParameters
+        try declared.refuseUnknown(in: request.query)
+        let since = try declared["since"].integer(in: request.query) ?? 0
+        let limit = try declared["limit"].integer(in: request.query) ?? Int64(defaultLimit)
         return (since, Int(limit))
     }
 
@@ -37,15 +36,6 @@ public struct HistoryEndpoint: Sendable {
     func audit(app: AppPolicy, subject: SupportSubject, since: Int64, limit: Int) async throws(VerificationError) -> JSONValue {
         let history = try await ledger.supportHistory(bundleId: app.bundleId, subject: subject, since: since, limit: limit)
         return Self.json(history, bundleId: app.bundleId, subject: subject, policy: app, now: now())
-    }
-
-    private static func integer(_ text: String?, _ name: String, _ range: ClosedRange<Int64>)
-        throws(VerificationError) -> Int64? {
-        guard let text else { return nil }
-        guard let value = Int64(text), range.contains(value) else {
-            throw VerificationError(.malformedRequest, "\(name) must be an integer in \(range.lowerBound)...\(range.upperBound)")
-        }
-        return value
     }
 
     /// The history as the route and `iapgw audit` show it.

@@ -5,8 +5,6 @@ import IAPCore
 /// parameters come from the route's path, the key requirement from its handler, and the answers
 /// every route shares (400/401/404 of a keyed route, 405) from `OpenAPIDocument`.
 struct OpenAPIOperation: Sendable {
-    typealias QueryParameter = (name: String, type: String, required: Bool)
-
     var summary: String
     var query: [QueryParameter] = []
     /// The schema of the JSON body the route takes, if it takes one.
@@ -71,13 +69,11 @@ enum OpenAPIDocument {
         var op: [String: JSONValue] = ["summary": .string(declared.summary)]
         var parameters: [JSONValue] = []
         for segment in route.path.split(separator: "/") where segment.hasPrefix("{") {
-            parameters.append(.object(["name": .string(String(segment.dropFirst().dropLast())), "in": "path",
-                                       "required": .bool(true), "schema": .object(["type": "string"])]))
+            let name = String(segment.dropFirst().dropLast())
+            parameters.append(.object(["name": .string(name), "in": "path", "required": .bool(true),
+                                       "schema": pathSchemas[name] ?? .object(["type": "string", "minLength": .int(1)])]))
         }
-        for (name, type, required) in declared.query {
-            parameters.append(.object(["name": .string(name), "in": "query", "required": .bool(required),
-                                       "schema": .object(["type": .string(type)])]))
-        }
+        parameters += declared.query.map(\.openAPI)
         var responses = declared.responses
         if route.takesIdempotencyKey {
             parameters.append(.object([
@@ -118,6 +114,28 @@ enum OpenAPIDocument {
         return .object(op)
     }
 
+    /// A V1 notification's members as Apple documents them (responseBodyV1): strings, but for
+    /// `expiration_intent` and the `unified_receipt` verifyReceipt's answer nests.
+    private static var v1NotificationMembers: [String: JSONValue] {
+        var members: [String: JSONValue] = [:]
+        for name in ["auto_renew_adam_id", "auto_renew_product_id", "auto_renew_status", "auto_renew_status_change_date",
+                     "auto_renew_status_change_date_ms", "auto_renew_status_change_date_pst", "bid", "bvrs", "environment",
+                     "notification_type", "original_transaction_id", "password"] {
+            members[name] = text
+        }
+        members["expiration_intent"] = .object(["type": "integer", "minimum": .int(0), "maximum": .int(Int64(Int32.max))])
+        let records = array(.object(["type": "object", "additionalProperties": string]))
+        members["unified_receipt"] = closedObject(["environment": text, "latest_receipt": text, "status": .object(["type": "integer", "minimum": .int(0), "maximum": .int(99_999)]),
+                                                   "latest_receipt_info": records, "pending_renewal_info": records], required: [])
+        return members
+    }
+
+    /// Path parameters the server checks beyond being there, by name.
+    private static let pathSchemas: [String: JSONValue] = [
+        "account": RequestBody.accountSchema,
+        "orderId": .object(["type": "string", "pattern": .string(AppStoreServerAPIClient.orderIdPattern)]),
+    ]
+
     static func ref(_ name: String) -> JSONValue { .object(["$ref": .string("#/components/schemas/\(name)")]) }
 
     private static func object(_ properties: [String: JSONValue], required: [String] = []) -> JSONValue {
@@ -125,6 +143,17 @@ enum OpenAPIDocument {
         if !required.isEmpty { o["required"] = .array(required.map(JSONValue.string)) }
         return .object(o)
     }
+
+    /// A request body's object: the server refuses any member it does not name (400).
+    private static func closedObject(_ properties: [String: JSONValue], required: [String]) -> JSONValue {
+        var o = object(properties, required: required).objectValue ?? [:]
+        o["additionalProperties"] = .bool(false)
+        return .object(o)
+    }
+
+    /// A non-empty string.
+    private static let text: JSONValue = .object(["type": "string", "minLength": .int(1)])
+    private static let compactJWS = EvidenceForm.compactJWSSchema
     static let string: JSONValue = .object(["type": "string"])
     private static let integer: JSONValue = .object(["type": "integer", "format": "int64"])
     /// A path's state in a cutover impact row: an entitlement state, or notFound where its answer lacks the chain.
@@ -141,14 +170,17 @@ enum OpenAPIDocument {
             "Error": object(["error": object(["code": string, "message": string, "retryable": .object(["type": "boolean"]),
                                               "requestId": .object(["type": "string", "description": "the X-Request-Id of this answer; the log line with the details carries it"])],
                                              required: ["code", "message", "retryable"])], required: ["error"]),
-            "NonceRequest": object(["account": string], required: ["account"]),
+            "NonceRequest": closedObject(["account": RequestBody.accountSchema], required: ["account"]),
             "OfferSignatureRequest": .object([
                 "description": "account and productId plus either promotionalOffer (an offer id) with format v1 or v2, or introductoryOfferEligibility",
-                "type": "object",
-                "properties": .object(["account": string, "productId": string, "promotionalOffer": string,
-                                       "format": .object(["type": "string", "enum": .array(["v1", "v2"])]),
-                                       "introductoryOfferEligibility": .object(["type": "boolean"])]),
-                "required": .array(["account", "productId"]),
+                "oneOf": .array([
+                    closedObject(["account": RequestBody.accountSchema, "productId": text, "promotionalOffer": text,
+                                  "format": .object(["type": "string", "enum": .array(["v1", "v2"])])],
+                                 required: ["account", "productId", "promotionalOffer", "format"]),
+                    closedObject(["account": RequestBody.accountSchema, "productId": text,
+                                  "introductoryOfferEligibility": .object(["type": "boolean"])],
+                                 required: ["account", "productId", "introductoryOfferEligibility"]),
+                ]),
             ]),
             "OfferSignature": .object([
                 "description": "v1: StoreKit 1's SKPaymentDiscount values (signature: base64 DER ECDSA P-256); v2 and introductoryOfferEligibility: a compact JWS for StoreKit 2",
@@ -157,7 +189,7 @@ enum OpenAPIDocument {
                                        "keyIdentifier": string, "nonce": string, "timestamp": integer, "signature": string]),
                 "required": .array(["format", "signature"]),
             ]),
-            "RealtimeRequest": object(["signedPayload": string], required: ["signedPayload"]),
+            "RealtimeRequest": closedObject(["signedPayload": compactJWS], required: ["signedPayload"]),
             "RealtimeResponse": .object([
                 "description": "Apple's RealtimeResponseBody: at most one of message, alternateProduct, promotionalOffer (a v2 JWS); {} lets Apple show the default message",
                 "type": "object",
@@ -173,9 +205,11 @@ enum OpenAPIDocument {
                     form.member + (form.companions.isEmpty ? "" : " (with " + form.companions.joined(separator: ", ") + ")")
                         + ": " + form.summary
                 }.joined(separator: "; ")),
-                "type": "object",
-                "properties": .object(Dictionary(uniqueKeysWithValues: RequestBody.verifyMembers(forms).map { ($0, string) })),
-                "required": .array(["account"]),
+                "oneOf": .array(forms.map { form in
+                    var members = ["account": RequestBody.accountSchema, form.member: form.memberSchema]
+                    for companion in form.companions { members[companion] = text }
+                    return closedObject(members, required: ["account", form.member])
+                }),
             ]),
             "VerifyResponse": object([
                 "account": string,
@@ -240,8 +274,13 @@ enum OpenAPIDocument {
                 "accounts": array(.object(["allOf": .array([ref("History")]),
                                            "description": "each owner's history, once per account, as GET …/accounts/{account}/history answers it"])),
             ]),
-            "Notification": .object(["type": "object", "description": "V2: {\"signedPayload\": JWS}; V1: Apple's legacy JSON with password and unified_receipt",
-                                     "properties": .object(["signedPayload": string])]),
+            "Notification": .object([
+                "description": "V2: {\"signedPayload\": JWS}; V1: Apple's legacy JSON with notification_type, password and unified_receipt",
+                "oneOf": .array([
+                    closedObject(["signedPayload": compactJWS], required: ["signedPayload"]),
+                    closedObject(v1NotificationMembers, required: ["notification_type", "password", "unified_receipt"]),
+                ]),
+            ]),
             "NotificationAccepted": object(["status": string, "notificationId": string]),
             "Comparisons": object([
                 "counts": object(["total": integer, "agreed": integer]),

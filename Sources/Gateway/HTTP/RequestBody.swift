@@ -74,11 +74,20 @@ struct RequestBody {
     }
 
     static func validateAccount(_ account: String) throws(VerificationError) {
-        guard !account.isEmpty, account.utf8.count <= 256,
+        guard (1...accountMaxCharacters).contains(account.unicodeScalars.count),
               !account.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw VerificationError(.malformedRequest, "account must be 1 to 256 bytes without control characters")
+            throw VerificationError(.malformedRequest, "account must be 1 to \(accountMaxCharacters) characters without control characters")
         }
     }
+
+    /// The longest account, in Unicode scalars (what JSON Schema's maxLength counts).
+    static let accountMaxCharacters = 256
+
+    /// `validateAccount` as JSON Schema: control characters are Unicode's Cc, U+0000–U+001F and U+007F–U+009F.
+    static let accountSchema: JSONValue = .object([
+        "type": "string", "minLength": .int(1), "maxLength": .int(Int64(accountMaxCharacters)),
+        "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
+    ])
 
     /// The members a verify body may hold: the account, and each evidence form's member and companions.
     static func verifyMembers(_ forms: [EvidenceForm]) -> Set<String> {

@@ -6,11 +6,12 @@ import Ledger
 /// GET /v1/apps/{bundleId}/comparisons?from=&to=&class=&field=&productId=&failure=&limit=
 enum ComparisonsEndpoint {
     static let defaultLimit = 100
-    static let queryParameters: [OpenAPIOperation.QueryParameter] = [
-        ("from", "integer", false), ("to", "integer", false), ("class", "string", false), ("field", "string", false),
-        ("productId", "string", false), ("failure", "string", false), ("limit", "integer", false),
+    static let queryParameters: [QueryParameter] = [
+        .integer("from", 0...Int64.max), .integer("to", 0...Int64.max),
+        .oneOf("class", ComparisonDifference.Kind.allCases.map(\.rawValue)),
+        .text("field"), .text("productId"), .text("failure"),
+        .integer("limit", 1...Int64(SQLLedger.maxComparisonLimit)),
     ]
-    static let allowedParameters = Set(queryParameters.map(\.name))
 
     static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger) async throws(VerificationError)
         -> HTTPResponse {
@@ -25,35 +26,15 @@ enum ComparisonsEndpoint {
     }
 
     static func parse(_ parameters: [String: String], bundleId: String) throws(VerificationError) -> ComparisonQuery {
-        if let unknown = parameters.keys.sorted().first(where: { !allowedParameters.contains($0) }) {
-            throw VerificationError(.malformedRequest, "unknown query parameter \(ClientExcerpt.of(unknown))")
-        }
-        func integer(_ name: String, _ range: ClosedRange<Int64>) throws(VerificationError) -> Int64? {
-            guard let text = parameters[name] else { return nil }
-            guard let value = Int64(text), range.contains(value) else {
-                throw VerificationError(.malformedRequest, "\(name) must be an integer in \(range.lowerBound)...\(range.upperBound)")
-            }
-            return value
-        }
-        func text(_ name: String) throws(VerificationError) -> String? {
-            guard let value = parameters[name] else { return nil }
-            guard !value.isEmpty, value.utf8.count <= 256 else {
-                throw VerificationError(.malformedRequest, "\(name) must be 1 to 256 bytes")
-            }
-            return value
-        }
-        var kind: ComparisonDifference.Kind?
-        if let raw = parameters["class"] {
-            guard let k = ComparisonDifference.Kind(rawValue: raw) else {
-                throw VerificationError(.malformedRequest, "class must be one of "
-                                        + ComparisonDifference.Kind.allCases.map(\.rawValue).joined(separator: ", "))
-            }
-            kind = k
-        }
-        return ComparisonQuery(bundleId: bundleId, from: try integer("from", 0...Int64.max), to: try integer("to", 0...Int64.max),
-                               kind: kind, field: try text("field"), productId: try text("productId"),
-                               failureCode: try text("failure"),
-                               limit: Int(try integer("limit", 1...Int64(SQLLedger.maxComparisonLimit)) ?? Int64(defaultLimit)))
+        let declared = queryParameters
+        try declared.refuseUnknown(in: parameters)
+        return ComparisonQuery(bundleId: bundleId, from: try declared["from"].integer(in: parameters),
+                               to: try declared["to"].integer(in: parameters),
+                               kind: try declared["class"].value(in: parameters).flatMap(ComparisonDifference.Kind.init(rawValue:)),
+                               field: try declared["field"].value(in: parameters),
+                               productId: try declared["productId"].value(in: parameters),
+                               failureCode: try declared["failure"].value(in: parameters),
+                               limit: Int(try declared["limit"].integer(in: parameters) ?? Int64(defaultLimit)))
     }
 
     static func json(_ c: PurchaseComparison) -> JSONValue {

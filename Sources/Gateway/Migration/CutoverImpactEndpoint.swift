@@ -7,13 +7,10 @@ import Ledger
 /// app's receipts to the Server API now would change, per product and per account, as JSON (the
 /// dashboard's "If you cut over now" and verdict sections, from the same `MigrationReport`).
 enum CutoverImpactEndpoint {
-    static let queryParameters: [OpenAPIOperation.QueryParameter] = [("from", "integer", false), ("to", "integer", false)]
-    static let allowedParameters = Set(queryParameters.map(\.name))
+    static let queryParameters: [QueryParameter] = [.integer("from", 0...Int64.max), .integer("to", 0...Int64.max)]
 
     static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger) async throws(VerificationError) -> HTTPResponse {
-        if let unknown = request.query.keys.sorted().first(where: { !allowedParameters.contains($0) }) {
-            throw VerificationError(.malformedRequest, "unknown query parameter \(ClientExcerpt.of(unknown))")
-        }
+        try queryParameters.refuseUnknown(in: request.query)
         let range = try ComparisonsEndpoint.parse(request.query, bundleId: app.bundleId)
         let (comparisons, truncated) = try await DashboardEndpoint.load(app.bundleId, from: range.from, to: range.to, ledger: ledger)
         let report = MigrationReport(bundleId: app.bundleId, comparisons: comparisons, criteria: ReadinessCriteria(app: app),

@@ -10,27 +10,22 @@ import Ledger
 /// The key travels in the header only, never in the URL (a `?key=` would land in access logs,
 /// browser history and referrers). Each app's key shows that app's data only.
 enum DashboardEndpoint {
-    static let queryParameters: [OpenAPIOperation.QueryParameter] = [("app", "string", true), ("from", "integer", false),
-                                                                     ("to", "integer", false), ("format", "string", false)]
-    static let allowedParameters = Set(queryParameters.map(\.name))
+    static let queryParameters: [QueryParameter] = [.text("app", required: true), .integer("from", 0...Int64.max),
+                                                    .integer("to", 0...Int64.max), .oneOf("format", ["html", "csv"])]
     /// Comparisons read into one page at most; beyond it the page says it shows the newest only.
     static let maxComparisons = 20_000
 
     static func bundleId(_ request: HTTPRequest) throws(VerificationError) -> String {
-        guard let app = request.query["app"], !app.isEmpty, app.utf8.count <= 256 else {
-            throw VerificationError(.malformedRequest, "the app query parameter (a bundle id) is required")
-        }
+        guard let app = try queryParameters["app"].value(in: request.query) else { preconditionFailure("app is required") }
         return app
     }
 
     static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger) async throws(VerificationError) -> HTTPResponse {
-        if let unknown = request.query.keys.sorted().first(where: { !allowedParameters.contains($0) }) {
-            throw VerificationError(.malformedRequest, "unknown query parameter \(ClientExcerpt.of(unknown))")
-        }
+        try queryParameters.refuseUnknown(in: request.query)
+        let format = try queryParameters["format"].value(in: request.query) ?? "html"
         var window = request.query
         window["app"] = nil
-        let format = window.removeValue(forKey: "format") ?? "html"
-        guard ["html", "csv"].contains(format) else { throw VerificationError(.malformedRequest, "format must be html or csv") }
+        window["format"] = nil
         let range = try ComparisonsEndpoint.parse(window, bundleId: app.bundleId)
         let report = try await report(app: app, from: range.from, to: range.to, ledger: ledger)
         if format == "csv" {

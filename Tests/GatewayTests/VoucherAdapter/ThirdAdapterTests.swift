@@ -126,7 +126,10 @@ final class ThirdAdapterTests: XCTestCase {
         let document = try await send(try service(), "GET", "/openapi.json")
         guard case .object(let root) = document.json, case .object(let components)? = root["components"],
               case .object(let schemas)? = components["schemas"], case .object(let request)? = schemas["VerifyRequest"],
-              case .object(let properties)? = request["properties"] else { return XCTFail(document.json.jsonText) }
-        XCTAssertEqual(Set(properties.keys), ["account", "receipt", "nonce", "voucher"])
+              case .array(let forms)? = request["oneOf"] else { return XCTFail(document.json.jsonText) }
+        // One body shape per evidence form, each with only its own members.
+        let shapes = forms.compactMap { $0["properties"]?.objectValue.map { Set($0.keys) } }
+        XCTAssertEqual(Set(shapes), [["account", "receipt", "nonce"], ["account", "voucher"]])
+        XCTAssertTrue(forms.allSatisfy { $0["additionalProperties"] == .bool(false) })
     }
 }
