@@ -2,9 +2,9 @@ import IAPCore
 import Synchronization
 
 /// The write calls of concurrent requests (POST /verify's claims, notification deliveries), written
-/// in batches by storage calls that answer each caller themselves. A call that took a storage thread
-/// of its own woke it, slept in the group commit and was woken again to answer: issue 14's profiles
-/// had ~8 thread switches per notification, 9-11 per evenly paced re-claim. Here a caller only
+/// in batches by storage calls that answer each caller themselves. A call given a storage thread of
+/// its own wakes it, sleeps in the group commit and is woken again to answer: ~8 thread switches per
+/// notification, 9-11 per evenly paced re-claim (profiled: Benchmarks/HISTORY.md). Here a caller only
 /// queues its call (and starts a writer if none runs); a writer takes everything queued and runs it
 /// in one transaction (`SQLDatabase.transactions(each:)`: `GroupCommit`, each call in a savepoint of
 /// its own, one commit, one fsync), answers each, and goes on while calls wait. Each caller still

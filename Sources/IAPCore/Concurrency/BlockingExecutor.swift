@@ -256,9 +256,9 @@ private final class JobQueue: Sendable {
 }
 
 /// The deadlines of an executor's calls, kept in order and expired by one thread of its own, which
-/// sleeps until the earliest. A timer per call (`DispatchQueue.asyncAfter`) woke libdispatch's
+/// sleeps until the earliest. A timer per call (`DispatchQueue.asyncAfter`) would wake libdispatch's
 /// manager thread on every call and a pool thread again when it fired: two thread switches per
-/// storage call, for deadlines that almost never pass (issue 14's profile of `POST /verify`).
+/// storage call, for deadlines that almost never pass (profiled on `POST /verify`: Benchmarks/HISTORY.md).
 private final class DeadlineWatch: @unchecked Sendable {
     private struct Entry {
         let deadline: ContinuousClock.Instant

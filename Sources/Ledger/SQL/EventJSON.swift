@@ -2,7 +2,7 @@ import IAPCore
 
 extension NotificationJSON {
     /// `encode(event)`'s exact bytes (sorted keys, slashes unescaped), written directly: JSONEncoder
-    /// took ~30 µs of the ~500 µs of CPU each accepted notification costs (issue 14's profile), this
+    /// costs ~30 µs of the ~500 µs of CPU each accepted notification costs (profiled: Benchmarks/HISTORY.md), this
     /// a fraction of it. The inbox row must not change with it (`InboxEventJSONTests` compares the
     /// two), so an event holding a fractional number, whose digits are JSONEncoder's own, goes through it.
     static func eventText(_ event: LifecycleEvent) throws(VerificationError) -> String {
