@@ -1,3 +1,4 @@
+import AppleTrust
 import Foundation
 import IAPConfig
 import IAPCore
