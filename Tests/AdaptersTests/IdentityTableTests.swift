@@ -10,8 +10,9 @@ import XCTest
 
 /// One table of identities, put to every path that reads what evidence says about its app: a
 /// verifyReceipt answer, a receipt read locally (the migration path's claim), each kind of JWS Apple
-/// signs (a transaction, which a transaction id's answer is too; an app transaction; renewal info; a
-/// V2 notification through the decoder; a retention request), a V1 notification body. Each path must
+/// signs (a transaction, on its own and as the Server API adapter takes a transaction id or a signed
+/// transaction over HTTP; an app transaction; renewal info; a V2 notification through the decoder;
+/// a retention request), a V1 notification body. Each path must
 /// give the code its column says; reconciliation, consumption and the report model read their
 /// environments from the same identity.
 final class IdentityTableTests: LegacyAdapterTestCase {
@@ -25,10 +26,14 @@ final class IdentityTableTests: LegacyAdapterTestCase {
     static var nowMs: Int64 { Int64(now.timeIntervalSince1970 * 1000) }
 
     enum Path: String, CaseIterable {
-        case verifyReceipt, localReceipt, transaction, appTransaction, renewalInfo, notificationV2, notificationV1, retention
+        case verifyReceipt, localReceipt, transaction, transactionId, signedTransaction, appTransaction, renewalInfo
+        case notificationV2, notificationV1, retention
+
+        /// A transaction id's answer and a signed transaction are transactions: their column is that one.
+        var column: Path { self == .transactionId || self == .signedTransaction ? .transaction : self }
     }
 
-    struct Row {
+    fileprivate struct Row {
         let name: String
         let bundleId: String?
         let appAppleId: Int64?
@@ -37,12 +42,12 @@ final class IdentityTableTests: LegacyAdapterTestCase {
         let refusal: Code
         var except: [Path: Code] = [:]
 
-        func expected(_ path: Path) -> Code { except[path] ?? refusal }
+        func expected(_ path: Path) -> Code { except[path.column] ?? refusal }
     }
 
     /// What a member a path's evidence never states means: V1 bodies carry no app id, renewal info and
     /// retention requests no bundle; retention requests always carry an app id (Apple's model).
-    static let table: [Row] = [
+    fileprivate static let table: [Row] = [
         Row(name: "this app in Production", bundleId: bundleId, appAppleId: appAppleId, environment: "Production", refusal: accepted),
         Row(name: "this app in Sandbox, no app id", bundleId: bundleId, appAppleId: nil, environment: "Sandbox", refusal: accepted,
             except: [.retention: .missingField]),
@@ -69,14 +74,21 @@ final class IdentityTableTests: LegacyAdapterTestCase {
     func testEveryPathGivesEveryIdentityTheCodeOfTheTable() async throws {
         let setup = try JWSSetup()
         var wrong: [String] = []
-        for row in Self.table {
-            for path in Path.allCases {
-                let found = await outcome(of: row, on: path, setup)
-                if found != row.expected(path) {
-                    wrong.append("\(row.name) on \(path): \(found.rawValue), the table says \(row.expected(path).rawValue)")
+        do {
+            for (index, row) in Self.table.enumerated() {
+                try setup.scriptTransaction(row, id: "30000000000000\(index)")
+                for path in Path.allCases {
+                    let found = await outcome(of: row, number: index, on: path, setup)
+                    if found != row.expected(path) {
+                        wrong.append("\(row.name) on \(path): \(found.rawValue), the table says \(row.expected(path).rawValue)")
+                    }
                 }
             }
+        } catch {
+            await setup.serverAPI.tearDown()
+            throw error
         }
+        await setup.serverAPI.tearDown()
         XCTAssertEqual(wrong, [], wrong.joined(separator: "\n"))
     }
 
@@ -114,7 +126,7 @@ final class IdentityTableTests: LegacyAdapterTestCase {
 
     // MARK: One row on one path
 
-    private func outcome(of row: Row, on path: Path, _ setup: JWSSetup) async -> Code {
+    private func outcome(of row: Row, number: Int, on path: Path, _ setup: JWSSetup) async -> Code {
         do {
             switch path {
             case .verifyReceipt:
@@ -129,6 +141,12 @@ final class IdentityTableTests: LegacyAdapterTestCase {
                                             environment: AppStoreEnvironment(rawValue: row.environment), kind: .receipt))
             case .transaction:
                 _ = try setup.verifier.verifyAndDecodeTransaction(try setup.sign(Self.transaction(row)))
+            case .transactionId:
+                _ = try await setup.serverAPIAdapter.verify(.transactionId("30000000000000\(number)"), account: "account-1",
+                                                            for: setup.serverAPIApp)
+            case .signedTransaction:
+                let jws = try setup.serverAPI.sign(Self.transaction(row, id: "30000000000000\(number)", nowMs: ServerAPIFixture.nowMs))
+                _ = try await setup.serverAPIAdapter.verify(.signedTransaction(jws), account: "account-1", for: setup.serverAPIApp)
             case .appTransaction:
                 _ = try setup.verifier.verifyAndDecodeAppTransaction(try setup.sign(Self.appTransaction(row)))
             case .renewalInfo:
@@ -152,7 +170,7 @@ final class IdentityTableTests: LegacyAdapterTestCase {
     // MARK: Evidence stating a row's identity
 
     /// The members of a row that are stated; nil ones are absent, never null.
-    private static func identity(_ row: Row, bundle: String = "bundleId", appId: String = "appAppleId",
+    fileprivate static func identity(_ row: Row, bundle: String = "bundleId", appId: String = "appAppleId",
                                  environment: String = "environment") -> [String: JSONValue] {
         var o: [String: JSONValue] = [environment: .string(row.environment)]
         if let b = row.bundleId { o[bundle] = .string(b) }
@@ -160,11 +178,12 @@ final class IdentityTableTests: LegacyAdapterTestCase {
         return o
     }
 
-    private static func transaction(_ row: Row) -> JSONValue {
-        var t = identity(row, appId: "appAppleId")
-        t.merge(["transactionId": "2000000000000001", "originalTransactionId": "2000000000000001",
-                 "productId": "com.example.legacy.monthly", "purchaseDate": .int(nowMs - 60_000), "quantity": 1,
-                 "type": "Auto-Renewable Subscription", "inAppOwnershipType": "PURCHASED", "signedDate": .int(nowMs - 1_000)]) { a, _ in a }
+    /// `nowMs`: the Server API adapter verifies at the real time, against a leaf valid around it.
+    fileprivate static func transaction(_ row: Row, id: String = "2000000000000001", nowMs: Int64 = nowMs) -> JSONValue {
+        var t = identity(row)
+        t.merge(["transactionId": .string(id), "originalTransactionId": .string(id), "productId": "com.example.legacy.lifetime",
+                 "purchaseDate": .int(nowMs - 60_000), "quantity": 1, "type": "Non-Consumable",
+                 "inAppOwnershipType": "PURCHASED", "signedDate": .int(nowMs - 1_000)]) { a, _ in a }
         return .object(t)
     }
 
@@ -216,13 +235,17 @@ final class IdentityTableTests: LegacyAdapterTestCase {
     }
 
     /// The app (Production and Sandbox, its app id, no local test data), its JWS verifier as the
-    /// gateway builds it, and a notification decoder over the same verifiers.
-    struct JWSSetup {
+    /// gateway builds it, a notification decoder over the same verifiers, and the Server API adapter
+    /// before a scripted App Store for the same identity (its own test PKI and clock).
+    fileprivate struct JWSSetup {
         let ca: TestPKI.CertificateAuthority
         let signer: TestPKI.JWSSigner
         let app: AppPolicy
         let verifier: SignedDataVerifier
         let decoder: NotificationDecoder
+        let serverAPI: ServerAPIFixture
+        let serverAPIApp: AppPolicy
+        let serverAPIAdapter: ServerAPIAdapter
 
         init() throws {
             ca = try .make()
@@ -238,6 +261,25 @@ final class IdentityTableTests: LegacyAdapterTestCase {
                 .deletingLastPathComponent()
             decoder = try NotificationDecoder(mappings: try MappingSet.load(directory: root.appendingPathComponent("Mappings")),
                                               environment: LegacyFixtures.environment, verifiers: verifiers)
+            serverAPI = try ServerAPIFixture()
+            var serverAPIApp = serverAPI.app(environments: [.production, .sandbox], bundleId: IdentityTableTests.bundleId)
+            serverAPIApp.appAppleId = IdentityTableTests.appAppleId
+            self.serverAPIApp = serverAPIApp
+            serverAPIAdapter = try serverAPI.adapter()
+        }
+
+        /// Get Transaction Info answers with the row's transaction from the host of its environment
+        /// (Sandbox's after Production's "not found"; any other from Production's).
+        func scriptTransaction(_ row: Row, id: String) throws {
+            let signed = try serverAPI.sign(IdentityTableTests.transaction(row, id: id, nowMs: ServerAPIFixture.nowMs))
+            let answer = ScriptedAppStoreServer.ok(["signedTransactionInfo": .string(signed)])
+            let path = "/inApps/v1/transactions/\(id)"
+            if row.environment == "Sandbox" {
+                serverAPI.server.script("GET", .production, path, ScriptedAppStoreServer.appleError(404, 4040010))
+                serverAPI.server.script("GET", .sandbox, path, answer)
+            } else {
+                serverAPI.server.script("GET", .production, path, answer)
+            }
         }
 
         func sign(_ payload: JSONValue) throws -> String { try signer.sign(payload) }
