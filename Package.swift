@@ -25,8 +25,9 @@ var targets: [Target] = [
     // two generations are known (the purchase comparator reads them).
     .target(name: "IAPMapping", dependencies: ["IAPCore"]),
 
-    // Apple's chain of trust: ES256, X.509 against pinned roots, JWS, JWT signing.
-    .target(name: "AppleTrust", dependencies: ["IAPCore", "IAPConfig", "COpenSSL"]),
+    // Apple's chain of trust: ES256, X.509 against pinned roots, JWS, JWT signing. No app config: a verifier
+    // is given the small values it checks (roots, bundle id, app id, environments).
+    .target(name: "AppleTrust", dependencies: ["IAPCore", "COpenSSL"]),
 
     // Legacy receipts: BER/DER reader, PKCS#7 SignedData, receipt payload, signature check.
     .target(name: "AppReceipts", dependencies: ["IAPCore", "AppleTrust", "COpenSSL"]),
@@ -71,7 +72,7 @@ var targets: [Target] = [
 
     // Production: links no test machinery (CommandLineTests checks its symbols for TestPKI and the simulator).
     .executableTarget(name: "iapgw", dependencies: ["CommandLineSupport", "IAPCore", "IAPConfig", "IAPMapping", "AppleTrust",
-                                                    "AppReceipts", "Gateway", "Ledger"]),
+                                                    "AppReceipts", "Adapters", "Gateway", "Ledger"]),
 
     // Development: the demo, the simulator alone and the benchmarks, on the test PKI.
     .executableTarget(name: "iapgw-dev", dependencies: ["CommandLineSupport", "IAPCore", "IAPConfig", "AppleTrust", "AppReceipts",

@@ -106,29 +106,12 @@ public struct AdapterOutcome: Sendable {
     }
 }
 
-/// What an adapter read from evidence before acting on it (asking Apple about it, following a
-/// redirect, normalising an answer), exactly as the evidence states it: nil is "not stated".
-public struct EvidenceIdentity: Sendable, Equatable {
-    public var bundleId: String?
-    public var appAppleId: Int64?
-    public var environment: AppStoreEnvironment?
-    /// A receipt always states its bundle, and in Production its app's Apple id (a JWS transaction
-    /// states no app id at all): for a receipt, "not stated" is refused.
-    public var isReceipt: Bool
-
-    public init(bundleId: String? = nil, appAppleId: Int64? = nil, environment: AppStoreEnvironment? = nil,
-                isReceipt: Bool = false) {
-        self.bundleId = bundleId
-        self.appAppleId = appAppleId
-        self.environment = environment
-        self.isReceipt = isReceipt
-    }
-}
-
 /// The gateway's decisions an adapter needs while it works: which environments it may ask Apple
 /// about, and whether what it has read is refused anyway. Implemented once, by the gateway's
-/// purchase checks (`ClaimPolicy`); an adapter never decides environment, bundle or app id itself,
-/// it asks here before it acts, so a refusal costs no call to Apple.
+/// `ClaimPolicy`, which holds what an adapter read (`EvidenceIdentity`: exactly as the evidence
+/// states it) to the claim's identity with the one rule (`AppIdentity.check`); an adapter never
+/// decides environment, bundle or app id itself, it asks here before it acts, so a refusal costs no
+/// call to Apple.
 public protocol EvidencePolicy: Sendable {
     /// Whether this claim may be answered from `environment` (the hosts to ask, the redirects to follow).
     func accepts(_ environment: AppStoreEnvironment) -> Bool

@@ -1,6 +1,13 @@
 import Foundation
 import IAPCore
 
+/// Who presents evidence: an app backend for one of its accounts, or Apple itself (a notification,
+/// a retention request, and the receipt a V1 notification carries name no account).
+public enum Claimant: Sendable, Equatable {
+    case account(String)
+    case apple
+}
+
 /// Everything the gateway knows about one app: which evidence it accepts, from which environments,
 /// verified how, for which products. Loaded from `Config/apps/<bundleId>.plist` or `.xml` (schema:
 /// Config/README.md); it holds references to secrets, never secrets.
@@ -54,26 +61,20 @@ public struct AppPolicy: Sendable, Equatable {
         public var secret: SecretReference
     }
 
-    /// Whether evidence from `environment` may be accepted at all (sandbox accounts aside).
-    public func allows(_ environment: AppStoreEnvironment) -> Bool {
-        environment.isLocalTest ? allowLocalTestEnvironments : allowedEnvironments.contains(environment)
-    }
-
-    /// Whether this account may present Sandbox evidence, although the app does not allow Sandbox.
-    public func allowsSandbox(forAccount account: String) -> Bool {
-        allowedEnvironments.contains(.sandbox) || sandboxAccounts.contains(account)
-    }
-
-    /// Every environment some claim of this app may be accepted from: Production and Sandbox as
-    /// allowed, Sandbox also when App Review accounts are listed, Xcode / LocalTesting when enabled.
-    /// Per-app verifiers are built with this widest set; which of these one claim may use (Sandbox
-    /// only for App Review accounts, any of them for Apple's own notifications) is decided by the
-    /// gateway's `EnvironmentRule`.
-    public var acceptableEnvironments: Set<AppStoreEnvironment> {
+    /// The identity evidence must state for one claimant (`AppIdentity.check` is the rule): this
+    /// bundle and app id, from Production and Sandbox as allowed, Sandbox also for the App Review
+    /// accounts (`sandboxAccounts`), Xcode / LocalTesting where enabled. Apple's own messages
+    /// (notifications, retention requests) name no account: they may come from wherever some claim
+    /// may, and the app's one JWS verifier is built with that widest identity.
+    public func identity(for claimant: Claimant) -> AppIdentity {
         var environments = allowedEnvironments.filter { !$0.isLocalTest }
-        if !sandboxAccounts.isEmpty { environments.insert(.sandbox) }
+        switch claimant {
+        case .apple where !sandboxAccounts.isEmpty: environments.insert(.sandbox)
+        case .account(let account) where sandboxAccounts.contains(account): environments.insert(.sandbox)
+        case .apple, .account: break
+        }
         if allowLocalTestEnvironments { environments.formUnion([.xcode, .localTesting]) }
-        return environments
+        return AppIdentity(bundleId: bundleId, appAppleId: appAppleId, environments: environments)
     }
 
     public struct TrustRoots: Sendable, Equatable {

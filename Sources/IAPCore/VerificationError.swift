@@ -88,9 +88,12 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
 
         // MARK: Identity and policy, after the signature
         /// Verified data (a JWS payload, a receipt, Apple's verifyReceipt answer, a notification) is
-        /// about another app than the route's: its bundle id differs from the app's.
+        /// about another app than the route's: its bundle id differs from the app's, or it names none
+        /// where its kind always names one (One identity rule).
         public static let bundleIdMismatch = Code(rawValue: "BUNDLE_ID_MISMATCH")
-        /// Verified data names another app Apple id than the app's policy.
+        /// Verified data names another app Apple id than the app's policy, or none from Production
+        /// where its kind always names one (a receipt, an app transaction, a notification); a
+        /// retention request for an app without `appAppleId`.
         public static let appAppleIdMismatch = Code(rawValue: "APP_APPLE_ID_MISMATCH")
         /// The evidence's environment (Production, Sandbox) is not one the app's policy allows for
         /// this account, or the verified payloads of one piece of evidence disagree on it.

@@ -1,3 +1,4 @@
+import Adapters
 import AppleTrust
 import CommandLineSupport
 import Foundation

@@ -85,7 +85,7 @@ final class LegacyReceiptAdapterTests: LegacyAdapterTestCase {
         XCTAssertEqual(server.requests.map(\.environment), ["sandbox"])
     }
 
-    /// One identity rule for both paths (`IdentityRule`): a Sandbox receipt states app id 0, so a
+    /// One identity rule for both paths (`AppIdentity.check`): a Sandbox receipt states app id 0, so a
     /// nonzero one that is not the app's names another app, here as on the migration path (which
     /// refused it while verifyReceipt answers were accepted).
     func testSandboxAnswerNamingAnotherAppIdIsRefusedLikeOnTheMigrationPath() async throws {

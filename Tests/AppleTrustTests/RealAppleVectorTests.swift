@@ -35,6 +35,17 @@ final class RealAppleVectorTests: XCTestCase {
         XCTAssertEqual(n.raw["version"], .string("2.0"))
     }
 
+    /// The identity the verifier read is handed on with the payload, so nobody reads it again.
+    func testProductionNotificationReturnsTheIdentityItWasHeldTo() throws {
+        let identity = AppIdentity(bundleId: "com.nineton.taller", appAppleId: 6450284872, environments: [.production])
+        let v = try SignedDataVerifier(rootCertificates: [try AppleRealVectors.data(AppleRealVectors.appleRootG3)], identity: identity,
+                                       now: { Self.now2026 }, ocspTransport: UnreachableOCSPTransport())
+        let n = try v.verifyAndDecodeNotification(try notification)
+        XCTAssertEqual(n.verifiedIdentity?.bundleId, "com.nineton.taller")
+        XCTAssertEqual(n.verifiedIdentity?.appAppleId, 6450284872)
+        XCTAssertEqual(n.verifiedIdentity?.environment, .production)
+    }
+
     func testProductionNotificationRefusedForAnotherBundle() throws {
         let v = try verifier(bundleId: "com.example.other", environments: [.production])
         assertRefusedReal(.bundleIdMismatch) { try v.verifyAndDecodeNotification(try notification) }

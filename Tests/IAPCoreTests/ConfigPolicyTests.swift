@@ -21,7 +21,7 @@ final class ConfigPolicyTests: XCTestCase {
         XCTAssertEqual(policy.allowedEnvironments, [.sandbox])
         XCTAssertEqual(policy.sandboxAccounts, [])
         XCTAssertFalse(policy.allowLocalTestEnvironments)
-        XCTAssertFalse(policy.allows(.xcode))
+        XCTAssertFalse(policy.identity(for: .apple).environments.contains(.xcode))
         XCTAssertEqual(policy.familySharingPolicy, .deny)
         XCTAssertEqual(policy.apiKey, .secret(SecretReference(.environmentVariable("TEST_API_KEY"))))
     }
@@ -88,9 +88,9 @@ final class ConfigPolicyTests: XCTestCase {
     func testSandboxPolicyMayAllowLocalTestEnvironments() throws {
         let body = S.validXMLBody + "\n<allowLocalTestEnvironments type=\"bool\">true</allowLocalTestEnvironments>"
         let policy = try S.decode(S.appXML(body: body), .xml)
-        XCTAssertTrue(policy.allows(.xcode))
-        XCTAssertTrue(policy.allows(.localTesting))
-        XCTAssertFalse(policy.allows(.production))
+        XCTAssertTrue(policy.identity(for: .apple).environments.contains(.xcode))
+        XCTAssertTrue(policy.identity(for: .apple).environments.contains(.localTesting))
+        XCTAssertFalse(policy.identity(for: .apple).environments.contains(.production))
     }
 
     func testProductionRequiresAppAppleId() {

@@ -155,20 +155,14 @@ public struct LegacyReceiptAdapter: VerificationAdapter, ReceiptReverifying {
     private func outcome(_ json: JSONValue, nonce: String?, app: AppPolicy, policy: any EvidencePolicy)
         throws(VerificationError) -> AdapterOutcome {
         let top = try JSONFields(json, context: "verifyReceipt response")
-        guard let environmentName = try top.string("environment") else {
+        guard let environment = try top.open("environment", as: AppStoreEnvironment.self) else {
             throw VerificationError(.missingField, "verifyReceipt response has no environment")
         }
-        let environment = AppStoreEnvironment(rawValue: environmentName)
-        // verifyReceipt speaks of these two only; another name is no receipt environment at all.
-        guard environment == .production || environment == .sandbox else {
-            throw VerificationError(.environmentNotAllowed, "\(app.bundleId): \(ClientExcerpt.of(environmentName)) receipts are not allowed here")
-        }
-        try policy.admit(EvidenceIdentity(environment: environment))
         guard let receipt = try top.fields("receipt") else {
             throw VerificationError(.missingField, "verifyReceipt response has no receipt")
         }
         try policy.admit(EvidenceIdentity(bundleId: try receipt.string("bundle_id"), appAppleId: try receipt.int64("app_item_id"),
-                                          environment: environment, isReceipt: true))
+                                          environment: environment, kind: .receipt))
         if let nonce { try nonceEcho(of: nonce, in: [("response", top), ("receipt", receipt)], app: app) }
         let normalized = try normalizer.normalize(verifyReceiptResponse: json)
         if !normalized.unmappedFields.isEmpty {

@@ -27,7 +27,7 @@ extension ServerAPIAdapter {
         }
         collected.presentedTransactionId = local.transactionId
         // Before Apple is asked about it: the environment it was signed in must be one this claim accepts.
-        try policy.admit(EvidenceIdentity(bundleId: local.bundleId, environment: local.environment))
+        try policy.admit(EvidenceIdentity(bundleId: local.bundleId, environment: local.environment, kind: .transaction))
         // Xcode and LocalTesting purchases exist on no Apple server: there is nothing to confirm.
         if app.localOnlyJWS || local.environment?.isLocalTest == true {
             try collected.add(try normalizer.normalize(transaction: local.raw))
@@ -61,7 +61,8 @@ extension ServerAPIAdapter {
             let local = try await context.verifier.verifying { verifier throws(VerificationError) in
                 try verifier.verifyAndDecodeAppTransaction(signed)
             }
-            try policy.admit(EvidenceIdentity(bundleId: local.bundleId, appAppleId: local.appAppleId, environment: local.receiptType))
+            try policy.admit(EvidenceIdentity(bundleId: local.bundleId, appAppleId: local.appAppleId, environment: local.receiptType,
+                                              kind: .appTransaction))
             if app.localOnlyJWS || local.receiptType.isLocalTest {
                 return (local.receiptType, try normalizer.normalize(appTransaction: local.raw))
             }
@@ -92,7 +93,7 @@ extension ServerAPIAdapter {
             throw VerificationError(.notificationInconsistent, "Get App Transaction Info answered another app transaction")
         }
         try policy.admit(EvidenceIdentity(bundleId: confirmed.bundleId, appAppleId: confirmed.appAppleId,
-                                          environment: confirmed.receiptType))
+                                          environment: confirmed.receiptType, kind: .appTransaction))
         return (confirmed.receiptType, try normalizer.normalize(appTransaction: confirmed.raw))
     }
 
@@ -106,11 +107,10 @@ extension ServerAPIAdapter {
         guard verified.signatureVerified else {
             throw verified.signatureError ?? VerificationError(.invalidSignature, "receipt signature did not verify")
         }
-        guard receipt.bundleId != nil else { throw VerificationError(.missingField, "receipt has no bundle id") }
         let receiptEnvironment: ServerAPIEnvironment = receipt.receiptType == "Production" ? .production : .sandbox
         // Before Apple is asked about any of its purchases.
         try policy.admit(EvidenceIdentity(bundleId: receipt.bundleId, appAppleId: receipt.appItemId,
-                                          environment: receiptEnvironment.appStoreEnvironment, isReceipt: true))
+                                          environment: receiptEnvironment.appStoreEnvironment, kind: .receipt))
 
         // One id per purchase chain: Get Transaction History answers with the customer's whole
         // history, so an id already seen in an earlier answer needs no call of its own.

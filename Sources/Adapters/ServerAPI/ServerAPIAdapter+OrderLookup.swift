@@ -24,7 +24,7 @@ extension ServerAPIAdapter: OrderLookingUp {
                 let payload = try await verifiedTransaction(jws, answeredBy: answer.environment, context)
                 let transaction = try normalizer.normalize(transaction: payload.raw)
                 try policy.admit(EvidenceIdentity(bundleId: transaction.bundleId, appAppleId: transaction.appAppleId,
-                                                  environment: transaction.environment))
+                                                  environment: transaction.environment, kind: .transaction))
                 try collected.add(transaction)
             }
             // A valid order always lists its purchases; one that lists none names nothing to show.

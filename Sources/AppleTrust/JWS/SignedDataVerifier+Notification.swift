@@ -9,24 +9,23 @@ extension SignedDataVerifier {
         try requireKind(payload, .notification)
         var n = try ResponseBodyV2DecodedPayload(payload)
 
-        let identity = try envelopeIdentity(n)
-        try checkIdentity(bundleId: identity.bundleId, requireBundle: true, appAppleId: identity.appAppleId,
-                          environment: identity.environment)
+        let envelope = try envelopeIdentity(n)
+        try identity.check(envelope)
 
         for container in [n.data, n.appData].compactMap({ $0 }) {
             if let jws = container.signedTransactionInfo {
-                let (t, ids) = try verified(jws, as: .transaction, JWSTransactionDecodedPayload.init)
-                try agree(ids, environment: t.environment, with: identity, field: "signedTransactionInfo")
+                let (t, stated) = try verified(jws, as: .transaction, JWSTransactionDecodedPayload.init)
+                try agree(stated, with: envelope, field: "signedTransactionInfo")
                 n.verifiedTransaction = t
             }
             if let jws = container.signedRenewalInfo {
-                let (r, ids) = try verified(jws, as: .renewalInfo, JWSRenewalInfoDecodedPayload.init)
-                try agree(ids, environment: r.environment, with: identity, field: "signedRenewalInfo")
+                let (r, stated) = try verified(jws, as: .renewalInfo, JWSRenewalInfoDecodedPayload.init)
+                try agree(stated, with: envelope, field: "signedRenewalInfo")
                 n.verifiedRenewalInfo = r
             }
             if let jws = container.signedAppTransactionInfo {
-                let (a, ids) = try verified(jws, as: .appTransaction, AppTransaction.init)
-                try agree(ids, environment: a.receiptType, with: identity, field: "signedAppTransactionInfo")
+                let (a, stated) = try verified(jws, as: .appTransaction, AppTransaction.init)
+                try agree(stated, with: envelope, field: "signedAppTransactionInfo")
                 n.verifiedAppTransaction = a
             }
         }
@@ -34,23 +33,25 @@ extension SignedDataVerifier {
            let original = t.originalTransactionId, original != r.originalTransactionId {
             throw VerificationError(.notificationInconsistent, "transaction and renewal info name different subscriptions")
         }
+        n.verifiedIdentity = envelope
         return n
     }
 
-    struct EnvelopeIdentity { var bundleId: String?; var appAppleId: Int64?; var environment: AppStoreEnvironment? }
-
     /// Bundle, app and environment as the envelope states them. Where several parts state them
     /// (data, appData, summary, externalPurchaseToken), they must all say the same.
-    func envelopeIdentity(_ n: ResponseBodyV2DecodedPayload) throws(VerificationError) -> EnvelopeIdentity {
-        var parts: [(String, EnvelopeIdentity)] = []
-        if let d = n.data { parts.append(("data", .init(bundleId: d.bundleId, appAppleId: d.appAppleId, environment: d.environment))) }
-        if let d = n.appData { parts.append(("appData", .init(bundleId: d.bundleId, appAppleId: d.appAppleId, environment: d.environment))) }
-        if let s = n.summary { parts.append(("summary", .init(bundleId: s.bundleId, appAppleId: s.appAppleId, environment: s.environment))) }
+    func envelopeIdentity(_ n: ResponseBodyV2DecodedPayload) throws(VerificationError) -> EvidenceIdentity {
+        func part(_ bundleId: String?, _ appAppleId: Int64?, _ environment: AppStoreEnvironment?) -> EvidenceIdentity {
+            EvidenceIdentity(bundleId: bundleId, appAppleId: appAppleId, environment: environment, kind: .notification)
+        }
+        var parts: [(String, EvidenceIdentity)] = []
+        if let d = n.data { parts.append(("data", part(d.bundleId, d.appAppleId, d.environment))) }
+        if let d = n.appData { parts.append(("appData", part(d.bundleId, d.appAppleId, d.environment))) }
+        if let s = n.summary { parts.append(("summary", part(s.bundleId, s.appAppleId, s.environment))) }
         if let t = n.externalPurchaseToken {
             guard t.externalPurchaseId != nil else {
                 throw VerificationError(.missingField, "notification.externalPurchaseToken.externalPurchaseId is required (it names the environment)")
             }
-            parts.append(("externalPurchaseToken", .init(bundleId: t.bundleId, appAppleId: t.appAppleId, environment: t.environment)))
+            parts.append(("externalPurchaseToken", part(t.bundleId, t.appAppleId, t.environment)))
         }
         guard let first = parts.first else {
             throw VerificationError(.missingField, "notification has no data, appData, summary or externalPurchaseToken")
@@ -77,21 +78,18 @@ extension SignedDataVerifier {
         VerificationError(.notificationInconsistent, "notification \(part).\(field) disagrees with the rest of the envelope")
     }
 
-    /// An inner payload must agree with its envelope on every identity field it states, and with
-    /// this verifier's own bundle and app (the envelope may not state the app id).
-    private func agree(_ ids: (bundleId: String?, appAppleId: Int64?), environment: AppStoreEnvironment?,
-                       with envelope: EnvelopeIdentity, field: String) throws(VerificationError) {
-        if let bundleId = ids.bundleId, bundleId != envelope.bundleId {
+    /// An inner payload must agree with its envelope on every identity member it states, and is
+    /// held to this verifier's identity like any payload (the envelope may not state the app id).
+    private func agree(_ inner: EvidenceIdentity, with envelope: EvidenceIdentity, field: String) throws(VerificationError) {
+        if let bundleId = inner.bundleId, bundleId != envelope.bundleId {
             throw VerificationError(.notificationInconsistent, "\(field) is for another bundle than the notification")
         }
-        if let found = ids.appAppleId, let stated = envelope.appAppleId, found != stated {
+        if let found = inner.appAppleId, let stated = envelope.appAppleId, found != stated {
             throw VerificationError(.notificationInconsistent, "\(field) is for another appAppleId than the notification")
         }
-        if environment != envelope.environment {
+        if inner.environment != envelope.environment {
             throw VerificationError(.notificationInconsistent, "\(field) is from another environment than the notification")
         }
-        if let expected = appAppleId, let found = ids.appAppleId, found != expected {
-            throw VerificationError(.appAppleIdMismatch, "\(field) is signed for appAppleId \(found), expected \(expected)")
-        }
+        try identity.check(inner)
     }
 }

@@ -21,11 +21,10 @@ public final class SignedDataVerifier: Sendable {
     /// Verified signatures remembered per cached chain (`VerifiedSignatureMemo`: the bound and why).
     public static let defaultSignatureMemoCapacity = 128
 
-    public let bundleId: String
-    public let appAppleId: Int64?
-    public let environments: Set<AppStoreEnvironment>
+    /// What every payload must state (`AppIdentity.check`, the one rule for bundle id, app id and
+    /// environment): given at construction, as Apple's verifier is given bundle id, app id and environment.
+    public let identity: AppIdentity
     public let enableOnlineChecks: Bool
-    public let allowLocalTestEnvironments: Bool
     public let clockSkewMs: Int64
     /// How long an OCSP "good" answer is trusted for a cached chain (online checks only).
     public let revocationRecheckSeconds: Int64
@@ -42,9 +41,24 @@ public final class SignedDataVerifier: Sendable {
     let revocation: OCSPRevocationCheck
     let now: @Sendable () -> Date
 
-    public init(rootCertificates: [Data], bundleId: String, appAppleId: Int64?,
-                environments: Set<AppStoreEnvironment>, enableOnlineChecks: Bool = false,
-                allowLocalTestEnvironments: Bool = false, clockSkewMs: Int64 = 60_000,
+    /// Xcode and LocalTesting in `environments` count only with `allowLocalTestEnvironments`.
+    public convenience init(rootCertificates: [Data], bundleId: String, appAppleId: Int64?,
+                            environments: Set<AppStoreEnvironment>, enableOnlineChecks: Bool = false,
+                            allowLocalTestEnvironments: Bool = false, clockSkewMs: Int64 = 60_000,
+                            now: @escaping @Sendable () -> Date = { Date() }, cacheCapacity: Int = 64,
+                            ocspTransport: any OCSPTransport = URLSessionOCSPTransport(),
+                            revocationRecheckSeconds: Int64 = 300,
+                            maxInputBytes: Int = SignedDataVerifier.defaultMaxInputBytes,
+                            signatureMemoCapacity: Int = SignedDataVerifier.defaultSignatureMemoCapacity) throws(VerificationError) {
+        let identity = AppIdentity(bundleId: bundleId, appAppleId: appAppleId,
+                                   environments: environments.filter { !$0.isLocalTest || allowLocalTestEnvironments })
+        try self.init(rootCertificates: rootCertificates, identity: identity, enableOnlineChecks: enableOnlineChecks,
+                      clockSkewMs: clockSkewMs, now: now, cacheCapacity: cacheCapacity, ocspTransport: ocspTransport,
+                      revocationRecheckSeconds: revocationRecheckSeconds, maxInputBytes: maxInputBytes,
+                      signatureMemoCapacity: signatureMemoCapacity)
+    }
+
+    public init(rootCertificates: [Data], identity: AppIdentity, enableOnlineChecks: Bool = false, clockSkewMs: Int64 = 60_000,
                 now: @escaping @Sendable () -> Date = { Date() }, cacheCapacity: Int = 64,
                 ocspTransport: any OCSPTransport = URLSessionOCSPTransport(),
                 revocationRecheckSeconds: Int64 = 300,
@@ -52,11 +66,8 @@ public final class SignedDataVerifier: Sendable {
                 signatureMemoCapacity: Int = SignedDataVerifier.defaultSignatureMemoCapacity) throws(VerificationError) {
         guard !rootCertificates.isEmpty else { throw VerificationError(.invalidConfiguration, "no root certificate pinned") }
         self.policy = try PinnedChainPolicy(rootCertificates: rootCertificates)
-        self.bundleId = bundleId
-        self.appAppleId = appAppleId
-        self.environments = environments
+        self.identity = identity
         self.enableOnlineChecks = enableOnlineChecks
-        self.allowLocalTestEnvironments = allowLocalTestEnvironments
         // Bounded so `now + skew` cannot overflow whatever the configuration says.
         self.clockSkewMs = min(max(0, clockSkewMs), PayloadDates.maxMs)
         self.now = now
@@ -74,8 +85,8 @@ public final class SignedDataVerifier: Sendable {
     public var signatureMemoHits: Int { signatureMemoHitCount.load(ordering: .relaxed) }
 
     public func verifyAndDecodeTransaction(_ jws: String) throws(VerificationError) -> JWSTransactionDecodedPayload {
-        let (t, ids) = try verified(jws, as: .transaction, JWSTransactionDecodedPayload.init)
-        try checkIdentity(bundleId: t.bundleId, requireBundle: true, appAppleId: ids.appAppleId, environment: t.environment)
+        let (t, stated) = try verified(jws, as: .transaction, JWSTransactionDecodedPayload.init)
+        try identity.check(stated)
         return t
     }
 
@@ -83,61 +94,52 @@ public final class SignedDataVerifier: Sendable {
     /// only that Apple signed it for *some* app: bind it to a verified transaction of this app
     /// (same `originalTransactionId`) before acting on it. Either field, if present, is enforced.
     public func verifyAndDecodeRenewalInfo(_ jws: String) throws(VerificationError) -> JWSRenewalInfoDecodedPayload {
-        let (r, ids) = try verified(jws, as: .renewalInfo, JWSRenewalInfoDecodedPayload.init)
-        try checkIdentity(bundleId: ids.bundleId, requireBundle: false, appAppleId: ids.appAppleId, environment: r.environment)
+        let (r, stated) = try verified(jws, as: .renewalInfo, JWSRenewalInfoDecodedPayload.init)
+        try identity.check(stated)
         return r
     }
 
     public func verifyAndDecodeAppTransaction(_ jws: String) throws(VerificationError) -> AppTransaction {
-        let (a, _) = try verified(jws, as: .appTransaction, AppTransaction.init)
-        try checkIdentity(bundleId: a.bundleId, requireBundle: true, appAppleId: a.appAppleId, environment: a.receiptType)
+        let (a, stated) = try verified(jws, as: .appTransaction, AppTransaction.init)
+        try identity.check(stated)
         return a
     }
 
     /// One signed payload of `kind`, standalone or inside a notification: verified, recognised as
-    /// that kind, decoded, with the identity fields it states (typed strictly).
+    /// that kind, decoded, with the identity it states (typed strictly), for `identity.check`.
     func verified<T>(_ jws: String, as kind: PayloadKind, _ decode: (JSONValue) throws(VerificationError) -> T)
-        throws(VerificationError) -> (T, (bundleId: String?, appAppleId: Int64?)) {
+        throws(VerificationError) -> (T, EvidenceIdentity) {
         let date = kind == .appTransaction ? "receiptCreationDate" : "signedDate"
         let payload = try verifiedPayload(jws, dateField: date, expected: kind)
         try requireKind(payload, kind)
         let decoded = try decode(payload)
-        return (decoded, try Self.identityFields(payload))
+        return (decoded, try Self.statedIdentity(payload, kind))
     }
 
-    // MARK: Policy after the signature
-
-    func checkIdentity(bundleId found: String?, requireBundle: Bool, appAppleId foundAppId: Int64?,
-                       environment: AppStoreEnvironment?) throws(VerificationError) {
-        if let found {
-            guard found == bundleId else {
-                throw VerificationError(.bundleIdMismatch, "signed for bundle \"\(ClientExcerpt.of(found, limit: 200))\", expected \"\(bundleId)\"")
-            }
-        } else if requireBundle {
-            throw VerificationError(.missingField, "payload has no bundleId")
-        }
-        if let expected = appAppleId, let foundAppId, foundAppId != expected {
-            throw VerificationError(.appAppleIdMismatch, "signed for appAppleId \(foundAppId), expected \(expected)")
-        }
-        guard let environment else { throw VerificationError(.missingField, "payload has no environment") }
-        if environment.isLocalTest && !allowLocalTestEnvironments {
-            throw VerificationError(.testEnvironmentNotAllowed, "\(environment.rawValue) data is not accepted by this policy")
-        }
-        guard environments.contains(environment) else {
-            throw VerificationError(.environmentNotAllowed, "environment \(ClientExcerpt.of(environment.rawValue)) is not allowed")
-        }
-    }
-
-    /// `bundleId` and `appAppleId` as any verified payload states them (typed strictly), whether or
-    /// not its kind's model names them: what Apple signed for another app is refused, always.
-    static func identityFields(_ payload: JSONValue) throws(VerificationError) -> (bundleId: String?, appAppleId: Int64?) {
+    /// `bundleId`, `appAppleId` and `environment` as any verified payload states them (typed
+    /// strictly), whether or not its kind's model names them: what Apple signed for another app is
+    /// refused, always. (A notification states them in its envelope: `envelopeIdentity`.)
+    static func statedIdentity(_ payload: JSONValue, _ kind: PayloadKind) throws(VerificationError) -> EvidenceIdentity {
         let f = try JSONFields(payload, context: "payload")
-        return (try f.string("bundleId"), try f.int64("appAppleId"))
+        let environmentField = kind == .appTransaction ? "receiptType" : "environment"
+        return EvidenceIdentity(bundleId: try f.string("bundleId"), appAppleId: try f.int64("appAppleId"),
+                                environment: try f.open(environmentField, as: AppStoreEnvironment.self), kind: kind.statements)
     }
 
     enum PayloadKind: String {
         case transaction, renewalInfo = "renewal info", notification, appTransaction = "app transaction"
         case realtimeRequest = "realtime request"
+
+        /// What a payload of this kind always states (`AppIdentity.check` refuses one that does not).
+        var statements: EvidenceIdentity.Kind {
+            switch self {
+            case .transaction: .transaction
+            case .renewalInfo: .renewalInfo
+            case .notification: .notification
+            case .appTransaction: .appTransaction
+            case .realtimeRequest: .realtimeRequest
+            }
+        }
     }
 
     /// Recognises what a verified payload is by its required fields, so one kind of signed data

@@ -5,7 +5,9 @@ import IAPCore
 public struct AppTransaction: Sendable, Hashable {
     public let receiptType: AppStoreEnvironment
     public let appAppleId: Int64?
-    public let bundleId: String
+    /// Apple always states it; read as optional so that one without it is refused as every other
+    /// evidence without a bundle is (`AppIdentity.check`), not as a decoding fault.
+    public let bundleId: String?
     public let applicationVersion: String?
     public let versionExternalIdentifier: Int64?
     public let receiptCreationDate: Int64
@@ -22,7 +24,7 @@ public struct AppTransaction: Sendable, Hashable {
         let f = try JSONFields(raw, context: "appTransaction")
         receiptType = try f.requiredOpen("receiptType")
         appAppleId = try f.int64("appAppleId")
-        bundleId = try f.requiredString("bundleId")
+        bundleId = try f.string("bundleId")
         applicationVersion = try f.string("applicationVersion")
         versionExternalIdentifier = try f.int64("versionExternalIdentifier")
         receiptCreationDate = try f.requiredDate("receiptCreationDate")

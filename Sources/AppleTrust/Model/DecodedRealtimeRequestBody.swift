@@ -37,19 +37,15 @@ public struct DecodedRealtimeRequestBody: Sendable, Hashable {
 
 extension SignedDataVerifier {
     /// A Retention Messaging realtime request: verified like every signed payload (pinned roots,
-    /// chain at its signedDate, ES256), then held to the app: its `appAppleId` (it names no bundle
-    /// id, so the policy must know the app's Apple id) and an accepted environment; and it must be
+    /// chain at its signedDate, ES256), then held to the app's identity: its `appAppleId` (it names no
+    /// bundle id, so the identity must know the app's Apple id) and an accepted environment; and it must be
     /// fresh. Apple signs a realtime request as the subscriber opens the page and waits about 700 ms
     /// for the answer (its performance test), never sending it again later, so its signedDate is
     /// held to the same clock-skew allowance backwards as every signedDate is forwards: an older
     /// request is a replay (Apple's library sets no bound; this one is stricter, never looser).
     public func verifyAndDecodeRealtimeRequest(_ jws: String) throws(VerificationError) -> DecodedRealtimeRequestBody {
-        let (request, ids) = try verified(jws, as: .realtimeRequest, DecodedRealtimeRequestBody.init)
-        guard appAppleId != nil else {
-            throw VerificationError(.appAppleIdMismatch, "a realtime request names only an app Apple id, and the policy has none")
-        }
-        try checkIdentity(bundleId: ids.bundleId, requireBundle: false, appAppleId: request.appAppleId,
-                          environment: request.environment)
+        let (request, stated) = try verified(jws, as: .realtimeRequest, DecodedRealtimeRequestBody.init)
+        try identity.check(stated)
         // `clockSkewMs` is at most `PayloadDates.maxMs`, so the subtraction cannot overflow.
         let nowMs = PayloadDates.milliseconds(now())
         guard request.signedDate >= nowMs - clockSkewMs else {

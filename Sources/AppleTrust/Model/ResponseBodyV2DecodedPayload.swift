@@ -18,6 +18,9 @@ public struct ResponseBodyV2DecodedPayload: Sendable, Hashable {
     public internal(set) var verifiedTransaction: JWSTransactionDecodedPayload?
     public internal(set) var verifiedRenewalInfo: JWSRenewalInfoDecodedPayload?
     public internal(set) var verifiedAppTransaction: AppTransaction?
+    /// Bundle, app id and environment as the envelope states them, which the verifier held to its
+    /// identity: what the rest of the gateway reads them from, never re-deriving them.
+    public internal(set) var verifiedIdentity: EvidenceIdentity?
 
     public init(_ raw: JSONValue) throws(VerificationError) {
         let f = try JSONFields(raw, context: "notification")

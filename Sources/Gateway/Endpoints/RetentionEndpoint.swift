@@ -34,10 +34,10 @@ struct RetentionEndpoint: Sendable {
                   case .string(let jws)? = body["signedPayload"] else {
                 throw VerificationError(.malformedRequest, "a realtime request body is {\"signedPayload\": \"…\"}")
             }
+            // App id and environment are held to the app's identity by the verifier.
             let realtime = try await verifiers.verifier(for: app).verifying { verifier throws(VerificationError) in
                 try verifier.verifyAndDecodeRealtimeRequest(jws)
             }
-            try ClaimPolicy(app: app, claimant: .apple).admit(EvidenceIdentity(environment: realtime.environment))
             audit.transactionIds = [realtime.originalTransactionId]
             audit.productIds = [realtime.productId]
             audit.environment = realtime.environment.rawValue

@@ -22,7 +22,7 @@ public struct ReadinessCriteria: Sendable, Equatable {
 
     public init(app: AppPolicy) {
         self.init(thresholds: app.readiness, productTypes: Set(app.productCatalog.values.map(\.type.rawValue)),
-                  primaryEnvironment: (app.allows(.production) ? AppStoreEnvironment.production : .sandbox).rawValue,
+                  primaryEnvironment: app.identity(for: .apple).primaryEnvironment.rawValue,
                   gracePeriodPolicy: app.gracePeriodPolicy)
     }
 }

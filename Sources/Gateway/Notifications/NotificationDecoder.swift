@@ -104,11 +104,10 @@ public final class NotificationDecoder: Sendable {
         guard let uuid = payload.notificationUUID, !uuid.isEmpty, uuid.utf8.count <= 64 else {
             throw VerificationError(.missingField, "notification.notificationUUID is required")
         }
-        let data = payload.data ?? payload.appData
-        guard let environment = data?.environment ?? payload.summary?.environment ?? payload.externalPurchaseToken?.environment else {
+        // Read and judged by the verifier (the app's identity for Apple's own messages): used as it is.
+        guard let environment = payload.verifiedIdentity?.environment else {
             throw VerificationError(.missingField, "the notification names no environment")
         }
-        try ClaimPolicy(app: app, claimant: .apple).admit(EvidenceIdentity(environment: environment))
         let transaction = try payload.verifiedTransaction.map { (t) throws(VerificationError) in
             try serverAPINormalizer.normalize(transaction: t.raw)
         }
@@ -140,17 +139,18 @@ public final class NotificationDecoder: Sendable {
     private func decodeV1(_ fields: JSONFields, body: [UInt8], app: AppPolicy) throws(VerificationError) -> DecodedNotification {
         let password = try fields.requiredString("password")
         try checkSharedSecret(password, app: app)
-        let policy = ClaimPolicy(app: app, claimant: .apple)
-        try policy.admit(EvidenceIdentity(bundleId: try fields.requiredString("bid")))
-        let v1Type = try fields.requiredString("notification_type")
-        let (type, subtype) = Self.v1Types[v1Type] ?? (NotificationType(rawValue: v1Type), nil)
-        // V1 names the sandbox "Sandbox" and production "PROD".
+        let bundleId = try fields.string("bid")
+        // V1 names the sandbox "Sandbox" and production "PROD": its vocabulary, read here; whether
+        // the app takes it is the identity rule's.
         let environmentText = try fields.requiredString("environment")
         let environment: AppStoreEnvironment = environmentText == "PROD" ? .production : AppStoreEnvironment(rawValue: environmentText)
         guard environment == .production || environment == .sandbox else {
             throw VerificationError(.invalidFieldType, "V1 notification environment \(ClientExcerpt.of(environmentText, limit: 32)) is neither PROD nor Sandbox")
         }
-        try policy.admit(EvidenceIdentity(environment: environment))
+        try ClaimPolicy(app: app, claimant: .apple).admit(EvidenceIdentity(bundleId: bundleId, environment: environment,
+                                                                            kind: .v1Notification))
+        let v1Type = try fields.requiredString("notification_type")
+        let (type, subtype) = Self.v1Types[v1Type] ?? (NotificationType(rawValue: v1Type), nil)
         guard let unified = try fields.fields("unified_receipt"), let latest = try unified.string("latest_receipt"),
               !latest.isEmpty else {
             throw VerificationError(.missingField, "notification.unified_receipt.latest_receipt is required")

@@ -2,13 +2,6 @@ import Adapters
 import IAPConfig
 import IAPCore
 
-/// Who presents evidence: an app backend for one of its accounts, or Apple itself (a notification,
-/// and the receipt a V1 one carries, names no account).
-public enum Claimant: Sendable, Equatable {
-    case account(String)
-    case apple
-}
-
 /// What a claim is checked against: the app's policy, the claiming account, the kind of evidence.
 public struct ClaimContext: Sendable {
     public var app: AppPolicy
@@ -25,66 +18,24 @@ public struct ClaimContext: Sendable {
     }
 }
 
-/// The one environment rule, for every adapter and every notification: an environment is accepted
-/// when some claim of the app may use it (`AppPolicy.acceptableEnvironments`), and Sandbox, when the
-/// app does not allow it outright, only for its App Review accounts (`sandboxAccounts`). Apple's own
-/// notifications name no account: they are accepted from wherever some claim may come.
-public enum EnvironmentRule {
-    public static func accepts(_ environment: AppStoreEnvironment, app: AppPolicy, claimant: Claimant) -> Bool {
-        guard app.acceptableEnvironments.contains(environment) else { return false }
-        if environment == .sandbox, case .account(let account) = claimant { return app.allowsSandbox(forAccount: account) }
-        return true
-    }
-
-    public static func check(_ environment: AppStoreEnvironment, app: AppPolicy, claimant: Claimant) throws(VerificationError) {
-        guard accepts(environment, app: app, claimant: claimant) else {
-            throw VerificationError(environment.isLocalTest ? .testEnvironmentNotAllowed : .environmentNotAllowed,
-                                    "\(ClientExcerpt.of(environment.rawValue)) evidence is not accepted for \(app.bundleId)")
-        }
-    }
-}
-
-/// The one bundle and app-id rule: what evidence states must be this app. Sandbox receipts carry
-/// app id 0 (Apple assigns the id in production only), so outside Production 0 is no statement;
-/// a receipt always names its bundle, and in Production its app id.
-public enum IdentityRule {
-    public static func check(_ identity: EvidenceIdentity, app: AppPolicy) throws(VerificationError) {
-        if let bundle = identity.bundleId {
-            guard bundle == app.bundleId else {
-                throw VerificationError(.bundleIdMismatch, "evidence is for bundle \(ClientExcerpt.of(bundle, limit: 200)), not \(app.bundleId)")
-            }
-        } else if identity.isReceipt {
-            throw VerificationError(.bundleIdMismatch, "the receipt names no bundle; \(app.bundleId) expected")
-        }
-        guard let expected = app.appAppleId else { return }
-        switch identity.appAppleId {
-        case let actual? where identity.environment == .production || actual != 0:
-            guard actual == expected else {
-                throw VerificationError(.appAppleIdMismatch, "evidence is for app \(actual), not \(expected)")
-            }
-        case nil where identity.isReceipt && identity.environment == .production:
-            throw VerificationError(.appAppleIdMismatch, "the Production receipt names no app id; \(expected) expected")
-        default:
-            return
-        }
-    }
-}
-
-/// The decisions an adapter asks for while it works (`EvidencePolicy`), made by the rules above for
-/// one claimant: the same rules the purchase checks apply to the outcome afterwards.
+/// The decisions an adapter asks for while it works (`EvidencePolicy`), for one claimant: the
+/// claimant's identity of the app (`AppPolicy.identity(for:)`) and the one rule (`AppIdentity.check`),
+/// which the purchase checks apply to the outcome afterwards and the app's JWS verifier to every
+/// payload Apple signed.
 public struct ClaimPolicy: EvidencePolicy {
     public let app: AppPolicy
     public let claimant: Claimant
+    public let identity: AppIdentity
 
-    public func accepts(_ environment: AppStoreEnvironment) -> Bool {
-        EnvironmentRule.accepts(environment, app: app, claimant: claimant)
+    public init(app: AppPolicy, claimant: Claimant) {
+        self.app = app
+        self.claimant = claimant
+        self.identity = app.identity(for: claimant)
     }
 
-    /// Bundle, app id, then environment: the order of the purchase checks.
-    public func admit(_ identity: EvidenceIdentity) throws(VerificationError) {
-        try IdentityRule.check(identity, app: app)
-        if let environment = identity.environment { try EnvironmentRule.check(environment, app: app, claimant: claimant) }
-    }
+    public func accepts(_ environment: AppStoreEnvironment) -> Bool { identity.environments.contains(environment) }
+
+    public func admit(_ identity: EvidenceIdentity) throws(VerificationError) { try self.identity.check(identity) }
 }
 
 /// One reason to refuse a verified purchase, after its signature and before it is bound or granted.
@@ -96,7 +47,7 @@ public protocol PurchaseCheck: Sendable {
 extension Array where Element == any PurchaseCheck {
     /// The checks every claim passes, in the order their refusals are most useful to a caller.
     public static var standard: [any PurchaseCheck] {
-        [NonEmptyCheck(), BundleIdentityCheck(), EnvironmentCheck(), CatalogCheck(), FamilySharingCheck(),
+        [NonEmptyCheck(), IdentityCheck(), CatalogCheck(), FamilySharingCheck(),
          AppAccountTokenCheck(), RevocationCheck()]
     }
 
@@ -118,29 +69,22 @@ public struct NonEmptyCheck: PurchaseCheck {
     }
 }
 
-/// Another app's purchase is refused, whichever path verified it (`IdentityRule`).
-public struct BundleIdentityCheck: PurchaseCheck {
+/// Another app's purchase, or one from an environment this claim may not use, is refused whichever
+/// path verified it (`AppIdentity.check`, for the claiming account); every transaction must be from
+/// the evidence's environment.
+public struct IdentityCheck: PurchaseCheck {
     public init() {}
     public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
-        let environment = outcome.environment
+        let policy = ClaimPolicy(app: context.app, claimant: .account(context.account))
+        let env = outcome.environment
         if let receipt = outcome.appTransaction {
-            try IdentityRule.check(EvidenceIdentity(bundleId: receipt.bundleId, appAppleId: receipt.appAppleId,
-                                                    environment: environment), app: context.app)
+            try policy.admit(EvidenceIdentity(bundleId: receipt.bundleId, appAppleId: receipt.appAppleId, environment: env))
         }
         for t in outcome.transactions {
-            try IdentityRule.check(EvidenceIdentity(bundleId: t.bundleId, appAppleId: t.appAppleId ?? outcome.appTransaction?.appAppleId,
-                                                    environment: environment), app: context.app)
+            try policy.admit(EvidenceIdentity(bundleId: t.bundleId, appAppleId: t.appAppleId ?? outcome.appTransaction?.appAppleId,
+                                              environment: env))
         }
-    }
-}
-
-/// Evidence from an environment the claim may not use is refused (`EnvironmentRule`); every
-/// transaction must be from the evidence's environment.
-public struct EnvironmentCheck: PurchaseCheck {
-    public init() {}
-    public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
-        let env = outcome.environment
-        try EnvironmentRule.check(env, app: context.app, claimant: .account(context.account))
+        try policy.admit(EvidenceIdentity(environment: env))
         for t in outcome.transactions where t.environment != nil && t.environment != env {
             throw VerificationError(.environmentNotAllowed,
                                     "transaction \(ClientExcerpt.of(t.transactionId)) is from \(ClientExcerpt.of(t.environment!.rawValue)), the evidence from \(env)")

@@ -71,6 +71,6 @@ public final class ConsumptionResponder: Sendable {
            let state = try await ledger.subscriptionState(bundleId: request.bundleId, originalTransactionId: chain) {
             return state.environment == .sandbox ? .sandbox : .production
         }
-        return app.allows(.production) ? .production : .sandbox
+        return app.identity(for: .apple).primaryEnvironment == .production ? .production : .sandbox
     }
 }

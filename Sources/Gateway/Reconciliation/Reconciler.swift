@@ -143,11 +143,10 @@ public final class Reconciler: Sendable {
 
     // MARK: Get Notification History
 
+    /// The App Store servers some notification of the app may come from (its identity for Apple's own messages).
     static func environments(_ app: AppPolicy) -> [ServerAPIEnvironment] {
-        var found: [ServerAPIEnvironment] = []
-        if app.allows(.production) { found.append(.production) }
-        if app.allows(.sandbox) || !app.sandboxAccounts.isEmpty { found.append(.sandbox) }
-        return found
+        let identity = app.identity(for: .apple)
+        return [ServerAPIEnvironment.production, .sandbox].filter { identity.environments.contains($0.appStoreEnvironment) }
     }
 
     private func readHistory(_ app: AppPolicy, serverAPI: any ReconciliationSource, since: Int64?,

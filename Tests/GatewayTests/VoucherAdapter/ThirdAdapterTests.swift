@@ -106,7 +106,7 @@ final class ThirdAdapterTests: XCTestCase {
         XCTAssertEqual(code(forged.json), "INVALID_SIGNATURE")
 
         let otherApp = try await send(gw, "POST", verify, #"{"account":"alice","voucher":"\#(voucher(bundleId: "com.other"))"}"#)
-        XCTAssertEqual(code(otherApp.json), "BUNDLE_ID_MISMATCH", "IdentityRule, through the adapter's EvidencePolicy")
+        XCTAssertEqual(code(otherApp.json), "BUNDLE_ID_MISMATCH", "AppIdentity.check, through the adapter's EvidencePolicy")
 
         // Members follow the registered forms: a nonce goes with a receipt only, two kinds at once never.
         let withNonce = try await send(gw, "POST", verify, #"{"account":"alice","voucher":"\#(voucher())","nonce":"n"}"#)

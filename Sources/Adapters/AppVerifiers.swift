@@ -1,3 +1,4 @@
+import AppleTrust
 import Foundation
 import IAPConfig
 import IAPCore
@@ -8,10 +9,10 @@ import Synchronization
 /// info, and notifications. Built at first use and kept with the policy it was built from, so
 /// another policy under the same bundle id never gets a verifier of other roots or environments.
 ///
-/// Each verifier accepts every environment the app could ever accept (`AppPolicy.acceptableEnvironments`:
+/// Each verifier holds payloads to the app's identity for Apple's own messages (`AppPolicy.identity(for: .apple)`:
 /// Sandbox wherever the app takes Sandbox evidence at all, plus the local test environments where
-/// the policy enables them); the per-account rule (Sandbox only for App Review accounts) is
-/// applied after it, by whoever knows the account.
+/// the policy enables them); a claim's own identity (Sandbox only for App Review accounts) is
+/// applied after it, by the claim policy, which knows the account.
 public final class AppVerifiers: Sendable {
     let now: @Sendable () -> Date
     let ocspTransport: any OCSPTransport
