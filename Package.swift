@@ -25,8 +25,8 @@ var targets: [Target] = [
     // two generations are known (the purchase comparator reads them).
     .target(name: "IAPMapping", dependencies: ["IAPCore"]),
 
-    // Apple's chain of trust: ES256, X.509 against pinned roots, JWS, JWT signing.
-    .target(name: "AppleTrust", dependencies: ["IAPCore", "IAPConfig", "COpenSSL"]),
+    // Apple's chain of trust: ES256, X.509 against pinned roots, JWS, JWT signing; OCSP over UpstreamHTTP.
+    .target(name: "AppleTrust", dependencies: ["IAPCore", "IAPConfig", "UpstreamHTTP", "COpenSSL"]),
 
     // Legacy receipts: BER/DER reader, PKCS#7 SignedData, receipt payload, signature check.
     .target(name: "AppReceipts", dependencies: ["IAPCore", "AppleTrust", "COpenSSL"]),

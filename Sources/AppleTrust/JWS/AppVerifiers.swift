@@ -20,7 +20,7 @@ public final class AppVerifiers: Sendable {
     private let verifiers = Mutex<[String: (AppPolicy, SignedDataVerifier)]>([:])
 
     public init(now: @escaping @Sendable () -> Date = { Date() },
-                ocspTransport: any OCSPTransport = URLSessionOCSPTransport(),
+                ocspTransport: any OCSPTransport = UpstreamOCSPTransport(),
                 maxJWSBytes: Int = SignedDataVerifier.defaultMaxInputBytes) {
         self.now = now
         self.ocspTransport = ocspTransport
