@@ -10,7 +10,7 @@ import UpstreamHTTP
 
 /// Builds a running gateway from its configuration: the one place that knows every adapter.
 /// A new adapter is one line in `registry` below.
-public struct GatewayAssembly {
+public struct GatewayAssembly: Sendable {
     public var configuration: ConfigLoader.Configuration
     public var mappingsDirectory: URL
     public var environment: [String: String]

@@ -20,13 +20,14 @@ struct ServeCommand: Subcommand {
         let mappings = URL(fileURLWithPath: try args.value("--mappings") ?? "Mappings", isDirectory: true)
         try args.finish()
         let logger = Logger.standardError()
-        let configuration = try ConfigLoader.loadAll(configDirectory: config)
-        let assembly = GatewayAssembly(configuration: configuration, mappingsDirectory: mappings, logger: logger)
-        let parts = try assembly.makeParts()
+        // Files read and the ledger's database opened on a thread of their own, within a deadline.
+        let (assembly, parts) = try await GatewayAssembly.open(configDirectory: config, mappingsDirectory: mappings, logger: logger)
+        let configuration = assembly.configuration
         let service = GatewayService(parts)
-        let server = try assembly.makeServer(service: service)
-        try server.start()
-        let background = try assembly.startBackgroundWork(parts)
+        let server = try await assembly.startServer(service: service)
+        let background = try await GatewayAssembly.offPool { () throws(VerificationError) in
+            try assembly.startBackgroundWork(parts)
+        }
         logger.info("listening", ["address": configuration.gateway.listenAddress, "port": String(server.port),
                                   "scheme": configuration.gateway.tls == nil ? "http" : "https",
                                   "apps": configuration.apps.keys.sorted().joined(separator: ",")])
