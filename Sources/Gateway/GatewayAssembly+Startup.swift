@@ -30,9 +30,12 @@ extension GatewayAssembly {
         }
     }
 
-    /// `makeServer` and its start (the TLS files read, the socket bound), off the pool.
-    public func startServer(service: GatewayService) async throws -> HTTPServer {
+    /// The gateway made of `parts`, serving: its server made and started (the TLS files read, the
+    /// socket bound) and its background work started (the instance lock taken), off the pool.
+    public func start(_ parts: GatewayParts) async throws
+        -> (service: GatewayService, server: HTTPServer, background: Task<Void, Never>) {
         let assembly = self
+        let service = GatewayService(parts)
         let started = try await Self.offPool { () -> Result<HTTPServer, any Error> in
             Result {
                 let server = try assembly.makeServer(service: service)
@@ -40,6 +43,8 @@ extension GatewayAssembly {
                 return server
             }
         }
-        return try started.get()
+        let server = try started.get()
+        let background = try await Self.offPool { () throws(VerificationError) in try assembly.startBackgroundWork(parts) }
+        return (service, server, background)
     }
 }

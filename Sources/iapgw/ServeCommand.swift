@@ -23,11 +23,7 @@ struct ServeCommand: Subcommand {
         // Files read and the ledger's database opened on a thread of their own, within a deadline.
         let (assembly, parts) = try await GatewayAssembly.open(configDirectory: config, mappingsDirectory: mappings, logger: logger)
         let configuration = assembly.configuration
-        let service = GatewayService(parts)
-        let server = try await assembly.startServer(service: service)
-        let background = try await GatewayAssembly.offPool { () throws(VerificationError) in
-            try assembly.startBackgroundWork(parts)
-        }
+        let (service, server, background) = try await assembly.start(parts)
         logger.info("listening", ["address": configuration.gateway.listenAddress, "port": String(server.port),
                                   "scheme": configuration.gateway.tls == nil ? "http" : "https",
                                   "apps": configuration.apps.keys.sorted().joined(separator: ",")])
