@@ -20,6 +20,8 @@ struct ServeCommand: Subcommand {
         let mappings = URL(fileURLWithPath: try args.value("--mappings") ?? "Mappings", isDirectory: true)
         try args.finish()
         let logger = Logger.standardError()
+        // Handled from before the socket is bound: a SIGTERM sent once it answers stops it cleanly.
+        let signals = TerminationSignals()
         // Files read and the ledger's database opened on a thread of their own, within a deadline.
         let (assembly, parts) = try await GatewayAssembly.open(configDirectory: config, mappingsDirectory: mappings, logger: logger)
         let configuration = assembly.configuration
@@ -27,7 +29,7 @@ struct ServeCommand: Subcommand {
         logger.info("listening", ["address": configuration.gateway.listenAddress, "port": String(server.port),
                                   "scheme": configuration.gateway.tls == nil ? "http" : "https",
                                   "apps": configuration.apps.keys.sorted().joined(separator: ",")])
-        let signal = await waitForTerminationSignal()
+        let signal = await signals.wait()
         logger.info("shutting_down", ["signal": String(signal), "inFlight": String(server.inFlight)])
         await server.shutdown(gracePeriod: .seconds(10))
         await service.finishShadowWork()
