@@ -42,7 +42,8 @@ struct CompareCommand: Subcommand {
         }
         options.stateFile = URL(fileURLWithPath: statePath)
 
-        let receipts = try BatchReceipt.readJSONLines(URL(fileURLWithPath: input))
+        let inputFile = URL(fileURLWithPath: input)
+        let receipts = try await GatewayAssembly.offPool { () throws(VerificationError) in try BatchReceipt.readJSONLines(inputFile) }
         let (_, parts) = try await GatewayAssembly.open(configDirectory: config, mappingsDirectory: mappings,
                                                         logger: Logger.standardError(minimumLevel: .warning))
         let comparer = try parts.batchComparer(bundleId: bundleId, options: options)
