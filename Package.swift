@@ -25,9 +25,9 @@ var targets: [Target] = [
     // two generations are known (the purchase comparator reads them).
     .target(name: "IAPMapping", dependencies: ["IAPCore"]),
 
-    // Apple's chain of trust: ES256, X.509 against pinned roots, JWS, JWT signing. No app config: a verifier
-    // is given the small values it checks (roots, bundle id, app id, environments).
-    .target(name: "AppleTrust", dependencies: ["IAPCore", "COpenSSL"]),
+    // Apple's chain of trust: ES256, X.509 against pinned roots, JWS, JWT signing; OCSP over UpstreamHTTP. No app
+    // config: a verifier is given the small values it checks (roots, bundle id, app id, environments).
+    .target(name: "AppleTrust", dependencies: ["IAPCore", "UpstreamHTTP", "COpenSSL"]),
 
     // Legacy receipts: BER/DER reader, PKCS#7 SignedData, receipt payload, signature check.
     .target(name: "AppReceipts", dependencies: ["IAPCore", "AppleTrust", "COpenSSL"]),

@@ -56,7 +56,7 @@ final class FuzzTransport: OCSPTransport {
         self.fuzzed = fuzzed
     }
 
-    func post(_ body: Data, to url: URL, timeout: TimeInterval) throws(VerificationError) -> Data {
+    func post(_ body: Data, to url: URL, timeout: Duration) async throws(VerificationError) -> Data {
         let call = calls.add(1, ordering: .relaxed).oldValue
         if call == fuzzedCall { return try fuzzed(body) }
         return try TestPKI.OCSPResponder(authority: fixture.authority).respond(to: body)
@@ -105,6 +105,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         rootCertificates: [fixture.authority.root.der], bundleId: "com.fuzz.ocsp", appAppleId: nil,
         environments: [.sandbox], enableOnlineChecks: true, cacheCapacity: 1,
         ocspTransport: FuzzTransport(fuzzedCall: Int(data[0] >> 1) & 1, fuzzed: answer)) else { fatalError("FuzzOCSP: verifier") }
-    _ = try? verifier.verifyAndDecodeTransaction(fixture.jws)
+    // The fuzzer's own thread waits for the async verification (it is not one of the pool's).
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        _ = try? await verifier.verifying { v throws(VerificationError) in try v.verifyAndDecodeTransaction(fixture.jws) }
+        done.signal()
+    }
+    done.wait()
     return 0
 }

@@ -6,8 +6,9 @@ import Synchronization
 
 /// The one factory of JWS verifiers, and the one verifier (with its verified-chain cache) per app,
 /// for everything Apple signs about that app: the Server API adapter's transactions and renewal
-/// info, and notifications. Built at first use and kept with the policy it was built from, so
-/// another policy under the same bundle id never gets a verifier of other roots or environments.
+/// info, and notifications. Built at load time (`prepare`), or at first use for a policy not
+/// prepared, and kept with the policy it was built from, so another policy under the same bundle id
+/// never gets a verifier of other roots or environments.
 ///
 /// Each verifier holds payloads to the app's identity for Apple's own messages (`AppPolicy.identity(for: .apple)`:
 /// Sandbox wherever the app takes Sandbox evidence at all, plus the local test environments where
@@ -18,10 +19,11 @@ public final class AppVerifiers: Sendable {
     let ocspTransport: any OCSPTransport
     /// `limits.maxJWSBytes`: every JWS, outer or inner, verified for any app.
     let maxJWSBytes: Int
-    private let verifiers = Mutex<[String: (AppPolicy, SignedDataVerifier)]>([:])
+    /// Each app's verifier, or why its policy makes none, with the policy it was built from.
+    private let verifiers = Mutex<[String: (AppPolicy, Result<SignedDataVerifier, VerificationError>)]>([:])
 
     public init(now: @escaping @Sendable () -> Date = { Date() },
-                ocspTransport: any OCSPTransport = URLSessionOCSPTransport(),
+                ocspTransport: any OCSPTransport = UpstreamOCSPTransport(),
                 maxJWSBytes: Int = SignedDataVerifier.defaultMaxInputBytes) {
         self.now = now
         self.ocspTransport = ocspTransport
@@ -29,17 +31,25 @@ public final class AppVerifiers: Sendable {
     }
 
     public func verifier(for app: AppPolicy) throws(VerificationError) -> SignedDataVerifier {
-        if let (policy, verifier) = verifiers.withLock({ $0[app.bundleId] }), policy == app { return verifier }
-        let verifier = try SignedDataVerifier(policy: app, ocspTransport: ocspTransport,
-                                              maxInputBytes: maxJWSBytes, now: now)
-        verifiers.withLock { $0[app.bundleId] = (app, verifier) }
-        return verifier
+        if let (policy, made) = verifiers.withLock({ $0[app.bundleId] }), policy == app { return try made.get() }
+        let made = Result { () throws(VerificationError) -> SignedDataVerifier in
+            try SignedDataVerifier(policy: app, ocspTransport: ocspTransport, maxInputBytes: maxJWSBytes, now: now)
+        }
+        verifiers.withLock { $0[app.bundleId] = (app, made) }
+        return try made.get()
+    }
+
+    /// Builds the verifiers of `apps` now, reading their trust-root files: at load time (the
+    /// gateway's start, off the pool), so no request waits for a file. A policy that makes no
+    /// verifier keeps its refusal, answered to its requests without reading the files again.
+    public func prepare(_ apps: some Sequence<AppPolicy>) {
+        for app in apps { _ = try? verifier(for: app) }
     }
 
     /// Chain-cache hits and misses summed over the per-app verifiers (for `/metrics`).
     public var chainCacheCounts: (hits: Int, misses: Int) {
         verifiers.withLock { verifiers in
-            verifiers.values.reduce((0, 0)) { ($0.0 + $1.1.chainCacheHits, $0.1 + $1.1.chainCacheMisses) }
+            verifiers.values.compactMap { try? $0.1.get() }.reduce((0, 0)) { ($0.0 + $1.chainCacheHits, $0.1 + $1.chainCacheMisses) }
         }
     }
 

@@ -9,7 +9,7 @@ extension SignedDataVerifier {
     /// claims may come from, local test data only where the policy enables it). A claim's narrower
     /// identity is applied after it by the claim policy, which knows the account.
     /// (`AppVerifiers` keeps one per app for the gateway.)
-    public convenience init(policy: AppPolicy, ocspTransport: any OCSPTransport = URLSessionOCSPTransport(),
+    public convenience init(policy: AppPolicy, ocspTransport: any OCSPTransport = UpstreamOCSPTransport(),
                             maxInputBytes: Int = SignedDataVerifier.defaultMaxInputBytes,
                             now: @escaping @Sendable () -> Date = { Date() }) throws(VerificationError) {
         try self.init(rootCertificates: try AppVerifiers.loadRoots(policy.trustRoots.jws, app: policy, what: "trustRoots.jws"),

@@ -112,11 +112,9 @@ public final class DemoHarness: Sendable {
         }
         let assembly = GatewayAssembly(configuration: configuration, mappingsDirectory: mappings, environment: environment,
                                        logger: logger)
-        let parts = try assembly.makeParts()
-        let service = GatewayService(parts)
-        let server = try assembly.makeServer(service: service)
-        try server.start()
-        let background = try assembly.startBackgroundWork(parts)
+        // As `iapgw serve` starts: the blocking work on a thread of its own.
+        let parts = try await GatewayAssembly.offPool { () throws(VerificationError) in try assembly.makeParts() }
+        let (service, server, background) = try await assembly.start(parts)
         return DemoHarness(simulator: simulator, service: service, parts: parts, server: server, background: background,
                            directory: directory, apiKey: apiKey, sharedSecret: sharedSecret,
                            webhookSecret: webhookSecret, options: options)

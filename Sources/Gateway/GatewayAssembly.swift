@@ -10,7 +10,7 @@ import UpstreamHTTP
 
 /// Builds a running gateway from its configuration: the one place that knows every adapter.
 /// A new adapter is one line in `registry` below.
-public struct GatewayAssembly {
+public struct GatewayAssembly: Sendable {
     public var configuration: ConfigLoader.Configuration
     public var mappingsDirectory: URL
     public var environment: [String: String]
@@ -67,14 +67,19 @@ public struct GatewayAssembly {
         serverAPIOptions.retryPolicy = retryPolicy
         serverAPIOptions.secretEnvironment = environment
         serverAPIOptions.verifiers = jwsVerifiers
+        let serverAPI = ServerAPIAdapter(upstream: upstream, baseURLs: gateway.upstream.serverAPI,
+                                         normalizer: try ServerAPINormalizer(serverMapping),
+                                         options: serverAPIOptions, logger: logger)
         let registry = AdapterRegistry([
             try LegacyReceiptAdapter(upstream: upstream, endpoints: gateway.upstream.verifyReceipt,
                                      mapping: legacyMapping, retryPolicy: retryPolicy, environmentVariables: environment,
                                      logger: logger),
-            ServerAPIAdapter(upstream: upstream, baseURLs: gateway.upstream.serverAPI,
-                             normalizer: try ServerAPINormalizer(serverMapping),
-                             options: serverAPIOptions, logger: logger),
+            serverAPI,
         ])
+        // Trust-root files are read here, with the rest of the start (off the pool), never by a request.
+        let apps = configuration.apps.values.sorted { $0.bundleId < $1.bundleId }
+        jwsVerifiers.prepare(apps)
+        serverAPI.prepare(apps)
         // A write whose COMMIT is on its way when the storage deadline passes is answered by that
         // commit, within what is left of the request's budget.
         let storageDeadline = Duration.seconds(gateway.timeouts.storageSeconds)

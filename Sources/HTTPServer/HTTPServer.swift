@@ -10,7 +10,7 @@ public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 /// not block before its first `await`.
 public final class HTTPServer: Sendable {
     public let configuration: HTTPServerConfiguration
-    private let core: ServerCore
+    let core: ServerCore
     private let address: BindAddress
 
     public init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) throws {
@@ -31,6 +31,7 @@ public final class HTTPServer: Sendable {
         self.core = ServerCore(configuration: configuration, handler: handler)
     }
 
+    /// A server dropped without `shutdown` is stopped here, on the releasing thread.
     deinit { core.stopDaemon() }
 
     /// The port actually bound (the kernel's choice when configured with 0); 0 before `start()`.
@@ -53,7 +54,9 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops accepting at once (the listening socket is closed, so new connections are refused),
-    /// lets requests in flight finish for up to `gracePeriod`, then closes everything.
+    /// lets requests in flight finish for up to `gracePeriod`, then closes everything. No thread of
+    /// the cooperative pool waits meanwhile: the last request to complete ends the grace period
+    /// early, and the daemon is stopped on a thread of its own (that joins libmicrohttpd's).
     public func shutdown(gracePeriod: Duration) async {
         let daemon = core.lifecycle.withLock { life -> OpaquePointer? in
             guard !life.draining else { return nil }
@@ -63,12 +66,8 @@ public final class HTTPServer: Sendable {
         guard let daemon else { return }
         let listenSocket = MHD_quiesce_daemon(daemon)
         if listenSocket >= 0 { close(listenSocket) }
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: gracePeriod)
-        while inFlight > 0 && clock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        core.stopDaemon()
+        await core.idle(within: gracePeriod)
+        await core.stop()
     }
 
     private func startDaemon() throws -> OpaquePointer {

@@ -58,7 +58,7 @@ let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, _, context, 
     if let orphan = state.pendingResponse.withLock({ p -> PendingResponse? in defer { p = nil }; return p }) {
         MHD_destroy_response(orphan.response)
     }
-    server.inFlightCount.subtract(1, ordering: .relaxed)
+    server.requestCompleted()
 }
 
 let connectionNotifyCallback: MHD_NotifyConnectionCallback = { cls, connection, socketContext, code in

@@ -10,6 +10,12 @@ struct SuspendedConnection: @unchecked Sendable, Hashable {
     let pointer: OpaquePointer
 }
 
+/// `ServerCore.idle(within:)`'s one waiter, and whether its wait has ended.
+struct IdleWait {
+    var continuation: CheckedContinuation<Void, Never>?
+    var ended = false
+}
+
 struct Lifecycle {
     var daemon: OpaquePointer?
     var draining = false
@@ -35,6 +41,12 @@ final class ServerCore: @unchecked Sendable {
     /// through them made the next request's dispatch wait, a futex sleep and switch per request).
     /// Counted under `lifecycle`; stopping waits for it to reach 0 before it stops the daemon.
     let resuming = Atomic<Int>(0)
+    /// Set once stopping took the daemon: from then on the finish leaving libmicrohttpd last wakes it.
+    private let stopping = Atomic<Bool>(false)
+    private let finishesLeft = NSCondition()
+    /// Set before `idle(within:)` waits: from then on the request completing last ends its wait.
+    private let awaitingIdle = Atomic<Bool>(false)
+    private let idleWait = Mutex(IdleWait())
     /// The largest POST body whose handler starts on libmicrohttpd's thread (a signed transaction
     /// is ~5 KB, a notification ~17 KB; a receipt of many MB is parsed on the pool instead).
     static let maxBodyStartedInline = 64 * 1024
@@ -170,7 +182,7 @@ final class ServerCore: @unchecked Sendable {
         // A small POST (a verify, a notification) starts on this thread (libmicrohttpd's) and runs
         // here until its first suspension (its JWS verification, up to the ledger call), which saves
         // waking a pool thread per request. So no handler may block before its first `await` (that
-        // would stall every connection of this thread; online checks run on threads of their own).
+        // would stall every connection of this thread; online checks await their OCSP answers).
         // Anything else (a large receipt body, the GET reports, which may even carry on here when
         // their first storage answer comes before they suspend) starts on the pool as before. One
         // that never suspends finishes here, inside the access callback: `finish` queues its
@@ -184,20 +196,79 @@ final class ServerCore: @unchecked Sendable {
         return MHD_Result.YES
     }
 
+    /// Returns once no request is in flight, or once `limit` has passed, holding no thread while
+    /// it waits: the request completing last (`requestCompleted`) or a timer ends the wait.
+    func idle(within limit: Duration) async {
+        awaitingIdle.store(true, ordering: .sequentiallyConsistent)
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            self.endIdleWait()
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = idleWait.withLock { wait -> Bool in
+                guard !wait.ended, inFlightCount.load(ordering: .sequentiallyConsistent) > 0 else { return true }
+                wait.continuation = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        timer.cancel()
+    }
+
+    /// libmicrohttpd is done with a request (its completion callback).
+    func requestCompleted() {
+        let left = inFlightCount.subtract(1, ordering: .sequentiallyConsistent).newValue
+        if left == 0, awaitingIdle.load(ordering: .sequentiallyConsistent) { endIdleWait() }
+    }
+
+    private func endIdleWait() {
+        let waiting = idleWait.withLock { wait -> CheckedContinuation<Void, Never>? in
+            wait.ended = true
+            defer { wait.continuation = nil }
+            return wait.continuation
+        }
+        waiting?.resume()
+    }
+
+    /// `stopDaemon` on a thread of its own: it waits for libmicrohttpd's threads to end.
+    func stop() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let thread = Thread {
+                self.stopDaemon()
+                continuation.resume()
+            }
+            thread.name = "HTTPServer.stop"
+            thread.start()
+        }
+    }
+
     /// Resumes every parked connection without a response (their handlers' late answers are
-    /// dropped), then stops the daemon, which closes them.
+    /// dropped), then stops the daemon, which closes them. Blocks until libmicrohttpd's threads
+    /// end: async callers use `stop()`.
     func stopDaemon() {
         let daemon = lifecycle.withLock { life -> OpaquePointer? in
             defer { life.daemon = nil }
             for connection in life.suspended { MHD_resume_connection(connection.pointer) }
             life.suspended.removeAll()
+            stopping.store(true, ordering: .sequentiallyConsistent)
             return life.daemon
         }
         // Finishes that took their connection before `daemon` was cleared: their two libmicrohttpd calls
         // (never blocked for long) must end before the daemon and its connections are freed.
-        while resuming.load(ordering: .acquiring) > 0 { usleep(100) }
+        finishesLeft.lock()
+        while resuming.load(ordering: .sequentiallyConsistent) > 0 { finishesLeft.wait() }
+        finishesLeft.unlock()
         if let daemon { MHD_stop_daemon(daemon) }
         watchdog.stop()
+    }
+
+    /// A finish is out of libmicrohttpd; the last one while stopping wakes `stopDaemon`.
+    private func leftLibmicrohttpd() {
+        let left = resuming.subtract(1, ordering: .sequentiallyConsistent).newValue
+        guard left == 0, stopping.load(ordering: .sequentiallyConsistent) else { return }
+        finishesLeft.lock()
+        finishesLeft.broadcast()
+        finishesLeft.unlock()
     }
 
     func finish(_ state: RequestState, connection: SuspendedConnection, requestId: String,
@@ -215,7 +286,7 @@ final class ServerCore: @unchecked Sendable {
             MHD_destroy_response(mhdResponse)
             return
         }
-        defer { resuming.subtract(1, ordering: .releasing) }
+        defer { leftLibmicrohttpd() }
         if draining { _ = MHD_add_response_header(mhdResponse, "Connection", "close") }
         if MHD_queue_response(connection.pointer, status, mhdResponse) == MHD_Result.YES {
             MHD_destroy_response(mhdResponse)

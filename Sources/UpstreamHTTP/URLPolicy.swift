@@ -5,7 +5,8 @@ import Glibc
 import Darwin
 #endif
 
-/// Decides whether a URL may be fetched, before curl sees it: https anywhere, plain http only to loopback.
+/// Decides whether a URL may be fetched, before curl sees it: https anywhere, plain http only to
+/// loopback (or anywhere for a client configured `allowsPlainHTTPToAnyHost`).
 /// Parsing uses curl's own URL parser so the host we judge is exactly the host curl would connect to.
 enum URLPolicy {
     struct Target {
@@ -14,7 +15,7 @@ enum URLPolicy {
         let host: String
     }
 
-    static func check(_ url: String) throws(UpstreamError) -> Target {
+    static func check(_ url: String, plainHTTPToAnyHost: Bool = false) throws(UpstreamError) -> Target {
         guard let handle = curl_url() else { throw .transport("curl_url() failed") }
         defer { curl_url_cleanup(handle) }
         let rc = curl_url_set(handle, CURLUPART_URL, url, 0)
@@ -31,7 +32,7 @@ enum URLPolicy {
         case "https":
             break
         case "http":
-            guard isLoopback(host: host) else { throw .insecureScheme(host: host) }
+            guard plainHTTPToAnyHost || isLoopback(host: host) else { throw .insecureScheme(host: host) }
         default:
             throw .invalidURL("scheme \(scheme) is not http or https")
         }

@@ -5,8 +5,9 @@ import Darwin
 #endif
 
 /// Outgoing HTTP(S) for the gateway: Apple's verifyReceipt and App Store Server API, or a loopback
-/// simulator. Requests are refused before any network activity when the URL is not https (plain http
-/// is allowed to loopback only). Certificate and host-name verification are always on.
+/// simulator; OCSP responders. Requests are refused before any network activity when the URL is not
+/// https (plain http is allowed to loopback only, unless the configuration allows it anywhere).
+/// Certificate and host-name verification are always on.
 public final class UpstreamHTTPClient: Sendable {
     public let configuration: UpstreamHTTPConfiguration
     private let engine: CurlEngine
@@ -56,7 +57,7 @@ public final class UpstreamHTTPClient: Sendable {
     private func exchange(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse {
         let method = request.method.uppercased()
         try HeaderPolicy.checkMethod(method)
-        let target = try URLPolicy.check(request.url)
+        let target = try URLPolicy.check(request.url, plainHTTPToAnyHost: configuration.allowsPlainHTTPToAnyHost)
         try HeaderPolicy.check(request.headers)
         if Task.isCancelled { throw .cancelled }
         // Within a deadline (a request's budget, a retry policy's), no transfer outlasts it.

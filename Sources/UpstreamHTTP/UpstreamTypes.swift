@@ -79,16 +79,21 @@ public struct UpstreamHTTPConfiguration: Sendable {
     /// PEM bundle that replaces the system store entirely; nil trusts the system CA store.
     public var caBundlePath: String?
     public var userAgent: String
+    /// Plain http to any host, not only to loopback. Only for a client whose answers are verified
+    /// on their own whoever carries them: OCSP responses are signed and served over http by design
+    /// (RFC 6960, Apple's responders included). Off by default.
+    public var allowsPlainHTTPToAnyHost: Bool
 
     public init(connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(15),
                 maxResponseBytes: Int = 4 << 20, maxConnectionsPerHost: Int = 8,
-                caBundlePath: String? = nil, userAgent: String = "IAPGateway/1") {
+                caBundlePath: String? = nil, userAgent: String = "IAPGateway/1", allowsPlainHTTPToAnyHost: Bool = false) {
         self.connectTimeout = connectTimeout
         self.requestTimeout = requestTimeout
         self.maxResponseBytes = maxResponseBytes
         self.maxConnectionsPerHost = maxConnectionsPerHost
         self.caBundlePath = caBundlePath
         self.userAgent = userAgent
+        self.allowsPlainHTTPToAnyHost = allowsPlainHTTPToAnyHost
     }
 }
 

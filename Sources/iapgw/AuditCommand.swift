@@ -38,8 +38,8 @@ struct AuditCommand: Subcommand {
         guard (1...HistoryEndpoint.maxLimit).contains(limit) else {
             throw UsageError(message: "--limit must be 1 to \(HistoryEndpoint.maxLimit)")
         }
-        let parts = try GatewayAssembly(configuration: try ConfigLoader.loadAll(configDirectory: config),
-                                        mappingsDirectory: mappings, logger: Logger.standardError()).makeParts()
+        let (_, parts) = try await GatewayAssembly.open(configDirectory: config, mappingsDirectory: mappings,
+                                                        logger: Logger.standardError())
         let answer: JSONValue
         if let orderId {
             answer = try await parts.auditOrder(bundleId: bundleId, orderId: orderId, since: since, limit: limit)

@@ -42,10 +42,10 @@ struct CompareCommand: Subcommand {
         }
         options.stateFile = URL(fileURLWithPath: statePath)
 
-        let receipts = try BatchReceipt.readJSONLines(URL(fileURLWithPath: input))
-        let assembly = GatewayAssembly(configuration: try ConfigLoader.loadAll(configDirectory: config),
-                                       mappingsDirectory: mappings, logger: Logger.standardError(minimumLevel: .warning))
-        let parts = try assembly.makeParts()
+        let inputFile = URL(fileURLWithPath: input)
+        let receipts = try await GatewayAssembly.offPool { () throws(VerificationError) in try BatchReceipt.readJSONLines(inputFile) }
+        let (_, parts) = try await GatewayAssembly.open(configDirectory: config, mappingsDirectory: mappings,
+                                                        logger: Logger.standardError(minimumLevel: .warning))
         let comparer = try parts.batchComparer(bundleId: bundleId, options: options)
         let printer = BatchProgressPrinter.standardOutput()
         let summary = try await Self.runInterruptibly { try await comparer.run(receipts) { printer.update($0, final: $1) } }

@@ -53,7 +53,7 @@ struct JWSCommand: Subcommand {
         }
     }
 
-    func run(_ args: inout CommandLineArguments) throws -> Int32 {
+    func run(_ args: inout CommandLineArguments) async throws -> Int32 {
         guard args.positional() == "verify" else { throw UsageError(message: "expected the action: verify") }
         guard let kindText = try args.value("--kind") else { throw UsageError(message: "--kind is required") }
         guard let kind = Kind(rawValue: kindText) else { throw UsageError(message: "unknown --kind \(kindText)") }
@@ -80,7 +80,8 @@ struct JWSCommand: Subcommand {
             verified += 1
             let verdict: JSONValue
             do {
-                verdict = try Self.verify(jws, kind: kind, with: verifier)
+                // With --online-checks the OCSP answers are awaited around the verification.
+                verdict = try await verifier.verifying { v throws(VerificationError) in try Self.verify(jws, kind: kind, with: v) }
             } catch {
                 allValid = false
                 verdict = .object(["valid": .bool(false), "error": .string(error.code.rawValue), "message": .string(error.message)])

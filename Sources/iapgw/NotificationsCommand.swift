@@ -27,9 +27,9 @@ struct NotificationsCommand: Subcommand {
         }
         try args.finish()
         let logger = Logger.standardError()
-        func makeMaintenance() throws -> NotificationMaintenance {
-            try GatewayAssembly(configuration: try ConfigLoader.loadAll(configDirectory: config),
-                                mappingsDirectory: mappings, logger: logger).makeParts().notificationMaintenance()
+        func makeMaintenance() async throws -> NotificationMaintenance {
+            try await GatewayAssembly.open(configDirectory: config, mappingsDirectory: mappings, logger: logger).1
+                .notificationMaintenance()
         }
         if action == "replay" {
             guard let sinceText else { throw UsageError(message: "replay needs --since") }

@@ -31,9 +31,7 @@ struct ReconcileCommand: Subcommand {
             since = Int64(Date().timeIntervalSince1970 * 1000) - hours * 3_600_000
         }
         let logger = Logger.standardError()
-        let assembly = GatewayAssembly(configuration: try ConfigLoader.loadAll(configDirectory: config),
-                                       mappingsDirectory: mappings, logger: logger)
-        let parts = try assembly.makeParts()
+        let (_, parts) = try await GatewayAssembly.open(configDirectory: config, mappingsDirectory: mappings, logger: logger)
         let reconciler = try parts.reconciler(logger: logger)
         let start = since
         let report = await reconciler.reconcile(since: start) ?? ReconciliationReport()

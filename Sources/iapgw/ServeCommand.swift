@@ -20,17 +20,16 @@ struct ServeCommand: Subcommand {
         let mappings = URL(fileURLWithPath: try args.value("--mappings") ?? "Mappings", isDirectory: true)
         try args.finish()
         let logger = Logger.standardError()
-        let configuration = try ConfigLoader.loadAll(configDirectory: config)
-        let assembly = GatewayAssembly(configuration: configuration, mappingsDirectory: mappings, logger: logger)
-        let parts = try assembly.makeParts()
-        let service = GatewayService(parts)
-        let server = try assembly.makeServer(service: service)
-        try server.start()
-        let background = try assembly.startBackgroundWork(parts)
+        // Handled from before the socket is bound: a SIGTERM sent once it answers stops it cleanly.
+        let signals = TerminationSignals()
+        // Files read and the ledger's database opened on a thread of their own, within a deadline.
+        let (assembly, parts) = try await GatewayAssembly.open(configDirectory: config, mappingsDirectory: mappings, logger: logger)
+        let configuration = assembly.configuration
+        let (service, server, background) = try await assembly.start(parts)
         logger.info("listening", ["address": configuration.gateway.listenAddress, "port": String(server.port),
                                   "scheme": configuration.gateway.tls == nil ? "http" : "https",
                                   "apps": configuration.apps.keys.sorted().joined(separator: ",")])
-        let signal = await waitForTerminationSignal()
+        let signal = await signals.wait()
         logger.info("shutting_down", ["signal": String(signal), "inFlight": String(server.inFlight)])
         await server.shutdown(gracePeriod: .seconds(10))
         await service.finishShadowWork()

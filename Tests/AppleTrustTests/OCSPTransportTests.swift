@@ -6,37 +6,66 @@ import XCTest
 import Glibc
 #endif
 
-/// The default OCSP transport against a scripted loopback HTTP server: it must refuse redirects
-/// and oversized answers (the answer is signature-checked later, but the transport must not be a
+/// The default OCSP transport (`UpstreamHTTPClient`) against a scripted loopback HTTP server: it must
+/// refuse redirects and oversized answers (the answer is signature-checked later, but the transport must not be a
 /// lever to send the verifier elsewhere or make it buffer without bound).
 final class OCSPTransportTests: XCTestCase {
-    func testRedirectIsNotFollowed() throws {
+    /// What the default transport makes of `path` on `server`: the body, or the refusal's code and message.
+    func post(_ path: String, on server: ScriptedHTTPServer) async -> Result<Data, VerificationError> {
+        let url = URL(string: "http://127.0.0.1:\(server.port)\(path)")!
+        do throws(VerificationError) {
+            return .success(try await UpstreamOCSPTransport().post(Data([0x30, 0x00]), to: url, timeout: .seconds(5)))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    func assertRefused(_ outcome: Result<Data, VerificationError>, file: StaticString = #filePath, line: UInt = #line) {
+        guard case .failure(let error) = outcome else { return XCTFail("answered \(outcome)", file: file, line: line) }
+        XCTAssertEqual(error.code, .revocationCheckUnavailable, file: file, line: line)
+        // A refusal names no host or port (it reaches API callers).
+        XCTAssertFalse(error.message.contains("127.0.0.1"), error.message, file: file, line: line)
+    }
+
+    func testRedirectIsNotFollowed() async throws {
         let server = try ScriptedHTTPServer()
         defer { server.stop() }
-        let url = URL(string: "http://127.0.0.1:\(server.port)/redirect")!
-        assertRefused(.revocationCheckUnavailable) { try URLSessionOCSPTransport().post(Data([0x30, 0x00]), to: url, timeout: 5) }
+        assertRefused(await post("/redirect", on: server))
         XCTAssertFalse(server.requestedPaths.contains("/ok"), "the redirect target was fetched")
     }
 
-    func testAnswerOverTheCapIsRefused() throws {
+    func testAnswerOverTheCapIsRefused() async throws {
         let server = try ScriptedHTTPServer()
         defer { server.stop() }
-        let url = URL(string: "http://127.0.0.1:\(server.port)/big")!
-        assertRefused(.revocationCheckUnavailable) { try URLSessionOCSPTransport().post(Data([0x30, 0x00]), to: url, timeout: 5) }
+        assertRefused(await post("/big", on: server))
     }
 
-    func testPlainAnswerIsReturned() throws {
+    func testPlainAnswerIsReturned() async throws {
         let server = try ScriptedHTTPServer()
         defer { server.stop() }
-        let url = URL(string: "http://127.0.0.1:\(server.port)/ok")!
-        XCTAssertEqual(try URLSessionOCSPTransport().post(Data([0x30, 0x00]), to: url, timeout: 5), Data("OCSP".utf8))
+        let answer = try await post("/ok", on: server).get()
+        XCTAssertEqual(answer, Data("OCSP".utf8))
+        XCTAssertEqual(server.requestedPaths, ["/ok"])
     }
 
-    func testNonOKStatusIsRefused() throws {
+    func testNonOKStatusIsRefused() async throws {
         let server = try ScriptedHTTPServer()
         defer { server.stop() }
-        let url = URL(string: "http://127.0.0.1:\(server.port)/missing")!
-        assertRefused(.revocationCheckUnavailable) { try URLSessionOCSPTransport().post(Data([0x30, 0x00]), to: url, timeout: 5) }
+        assertRefused(await post("/missing", on: server))
+    }
+
+    func testClosedPortIsRefusedAsUnreachable() async throws {
+        let server = try ScriptedHTTPServer()
+        let port = server.port
+        server.stop()
+        let url = URL(string: "http://127.0.0.1:\(port)/ok")!
+        do throws(VerificationError) {
+            _ = try await UpstreamOCSPTransport().post(Data([0x30, 0x00]), to: url, timeout: .seconds(5))
+            XCTFail("a closed port answered")
+        } catch {
+            XCTAssertEqual(error.code, .revocationCheckUnavailable)
+            XCTAssertFalse(error.message.contains("\(port)"), error.message)
+        }
     }
 }
 
@@ -53,21 +82,7 @@ final class ScriptedHTTPServer: @unchecked Sendable {
     var requestedPaths: [String] { lock.withLock { paths } }
 
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw VerificationError(.invalidConfiguration, "socket") }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = 0
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                bind(fd, sa, len) == 0 && listen(fd, 8) == 0 && getsockname(fd, sa, &len) == 0
-            }
-        }
-        guard bound else { close(fd); throw VerificationError(.invalidConfiguration, "bind") }
-        self.fd = fd
-        port = UInt16(bigEndian: addr.sin_port)
+        (fd, port) = try listenOnLoopback(backlog: 8)
         Thread { [self] in serve() }.start()
     }
 
@@ -116,4 +131,22 @@ final class ScriptedHTTPServer: @unchecked Sendable {
             bytes = bytes.dropFirst(n)
         }
     }
+}
+
+/// A TCP socket listening on 127.0.0.1 at a port the kernel picks.
+func listenOnLoopback(backlog: Int32) throws -> (fd: Int32, port: UInt16) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw VerificationError(.invalidConfiguration, "socket") }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = 0
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &addr) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+            bind(fd, sa, len) == 0 && listen(fd, backlog) == 0 && getsockname(fd, sa, &len) == 0
+        }
+    }
+    guard bound else { close(fd); throw VerificationError(.invalidConfiguration, "bind") }
+    return (fd, UInt16(bigEndian: addr.sin_port))
 }

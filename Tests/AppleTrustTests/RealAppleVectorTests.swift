@@ -112,7 +112,7 @@ final class RealAppleVectorTests: XCTestCase {
 
 /// Tests never reach the network: every OCSP request fails as an unreachable responder would.
 struct UnreachableOCSPTransport: OCSPTransport {
-    func post(_ body: Data, to url: URL, timeout: TimeInterval) throws(VerificationError) -> Data {
+    func post(_ body: Data, to url: URL, timeout: Duration) async throws(VerificationError) -> Data {
         throw VerificationError(.revocationCheckUnavailable, "test transport: no network")
     }
 }

@@ -227,6 +227,14 @@ final class UpstreamHTTPClientTests: XCTestCase {
         XCTAssertEqual(try URLPolicy.check("http://[::1]:8080/x").host, "[::1]")
     }
 
+    func testPlainHTTPToAnyHostOnlyWhereTheClientAllowsIt() throws {
+        XCTAssertThrowsError(try URLPolicy.check("http://ocsp.apple.com/ocsp03-wwdrg601"))
+        XCTAssertEqual(try URLPolicy.check("http://ocsp.apple.com/ocsp03-wwdrg601", plainHTTPToAnyHost: true).host, "ocsp.apple.com")
+        // Still http or https only, and still no credentials in the URL.
+        XCTAssertThrowsError(try URLPolicy.check("ftp://ocsp.apple.com/", plainHTTPToAnyHost: true))
+        XCTAssertThrowsError(try URLPolicy.check("http://user:pw@ocsp.apple.com/", plainHTTPToAnyHost: true))
+    }
+
     func testInvalidConfigurationIsRefused() {
         XCTAssertThrowsError(try UpstreamHTTPClient(configuration: .init(requestTimeout: .zero)))
         XCTAssertThrowsError(try UpstreamHTTPClient(configuration: .init(maxConnectionsPerHost: 0)))

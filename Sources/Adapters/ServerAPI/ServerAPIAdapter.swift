@@ -96,6 +96,12 @@ public final class ServerAPIAdapter: VerificationAdapter {
 
     // MARK: Per-app context
 
+    /// Builds each app's context now (its JWS verifier, its receipt roots read): at load time (the
+    /// gateway's start, off the pool), so no request reads a trust-root file.
+    public func prepare(_ apps: some Sequence<AppPolicy>) {
+        for app in apps { _ = try? context(for: app) }
+    }
+
     func context(for app: AppPolicy) throws(VerificationError) -> AppContext {
         if let cached = contexts.withLock({ $0[app.bundleId] }), cached.policy == app { return cached }
         let made = try makeContext(app)

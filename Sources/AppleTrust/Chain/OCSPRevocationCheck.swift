@@ -4,34 +4,38 @@ import IAPCore
 
 /// Asks each certificate's OCSP responder (from its AIA extension) whether it is revoked, and
 /// checks the answer with OpenSSL: signed by the issuer or its delegate, chaining to a pinned root,
-/// fresh, and about this certificate. As a `ChainPolicy` (the optional one: online checks only) it
-/// asks about every certificate of leaf → … → root but the root, leaf first.
-struct OCSPRevocationCheck: ChainPolicy {
+/// fresh, and about this certificate. It asks about every certificate of leaf → … → root but the
+/// root, leaf first. Async: the request is awaited on `OCSPTransport`, and the OpenSSL work on
+/// either side of it runs between suspensions (its error queue is per thread).
+struct OCSPRevocationCheck: Sendable {
     let transport: any OCSPTransport
     /// Whose pinned store OCSP answers must chain to.
     let pinned: PinnedChainPolicy
-    var timeout: TimeInterval = 5
+    var timeout: Duration = .seconds(5)
     static let clockSkewSeconds = 300
     /// Apple's responders refresh answers within hours; a week-old "good" is not evidence.
     static let maxResponseAgeSeconds = 7 * 86_400
 
-    func check(_ chain: [X509Certificate]) throws(VerificationError) {
-        for (cert, issuer) in zip(chain, chain.dropFirst()) { try check(cert, issuer: issuer) }
+    func check(_ chain: [X509Certificate]) async throws(VerificationError) {
+        for (cert, issuer) in zip(chain, chain.dropFirst()) { try await check(cert, issuer: issuer) }
     }
 
-    func check(_ cert: X509Certificate, issuer: X509Certificate) throws(VerificationError) {
+    func check(_ cert: X509Certificate, issuer: X509Certificate) async throws(VerificationError) {
         guard let urlText = cert.ocspResponderURL, let url = URL(string: urlText),
               url.scheme == "http" || url.scheme == "https" else {
             throw VerificationError(.revocationCheckUnavailable, "\(cert.subjectCommonName) names no OCSP responder")
         }
+        let body = try request(about: cert, issuer: issuer)
+        let answer = try await transport.post(body, to: url, timeout: timeout)
+        try judge(answer, about: cert, issuer: issuer)
+    }
+
+    /// The DER OCSP request for `cert`.
+    func request(about cert: X509Certificate, issuer: X509Certificate) throws(VerificationError) -> Data {
         defer { clearOpenSSLErrors() }
         guard let request = OCSP_REQUEST_new() else { throw unavailable("cannot build OCSP request") }
         defer { OCSP_REQUEST_free(request) }
-        // Two ids: the request takes ownership of one, the response lookup needs its own.
-        guard let lookupId = OCSP_cert_to_id(EVP_sha1(), cert.x509, issuer.x509) else {
-            throw unavailable("cannot build OCSP certificate id")
-        }
-        defer { OCSP_CERTID_free(lookupId) }
+        // The request takes ownership of the id.
         guard let id = OCSP_cert_to_id(EVP_sha1(), cert.x509, issuer.x509) else {
             throw unavailable("cannot build OCSP certificate id")
         }
@@ -39,10 +43,17 @@ struct OCSPRevocationCheck: ChainPolicy {
         var derPtr: UnsafeMutablePointer<UInt8>? = nil
         let derLen = i2d_OCSP_REQUEST(request, &derPtr)
         guard derLen > 0, let derPtr else { throw unavailable("cannot encode OCSP request") }
-        let body = Data(bytes: derPtr, count: Int(derLen))
-        CRYPTO_free(derPtr, nil, 0)
+        defer { CRYPTO_free(derPtr, nil, 0) }
+        return Data(bytes: derPtr, count: Int(derLen))
+    }
 
-        let answer = try transport.post(body, to: url, timeout: timeout)
+    /// Whether `answer` says, verifiably and freshly, that `cert` is good.
+    func judge(_ answer: Data, about cert: X509Certificate, issuer: X509Certificate) throws(VerificationError) {
+        defer { clearOpenSSLErrors() }
+        guard let lookupId = OCSP_cert_to_id(EVP_sha1(), cert.x509, issuer.x509) else {
+            throw unavailable("cannot build OCSP certificate id")
+        }
+        defer { OCSP_CERTID_free(lookupId) }
         let response: OpaquePointer? = answer.withUnsafeBytes { raw in
             var p = raw.bindMemory(to: UInt8.self).baseAddress
             return d2i_OCSP_RESPONSE(nil, &p, raw.count)

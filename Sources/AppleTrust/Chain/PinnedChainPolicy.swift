@@ -133,8 +133,8 @@ package struct ValidityTime: ChainPolicy {
 /// The one pinned-chain engine for JWS (x5c) and PKCS#7 (receipt signers) alike: the pinned roots,
 /// an OpenSSL store holding only them (no default paths, no partial chains), and OpenSSL building
 /// leaf → … → pinned root with every signature checked. What a path requires beyond that is a
-/// list of `ChainPolicy` rules (pinned root, Apple markers, length, validity time, and with online
-/// checks `OCSPRevocationCheck`, whose answers must chain to the same store).
+/// list of `ChainPolicy` rules (pinned root, Apple markers, length, validity time); with online
+/// checks, `OCSPRevocationCheck` (async) asks about the chain, and its answers must chain to the same store.
 package final class PinnedChainPolicy: @unchecked Sendable {
     package let roots: [X509Certificate]
     package let pinnedRoot: PinnedRoot

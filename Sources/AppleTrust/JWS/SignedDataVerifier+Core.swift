@@ -98,7 +98,7 @@ extension SignedDataVerifier {
             try ValidityTime(nowSecond).check(verified.validity)
             if verified.revocationCheckedAt.map({ nowSecond - $0 > revocationRecheckSeconds || $0 > nowSecond }) ?? true {
                 if certs == nil { certs = try Self.decodeHeader(header, reusing: knownCertificate) }
-                try revocation.check(certs!)
+                try revocationVerdict(header: header, chain: certs!)
                 verified.revocationCheckedAt = nowSecond
                 cache.store(header, verified)
             }

@@ -14,7 +14,8 @@ import Synchronization
 /// `originalTransactionId`), never on the JWS bytes or a hash of them.
 ///
 /// Synchronous on purpose: offline verification is pure CPU (no suspension point on the hot path);
-/// only `enableOnlineChecks` does I/O, through `OCSPTransport`.
+/// only `enableOnlineChecks` does I/O, through `OCSPTransport`, awaited by `verifying` around the
+/// synchronous calls (a synchronous caller with online checks on is refused REVOCATION_CHECK_UNAVAILABLE).
 public final class SignedDataVerifier: Sendable {
     /// `limits.maxJWSBytes`'s default; also the bound on a JWS header's JSON.
     public static let defaultMaxInputBytes = 64 * 1024
@@ -46,7 +47,7 @@ public final class SignedDataVerifier: Sendable {
                             environments: Set<AppStoreEnvironment>, enableOnlineChecks: Bool = false,
                             allowLocalTestEnvironments: Bool = false, clockSkewMs: Int64 = 60_000,
                             now: @escaping @Sendable () -> Date = { Date() }, cacheCapacity: Int = 64,
-                            ocspTransport: any OCSPTransport = URLSessionOCSPTransport(),
+                            ocspTransport: any OCSPTransport = UpstreamOCSPTransport(),
                             revocationRecheckSeconds: Int64 = 300,
                             maxInputBytes: Int = SignedDataVerifier.defaultMaxInputBytes,
                             signatureMemoCapacity: Int = SignedDataVerifier.defaultSignatureMemoCapacity) throws(VerificationError) {
@@ -60,7 +61,7 @@ public final class SignedDataVerifier: Sendable {
 
     public init(rootCertificates: [Data], identity: AppIdentity, enableOnlineChecks: Bool = false, clockSkewMs: Int64 = 60_000,
                 now: @escaping @Sendable () -> Date = { Date() }, cacheCapacity: Int = 64,
-                ocspTransport: any OCSPTransport = URLSessionOCSPTransport(),
+                ocspTransport: any OCSPTransport = UpstreamOCSPTransport(),
                 revocationRecheckSeconds: Int64 = 300,
                 maxInputBytes: Int = SignedDataVerifier.defaultMaxInputBytes,
                 signatureMemoCapacity: Int = SignedDataVerifier.defaultSignatureMemoCapacity) throws(VerificationError) {

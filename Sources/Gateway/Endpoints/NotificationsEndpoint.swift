@@ -25,7 +25,7 @@ struct NotificationsEndpoint: Sendable {
         guard let decoder else { throw VerificationError(.notFound, "notifications are not enabled") }
         var decoded: DecodedNotification
         do throws(VerificationError) {
-            decoded = try await decoder.decodeOffPool(body: request.body, app: app)
+            decoded = try await decoder.decodeCheckingOnline(body: request.body, app: app)
             if let receipt = decoded.v1LatestReceipt {
                 // A V1 body is a trigger only: Apple's answer about its receipt is what gets applied.
                 guard let legacy else {

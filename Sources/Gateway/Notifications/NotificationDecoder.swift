@@ -44,10 +44,10 @@ public final class NotificationDecoder: Sendable {
         self.verifiers = verifiers
     }
 
-    /// `decode` from async code: a V2 body of an app with online checks is verified on threads of
-    /// their own (its OCSP requests block), never on the cooperative pool.
-    public func decodeOffPool(body: [UInt8], app: AppPolicy) async throws(VerificationError) -> DecodedNotification {
-        try await SignedDataVerifier.offPool(when: app.onlineChecks) { () throws(VerificationError) in
+    /// `decode` from async code, the OCSP answers of an app with online checks awaited around it
+    /// (`SignedDataVerifier.withOnlineChecks`); the synchronous `decode` refuses those.
+    public func decodeCheckingOnline(body: [UInt8], app: AppPolicy) async throws(VerificationError) -> DecodedNotification {
+        try await SignedDataVerifier.withOnlineChecks(when: app.onlineChecks) { () throws(VerificationError) in
             try self.decode(body: body, app: app)
         }
     }

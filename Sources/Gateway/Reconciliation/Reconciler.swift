@@ -189,7 +189,7 @@ public final class Reconciler: Sendable {
         report.historyRead += 1
         let body = Array(JSONValue.object(["signedPayload": .string(signedPayload)]).jsonText.utf8)
         do throws(VerificationError) {
-            let decoded = try await decoder.decodeOffPool(body: body, app: app)
+            let decoded = try await decoder.decodeCheckingOnline(body: body, app: app)
             let fresh = try await ledger.enqueue(InboxEntry(
                 id: decoded.id, bundleId: app.bundleId, version: decoded.version,
                 notificationType: decoded.notificationType.rawValue, subtype: decoded.subtype?.rawValue,

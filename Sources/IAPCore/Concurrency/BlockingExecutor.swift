@@ -2,13 +2,13 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Runs blocking calls (SQLite and libpq for the ledger, OCSP for online checks) on threads of its
-/// own, never on Swift's cooperative pool (two threads on a 2-core machine: two stuck calls there
+/// Runs blocking calls (SQLite and libpq for the ledger, a start's file reads and database opening)
+/// on threads of its own, never on Swift's cooperative pool (two threads on a 2-core machine: two stuck calls there
 /// would stall every request, health probes included), the way `CurlEngine` runs libcurl.
 ///
 /// Each call is awaited with a deadline: when it passes, the caller gets the executor's
 /// `unavailable` code at once even though the thread may still be waiting (a frozen PostgreSQL, a
-/// stalled disk, a silent responder); the late result is dropped. A call whose deadline passed before a thread took it is not
+/// stalled disk, a hung mount); the late result is dropped. A call whose deadline passed before a thread took it is not
 /// run at all. The queue is bounded: a full one refuses at once instead of piling up work nobody
 /// waits for.
 public final class BlockingExecutor: Sendable {
