@@ -76,7 +76,7 @@ public struct GatewayAssembly {
                              options: serverAPIOptions, logger: logger),
         ])
         let ledger = try AsyncSQLLedger(storage: gateway.storage.url, deadline: .seconds(gateway.timeouts.storageSeconds),
-                                        logger: logger)
+                                        webhookAudience: Self.webhookAudience(configuration.apps), logger: logger)
         let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
                                         store: ledger, legacyMappingVersion: legacyMapping.id,
                                         serverAPIMappingVersion: serverMapping.id, logger: logger,
@@ -88,6 +88,11 @@ public struct GatewayAssembly {
                                                             storage: gateway.storage, logger: logger),
                             environment: environment, logger: logger, migration: migration, comparisons: ledger,
                             metrics: metrics, upstreamBudget: budget, jwsVerifiers: jwsVerifiers)
+    }
+
+    /// The apps whose webhook events are stored: those with a receiver (`AppPolicy.webhook`).
+    public static func webhookAudience(_ apps: [String: AppPolicy]) -> WebhookAudience {
+        .apps(apps.filter { $0.value.webhook != nil }.keys)
     }
 
     /// The background work of a running gateway: the inbox drained through the state machine, the

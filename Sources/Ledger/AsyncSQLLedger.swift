@@ -33,9 +33,10 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
     }
 
     /// Opens the ledger at `storage` (see `SQLLedger.init(storage:deadline:)`).
-    public convenience init(storage: String, deadline: Duration = .seconds(5), logger: Logger = .disabled)
-        throws(VerificationError) {
-        self.init(try SQLLedger(storage: storage, deadline: deadline), deadline: deadline, logger: logger)
+    public convenience init(storage: String, deadline: Duration = .seconds(5), webhookAudience: WebhookAudience = .everyApp,
+                            logger: Logger = .disabled) throws(VerificationError) {
+        self.init(try SQLLedger(storage: storage, deadline: deadline, webhookAudience: webhookAudience), deadline: deadline,
+                  logger: logger)
     }
 
     // MARK: Calls

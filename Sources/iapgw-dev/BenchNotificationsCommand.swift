@@ -100,7 +100,8 @@ struct BenchNotificationsCommand: Subcommand {
         let acceptCPUSeconds = processCPUSeconds() - cpuStart
 
         // A benchmark drains batches of 500 as fast as it can: no request waits on it, so no 5 s deadline.
-        let ledger = try AsyncSQLLedger(storage: storageURL, deadline: .seconds(120))
+        let ledger = try AsyncSQLLedger(storage: storageURL, deadline: .seconds(120),
+                                        webhookAudience: GatewayAssembly.webhookAudience(configuration.apps))
         let processor = NotificationProcessor(apps: configuration.apps, ledger: ledger, logger: .disabled,
                                               now: { Int64(Date().timeIntervalSince1970 * 1000) })
         // Marks for a profiler watching the output (the database server's CPU in each phase).

@@ -8,24 +8,27 @@ extension SQLLedger {
     public func enqueueWebhooks(_ events: [WebhookEvent], now: Int64) throws(VerificationError) -> Int {
         try database.transaction { (connection) throws(VerificationError) -> Int in
             var added = 0
-            for event in events where try Self.insertWebhook(event, now: now, connection) { added += 1 }
+            for event in events where try insertWebhook(event, now: now, connection) { added += 1 }
             return added
         }
     }
 
-    /// True if the event was new. The key is scoped to the app: two apps' keys never shadow each other.
+    /// True if the event was stored new. The key is scoped to the app: two apps' keys never shadow
+    /// each other. An event of an app outside `webhookAudience` is not stored (false).
     @discardableResult
-    static func insertWebhook(_ event: WebhookEvent, now: Int64, _ connection: any SQLConnection)
+    func insertWebhook(_ event: WebhookEvent, now: Int64, _ connection: any SQLConnection)
         throws(VerificationError) -> Bool {
-        switch try connection.write(insertWebhookSQL, try webhookArguments(event, now: now)) {
+        guard webhookAudience.includes(event.bundleId) else { return false }
+        switch try connection.write(Self.insertWebhookSQL, try Self.webhookArguments(event, now: now)) {
         case .changed(let count): return count == 1
         case .constraintViolation: throw SQLConnectionErrors.constraintViolated
         }
     }
 
     /// `insertWebhook` when nobody needs to know whether the event was new (`deferWrite`).
-    static func queueWebhook(_ event: WebhookEvent, now: Int64, _ connection: any SQLConnection)
+    static func queueWebhook(_ event: WebhookEvent, now: Int64, audience: WebhookAudience, _ connection: any SQLConnection)
         throws(VerificationError) {
+        guard audience.includes(event.bundleId) else { return }
         try connection.deferWrite(insertWebhookSQL, try webhookArguments(event, now: now))
     }
 
