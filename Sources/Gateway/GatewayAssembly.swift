@@ -110,7 +110,7 @@ public struct GatewayAssembly {
         } catch {
             throw VerificationError(.invalidConfiguration, "webhook HTTP client: \(error)")
         }
-        let (identity, instanceLock) = webhookIdentity()
+        let (identity, instanceLock) = workerIdentity()
         let dispatcher = WebhookDispatcher(apps: parts.apps, ledger: parts.ledger, client: client,
                                            environment: environment, logger: logger, identity: identity,
                                            leaseMillis: gateway.webhooks.leaseSeconds * 1000, now: parts.now)
@@ -121,7 +121,8 @@ public struct GatewayAssembly {
         let sweep = EntitlementSweep(ledger: parts.ledger, settings: settings, logger: logger, now: parts.now)
         let finisher = (parts.ledger as? any FinishLedger).map {
             TransactionFinisher(apps: parts.apps, ledger: $0, serverAPI: parts.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
-                                upstreamBudget: parts.upstreamBudget, logger: logger, now: parts.now)
+                                identity: identity, leaseMillis: gateway.webhooks.leaseSeconds * 1000, logger: logger,
+                                now: parts.now)
         }
         return Task {
             await withTaskGroup(of: Void.self) { group in
@@ -136,10 +137,10 @@ public struct GatewayAssembly {
         }
     }
 
-    /// Who this instance is to the webhook outbox: the configured `instanceId`; else, on SQLite, "the
-    /// instance of this file" while it holds the file's instance lock; else a new one at each start
-    /// (its leases are only ever taken back by running out).
-    func webhookIdentity() -> (WebhookDispatcher.Identity, InstanceLock?) {
+    /// Who this instance is to the background work's leases: the configured `instanceId`; else, on
+    /// SQLite, "the instance of this file" while it holds the file's instance lock; else a new one at
+    /// each start (its leases are only ever taken back by running out).
+    func workerIdentity() -> (WorkerIdentity, InstanceLock?) {
         if let id = configuration.gateway.instanceId { return (.init(id: id, isStable: true), nil) }
         guard case .sqlite(let path) = configuration.gateway.storage else { return (.ephemeral(), nil) }
         guard let lock = InstanceLock(path: path + "-instance.lock") else {

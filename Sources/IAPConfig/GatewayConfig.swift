@@ -12,7 +12,7 @@ public struct GatewayConfig: Sendable, Equatable {
     public var timeouts = Timeouts()
     public var limits = Limits()
     /// This instance's name among those sharing a database, the same across its restarts (so it can
-    /// take back at once the webhook leases it held when it crashed). Nil: the one instance of an
+    /// take back at once the webhook and finish leases it held when it crashed). Nil: the one instance of an
     /// SQLite file needs none; on PostgreSQL each start is then a new instance.
     public var instanceId: String?
     public var webhooks = Webhooks()
@@ -51,8 +51,9 @@ public struct GatewayConfig: Sendable, Equatable {
     }
 
     public struct Webhooks: Sendable, Equatable {
-        /// How long a webhook event taken for delivery stays one instance's without renewal (renewed
-        /// every third of it while delivering): after a crash, delivery resumes within about this long.
+        /// How long a webhook event taken for delivery, or a finish outbox row being sent, stays one
+        /// instance's without renewal (renewed every third of it while worked on): after a crash, the
+        /// work resumes within about this long.
         public var leaseSeconds: Int64 = 10
     }
 

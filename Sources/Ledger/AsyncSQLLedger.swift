@@ -296,8 +296,21 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
 
     // MARK: FinishLedger
 
-    public func leaseDueFinishes(now: Int64, limit: Int, leaseMillis: Int64) async throws(VerificationError) -> [PendingFinish] {
-        try await write { (l) throws(VerificationError) in try l.leaseDueFinishes(now: now, limit: limit, leaseMillis: leaseMillis) }
+    public func leaseDueFinishes(now: Int64, limit: Int, leaseMillis: Int64, holder: String)
+        async throws(VerificationError) -> [PendingFinish] {
+        try await write { (l) throws(VerificationError) in
+            try l.leaseDueFinishes(now: now, limit: limit, leaseMillis: leaseMillis, holder: holder)
+        }
+    }
+
+    public func renewFinishLeases(_ keys: [FinishKey], holder: String, until: Int64)
+        async throws(VerificationError) -> Set<FinishKey> {
+        try await write { (l) throws(VerificationError) in try l.renewFinishLeases(keys, holder: holder, until: until) }
+    }
+
+    @discardableResult
+    public func releaseFinishLeases(holder: String, now: Int64) async throws(VerificationError) -> Int {
+        try await write { (l) throws(VerificationError) in try l.releaseFinishLeases(holder: holder, now: now) }
     }
 
     @discardableResult

@@ -60,21 +60,8 @@ final class WebhookCrashTests: XCTestCase {
         let e2e = try await NotificationE2E.start(self)
         let (config, storage) = try separateGatewayConfig(from: e2e.gw.harness.directory, harnessDatabase: e2e.gw.sqlitePath,
                                                           requirePostgres: requirePostgres, test: self)
-        var settings = ""
-        if case .postgres = storage.backend, let postgresInstanceId { settings += "<instanceId>\(postgresInstanceId)</instanceId>" }
-        if let leaseSeconds {
-            settings += "<webhooks><leaseSeconds type=\"integer\">\(leaseSeconds)</leaseSeconds></webhooks>"
-        }
-        let file = config.appendingPathComponent("gateway.xml")
-        var xml = try String(contentsOf: file, encoding: .utf8)
-        XCTAssertTrue(xml.contains("</gateway>"))
-        xml = xml.replacingOccurrences(of: "</gateway>", with: settings + "</gateway>")
-        if let requestSeconds {
-            let harnessTimeout = "<requestSeconds type=\"integer\">5</requestSeconds>"
-            XCTAssertTrue(xml.contains(harnessTimeout))
-            xml = xml.replacingOccurrences(of: harnessTimeout, with: "<requestSeconds type=\"integer\">\(requestSeconds)</requestSeconds>")
-        }
-        try xml.write(to: file, atomically: true, encoding: .utf8)
+        try configureSeparateGateway(config, storage: storage, postgresInstanceId: postgresInstanceId,
+                                     leaseSeconds: leaseSeconds, requestSeconds: requestSeconds)
         return (e2e, config, storage)
     }
 

@@ -3,31 +3,19 @@ import Foundation
 import IAPConfig
 import IAPCore
 import Ledger
-import Synchronization
 import UpstreamHTTP
 
 /// Delivers the webhook outbox to each app backend: at least once, each event with its
 /// idempotency key, signed `X-IAPGW-Signature: sha256=HEX(HMAC(secret, timestamp + "." + body))`
 /// with `X-IAPGW-Timestamp`, retried with exponential backoff while the receiver is down.
 public final class WebhookDispatcher: Sendable {
-    /// Who takes the outbox's leases. A stable identity names this instance again after a restart,
-    /// and no other live instance has it: what it holds at start was held by its previous
-    /// incarnation, which no longer sends it, so it is taken back at once instead of waiting out
-    /// the lease. An ephemeral one is new at every start (nothing to take back).
-    public struct Identity: Sendable, Equatable {
-        public var id: String
-        public var isStable: Bool
-
-        public static func ephemeral() -> Identity { Identity(id: "gw-" + UUID().uuidString, isStable: false) }
-    }
-
     let apps: [String: AppPolicy]
     let ledger: any NotificationLedger & Ledger
     let client: UpstreamHTTPClient
     let environment: [String: String]
     let logger: Logger
     let now: @Sendable () -> Int64
-    let identity: Identity
+    let identity: WorkerIdentity
     /// How long an event taken for delivery stays ours without renewal: a crashed instance's events
     /// are due again (for another instance, or its own next incarnation) at most this long after.
     /// Renewed every third of it while a batch is being delivered.
@@ -37,7 +25,7 @@ public final class WebhookDispatcher: Sendable {
     let wait: @Sendable (Duration) async throws -> Void
 
     public init(apps: [String: AppPolicy], ledger: any NotificationLedger & Ledger, client: UpstreamHTTPClient,
-                environment: [String: String], logger: Logger, identity: Identity = .ephemeral(),
+                environment: [String: String], logger: Logger, identity: WorkerIdentity = .ephemeral(),
                 leaseMillis: Int64 = 10_000, now: @escaping @Sendable () -> Int64,
                 wait: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }) {
         self.wait = wait
@@ -92,7 +80,7 @@ public final class WebhookDispatcher: Sendable {
     public func deliverDue(limit: Int = 16) async throws(VerificationError) -> Int {
         let taken = try await ledger.leaseDueWebhooks(now: now(), limit: limit, leaseMillis: leaseMillis, holder: identity.id)
         guard !taken.isEmpty else { return 0 }
-        let lease = BatchLease(seqs: taken.map(\.seq), until: now() + leaseMillis)
+        let lease = LeasedBatch(taken.map(\.seq), until: now() + leaseMillis)
         let renewal = Task { await keepRenewing(lease) }
         defer { renewal.cancel() }
         var delivered = 0
@@ -147,13 +135,8 @@ public final class WebhookDispatcher: Sendable {
 
     /// At start, under a stable identity: the events its previous incarnation held are due now.
     public func reclaimEarlierLeases() async {
-        guard identity.isStable else { return }
-        do {
-            let released = try await ledger.releaseWebhookLeases(holder: identity.id, now: now())
-            if released > 0 { logger.info("webhook_leases_reclaimed", ["events": String(released)]) }
-        } catch {
-            // Not fatal: those events are due again anyway once their lease runs out.
-            logger.warning("webhook_lease_reclaim_failed", ["code": error.code.rawValue])
+        await identity.reclaimEarlierLeases(of: "webhook", logger: logger) { (holder) throws(VerificationError) in
+            try await ledger.releaseWebhookLeases(holder: holder, now: now())
         }
     }
 
@@ -162,7 +145,7 @@ public final class WebhookDispatcher: Sendable {
     /// One POST, raced against the lease: if the lease may run out before the receiver answers, the
     /// request is aborted, so two instances never send one event at the same time. An answer that
     /// arrived first is the outcome, whatever the lease did meanwhile.
-    private func attempt(_ request: UpstreamRequest, seq: Int64, lease: BatchLease) async -> AttemptOutcome {
+    private func attempt(_ request: UpstreamRequest, seq: Int64, lease: LeasedBatch<Int64>) async -> AttemptOutcome {
         let client = self.client
         let margin = leaseMillis / 5
         // nil: the watchdog's "the lease may run out"; the POST's own outcome otherwise.
@@ -193,16 +176,11 @@ public final class WebhookDispatcher: Sendable {
         }
     }
 
-    /// Renews the batch's leases every third of a lease until cancelled (the batch is done).
-    private func keepRenewing(_ lease: BatchLease) async {
-        while !Task.isCancelled {
-            do { try await wait(.milliseconds(max(leaseMillis / 3, 1))) } catch { return }
-            let until = now() + leaseMillis
-            do {
-                lease.renewed(try await ledger.renewWebhookLeases(lease.held, holder: identity.id, until: until), until: until)
-            } catch {
-                logger.warning("webhook_lease_renewal_failed", ["code": error.code.rawValue])
-            }
+    private func keepRenewing(_ lease: LeasedBatch<Int64>) async {
+        let (ledger, holder) = (ledger, identity.id)
+        await lease.keepRenewing(leaseMillis: leaseMillis, now: now, wait: wait, logger: logger,
+                                 failure: "webhook_lease_renewal_failed") { (seqs, until) throws(VerificationError) in
+            try await ledger.renewWebhookLeases(seqs.sorted(), holder: holder, until: until)
         }
     }
 
@@ -211,34 +189,6 @@ public final class WebhookDispatcher: Sendable {
         await repeatUntilCancelled(every: interval, logger: logger,
                                    failure: "webhook_dispatch_failed") { () throws(VerificationError) in
             while try await deliverDue() > 0 {}
-        }
-    }
-}
-
-/// The events of one batch this dispatcher still holds, and until when (as last renewed).
-private final class BatchLease: Sendable {
-    private struct State {
-        var held: Set<Int64>
-        var until: Int64
-    }
-
-    private let state: Mutex<State>
-
-    init(seqs: [Int64], until: Int64) { state = Mutex(State(held: Set(seqs), until: until)) }
-
-    var held: [Int64] { state.withLock { $0.held.sorted() } }
-    var until: Int64 { state.withLock { $0.until } }
-
-    /// Still ours, with at least `margin` ms of the lease left.
-    func holds(_ seq: Int64, now: Int64, margin: Int64) -> Bool {
-        state.withLock { $0.held.contains(seq) && now + margin < $0.until }
-    }
-
-    /// `held`: what the renewal found still ours; the rest is not sent any more.
-    func renewed(_ held: Set<Int64>, until: Int64) {
-        state.withLock { state in
-            state.held.formIntersection(held)
-            state.until = until
         }
     }
 }

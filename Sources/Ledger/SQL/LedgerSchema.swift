@@ -5,7 +5,7 @@
 enum LedgerSchema {
     static func migrations(_ dialect: SQLDialect) -> [String] {
         let d = dialect.ddl
-        return [v1(d), v2(d), v3(d), v4(d), v5, v6(d), v7, v8(d), v9, v10(d), v11(dialect), v12(d)]
+        return [v1(d), v2(d), v3(d), v4(d), v5, v6(d), v7, v8(d), v9, v10(d), v11(dialect), v12(d), v14]
     }
 
     /// Times are integer milliseconds since 1970. Nonces are stored as the SHA-256 of their value,
@@ -217,4 +217,12 @@ enum LedgerSchema {
     static func v12(_ d: SQLDialect.DDLWords) -> String {
         d.storeUncompressed("notification_inbox", "raw_body")
     }
+
+    /// Who holds a finish outbox row's lease, as `v7` did for the webhook outbox: the lease is
+    /// renewed by its holder only, and an instance that restarts takes back at once what its previous
+    /// incarnation held instead of waiting the lease out.
+    static let v14 = """
+        ALTER TABLE finish_outbox ADD COLUMN leased_by TEXT;
+        CREATE INDEX finish_outbox_by_holder ON finish_outbox (leased_by) WHERE finished_at IS NULL AND dropped_at IS NULL;
+        """
 }
