@@ -106,14 +106,16 @@ public struct GatewayAssembly {
         do {
             client = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(
                 connectTimeout: .seconds(gateway.timeouts.connectSeconds),
-                requestTimeout: .seconds(gateway.timeouts.requestSeconds)))
+                requestTimeout: .seconds(gateway.timeouts.requestSeconds),
+                maxConnectionsPerHost: max(8, Int(gateway.webhooks.concurrency))))
         } catch {
             throw VerificationError(.invalidConfiguration, "webhook HTTP client: \(error)")
         }
         let (identity, instanceLock) = workerIdentity()
         let dispatcher = WebhookDispatcher(apps: parts.apps, ledger: parts.ledger, client: client,
                                            environment: environment, logger: logger, identity: identity,
-                                           leaseMillis: gateway.webhooks.leaseSeconds * 1000, now: parts.now)
+                                           leaseMillis: gateway.webhooks.leaseSeconds * 1000,
+                                           concurrency: Int(gateway.webhooks.concurrency), now: parts.now)
         let settings = try configuration.gateway.background.overridden(by: environment)
         // Each component is handed what it uses, here, from the parts the gateway is made of.
         let maintenance = ReconciliationSchedule(reconciler: try parts.reconciler(logger: logger),

@@ -55,6 +55,9 @@ public struct GatewayConfig: Sendable, Equatable {
         /// instance's without renewal (renewed every third of it while worked on): after a crash, the
         /// work resumes within about this long.
         public var leaseSeconds: Int64 = 10
+        /// Deliveries in flight at once to one receiver (each chain's events still one at a time, in
+        /// order): a receiver answering in L seconds takes up to this many / L events a second.
+        public var concurrency: Int64 = 8
     }
 
     /// Intervals of `serve`'s background work. The environment overrides each (`overridden(by:)`).
@@ -182,6 +185,7 @@ struct GatewayConfigDecoder {
         if let f = o.optional("webhooks") {
             let w = try f.object()
             if let g = w.optional("leaseSeconds") { config.webhooks.leaseSeconds = try g.integer(in: 3...300) }
+            if let g = w.optional("concurrency") { config.webhooks.concurrency = try g.integer(in: 1...256) }
             try w.finish()
         }
         if let f = o.optional("background") {

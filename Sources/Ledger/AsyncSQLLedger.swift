@@ -240,6 +240,10 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
         try await write { (l) throws(VerificationError) in try l.markDelivered(seq, at: now) }
     }
 
+    public func markWebhooks(_ marks: [WebhookMark], holder: String, at now: Int64) async throws(VerificationError) {
+        try await write { (l) throws(VerificationError) in try l.markWebhooks(marks, holder: holder, at: now) }
+    }
+
     public func markFailed(_ seq: Int64, nextAttemptAt: Int64) async throws(VerificationError) {
         try await write { (l) throws(VerificationError) in try l.markFailed(seq, nextAttemptAt: nextAttemptAt) }
     }

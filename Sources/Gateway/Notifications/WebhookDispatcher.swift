@@ -7,7 +7,11 @@ import UpstreamHTTP
 
 /// Delivers the webhook outbox to each app backend: at least once, each event with its
 /// idempotency key, signed `X-IAPGW-Signature: sha256=HEX(HMAC(secret, timestamp + "." + body))`
-/// with `X-IAPGW-Timestamp`, retried with exponential backoff while the receiver is down.
+/// with `X-IAPGW-Timestamp`, retried with exponential backoff while the receiver is down. Up to
+/// `concurrency` deliveries to one receiver are in flight at once, one per purchase chain: a chain's
+/// events go one after the other, in order (the lease hands out none of a chain past an earlier one
+/// still undelivered, and a failure holds the rest of its chain back). What became of a batch is
+/// recorded in one commit.
 public final class WebhookDispatcher: Sendable {
     let apps: [String: AppPolicy]
     let ledger: any NotificationLedger & Ledger
@@ -23,10 +27,12 @@ public final class WebhookDispatcher: Sendable {
     /// The wait between renewals and between the attempt watchdog's looks at the lease: real time,
     /// unless a test drives `now` and must drive the waits with it.
     let wait: @Sendable (Duration) async throws -> Void
+    /// Deliveries in flight at once to one receiver.
+    let concurrency: Int
 
     public init(apps: [String: AppPolicy], ledger: any NotificationLedger & Ledger, client: UpstreamHTTPClient,
                 environment: [String: String], logger: Logger, identity: WorkerIdentity = .ephemeral(),
-                leaseMillis: Int64 = 10_000, now: @escaping @Sendable () -> Int64,
+                leaseMillis: Int64 = 10_000, concurrency: Int = 8, now: @escaping @Sendable () -> Int64,
                 wait: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }) {
         self.wait = wait
         self.apps = apps
@@ -36,6 +42,7 @@ public final class WebhookDispatcher: Sendable {
         self.logger = logger
         self.identity = identity
         self.leaseMillis = max(leaseMillis, 3)
+        self.concurrency = max(concurrency, 1)
         self.now = now
     }
 
@@ -75,62 +82,114 @@ public final class WebhookDispatcher: Sendable {
         "sha256=" + HMACSHA256.hex(key: Array(secret.utf8), message: Array("\(timestamp).\(body)".utf8))
     }
 
-    /// Sends what is due; returns how many were delivered.
+    /// Events per lease: enough for every delivery slot to be busy several times over, so one
+    /// batch's commit is shared by many deliveries.
+    var batchSize: Int { concurrency * 8 }
+
+    /// Sends one batch of what is due; returns how many were delivered.
     @discardableResult
-    public func deliverDue(limit: Int = 16) async throws(VerificationError) -> Int {
-        let taken = try await ledger.leaseDueWebhooks(now: now(), limit: limit, leaseMillis: leaseMillis, holder: identity.id)
+    public func deliverDue(limit: Int? = nil) async throws(VerificationError) -> Int {
+        let taken = try await ledger.leaseDueWebhooks(now: now(), limit: limit ?? batchSize, leaseMillis: leaseMillis,
+                                                      holder: identity.id)
         guard !taken.isEmpty else { return 0 }
         let lease = LeasedBatch(taken.map(\.seq), until: now() + leaseMillis)
         let renewal = Task { await keepRenewing(lease) }
         defer { renewal.cancel() }
-        var delivered = 0
+        var marks: [WebhookMark] = []
+        var unsent: [WebhookMark] = []
+        // The lease gives a chain's events in order: grouped, each chain keeps that order.
+        var chains: [String: [[OutboxEntry]]] = [:]
+        var chainIndex: [String: (receiver: String, index: Int)] = [:]
         for entry in taken {
-            guard let app = apps[entry.event.bundleId], let webhook = app.webhook else {
-                // No receiver configured: nothing will ever take it, so it is not retried forever.
-                try await ledger.markDelivered(entry.seq, at: now())
+            guard let webhook = apps[entry.event.bundleId]?.webhook else {
+                // No receiver configured (any more): nothing will ever take it, so it is not retried forever.
+                unsent.append(.delivered(entry.seq))
                 continue
             }
-            var account: String?
-            if let chain = entry.event.originalTransactionId {
-                account = try await ledger.owner(bundleId: entry.event.bundleId, originalTransactionId: chain)
-            }
-            let body = Self.body(entry.event, account: account, policy: app.gracePeriodPolicy)
-            let timestamp = String(now() / 1000)
-            let secret: String
-            do {
-                secret = try webhook.secret.resolve(environment: environment)
-            } catch {
-                // A configuration problem, not the receiver's: say which, and try again later.
-                logger.error("webhook_secret_unavailable", ["bundleId": entry.event.bundleId, "code": error.code.rawValue])
-                try await ledger.markFailed(entry.seq, nextAttemptAt: now() + Self.backoffMs(afterAttempts: entry.attempts))
+            guard let chain = entry.event.originalTransactionId.map({ entry.event.bundleId + "\u{1F}" + $0 }) else {
+                chains[webhook.url, default: []].append([entry])
                 continue
             }
-            // Once the lease may have run out (a renewal lost, or stalled on storage), another instance
-            // may be sending the rest of the batch: this one stops, and sends nothing it no longer holds.
-            guard lease.holds(entry.seq, now: now(), margin: leaseMillis / 5) else {
-                logger.warning("webhook_lease_ran_out", ["bundleId": entry.event.bundleId])
-                break
-            }
-            let request = UpstreamRequest(method: "POST", url: webhook.url, headers: [
-                ("Content-Type", "application/json"), ("Idempotency-Key", entry.event.idempotencyKey),
-                ("X-IAPGW-Timestamp", timestamp),
-                ("X-IAPGW-Signature", Self.signature(secret: secret, timestamp: timestamp, body: body)),
-            ], body: Array(body.utf8))
-            switch await attempt(request, seq: entry.seq, lease: lease) {
-            case .delivered:
-                try await ledger.markDelivered(entry.seq, at: now())
-                delivered += 1
-            case .failed:
-                let next = now() + Self.backoffMs(afterAttempts: entry.attempts)
-                try await ledger.markFailed(entry.seq, nextAttemptAt: next)
-                logger.warning("webhook_failed", ["bundleId": entry.event.bundleId, "attempts": String(entry.attempts + 1)])
-            case .leaseLost:
-                // Aborted mid-way: the event is someone else's now (or due again), at least once still holds.
-                logger.warning("webhook_lease_ran_out", ["bundleId": entry.event.bundleId])
-                return delivered
+            if let (receiver, index) = chainIndex[chain] {
+                chains[receiver]![index].append(entry)
+            } else {
+                chainIndex[chain] = (webhook.url, chains[webhook.url, default: []].count)
+                chains[webhook.url, default: []].append([entry])
             }
         }
-        return delivered
+        await withTaskGroup(of: [WebhookMark].self) { receivers in
+            for (_, chainsOfReceiver) in chains {
+                receivers.addTask { await self.deliver(chainsOfReceiver, lease: lease) }
+            }
+            for await receiverMarks in receivers { marks += receiverMarks }
+        }
+        try await ledger.markWebhooks(unsent + marks, holder: identity.id, at: now())
+        return marks.count { if case .delivered = $0 { true } else { false } }
+    }
+
+    /// The chains of one receiver, at most `concurrency` at once, each chain's events one after the other.
+    private func deliver(_ chains: [[OutboxEntry]], lease: LeasedBatch<Int64>) async -> [WebhookMark] {
+        await withTaskGroup(of: [WebhookMark].self) { group in
+            var marks: [WebhookMark] = []
+            var next = chains.makeIterator()
+            for _ in 0..<concurrency {
+                guard let chain = next.next() else { break }
+                group.addTask { await self.deliver(chain: chain, lease: lease) }
+            }
+            while let done = await group.next() {
+                marks += done
+                if let chain = next.next() { group.addTask { await self.deliver(chain: chain, lease: lease) } }
+            }
+            return marks
+        }
+    }
+
+    /// One chain's events of a batch, in order. The first that is not delivered ends the chain's run:
+    /// what follows it is released (due again behind it) or, once the lease may be gone, left alone.
+    private func deliver(chain: [OutboxEntry], lease: LeasedBatch<Int64>) async -> [WebhookMark] {
+        var marks: [WebhookMark] = []
+        for (position, entry) in chain.enumerated() {
+            let rest = { chain[(position + 1)...].map { WebhookMark.released($0.seq) } }
+            switch await deliver(entry, lease: lease) {
+            case .delivered:
+                marks.append(.delivered(entry.seq))
+            case .failed:
+                marks.append(.failed(entry.seq, nextAttemptAt: now() + Self.backoffMs(afterAttempts: entry.attempts)))
+                return marks + rest()
+            case .leaseLost:
+                // The events are someone else's now (or due again): at least once still holds.
+                logger.warning("webhook_lease_ran_out", ["bundleId": entry.event.bundleId])
+                return marks
+            }
+        }
+        return marks
+    }
+
+    private func deliver(_ entry: OutboxEntry, lease: LeasedBatch<Int64>) async -> AttemptOutcome {
+        guard let app = apps[entry.event.bundleId], let webhook = app.webhook else { return .delivered }
+        let body = Self.body(entry.event, account: entry.owner, policy: app.gracePeriodPolicy)
+        let timestamp = String(now() / 1000)
+        let secret: String
+        do {
+            secret = try webhook.secret.resolve(environment: environment)
+        } catch {
+            // A configuration problem, not the receiver's: say which, and try again later.
+            logger.error("webhook_secret_unavailable", ["bundleId": entry.event.bundleId, "code": error.code.rawValue])
+            return .failed
+        }
+        // Once the lease may have run out (a renewal lost, or stalled on storage), another instance
+        // may be sending the rest of the batch: this one sends nothing it no longer holds.
+        guard lease.holds(entry.seq, now: now(), margin: leaseMillis / 5) else { return .leaseLost }
+        let request = UpstreamRequest(method: "POST", url: webhook.url, headers: [
+            ("Content-Type", "application/json"), ("Idempotency-Key", entry.event.idempotencyKey),
+            ("X-IAPGW-Timestamp", timestamp),
+            ("X-IAPGW-Signature", Self.signature(secret: secret, timestamp: timestamp, body: body)),
+        ], body: Array(body.utf8))
+        let outcome = await attempt(request, seq: entry.seq, lease: lease)
+        if outcome == .failed {
+            logger.warning("webhook_failed", ["bundleId": entry.event.bundleId, "attempts": String(entry.attempts + 1)])
+        }
+        return outcome
     }
 
     /// At start, under a stable identity: the events its previous incarnation held are due now.
