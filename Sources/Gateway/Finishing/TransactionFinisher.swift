@@ -46,13 +46,6 @@ public final class TransactionFinisher: Sendable {
         code == .transactionNotFound || code == .malformedRequest
     }
 
-    /// When a failed row is due again: the backoff after its attempts, or Apple's Retry-After if
-    /// that is later (never sooner than Apple asked).
-    static func nextAttempt(after error: VerificationError, attempts: Int, now: Int64) -> Int64 {
-        let backoff = WebhookDispatcher.backoffMs(afterAttempts: attempts)
-        return now + max(backoff, Int64(error.retryAfterSeconds ?? 0) * 1000)
-    }
-
     /// One batch of due rows; returns how many Apple accepted.
     @discardableResult
     public func finishDue() async throws(VerificationError) -> Int {
@@ -95,8 +88,9 @@ public final class TransactionFinisher: Sendable {
                                                              "final": String(final)])
                 try await ledger.markFinishFailed(bundleId: row.bundleId, transactionId: row.transactionId,
                                                   code: error.code.rawValue,
-                                                  nextAttemptAt: Self.nextAttempt(after: error, attempts: row.attempts,
-                                                                                  now: now()),
+                                                  nextAttemptAt: JobBackoff.nextAttempt(
+                                                      afterAttempts: row.attempts, retryAfterSeconds: error.retryAfterSeconds,
+                                                      now: now()),
                                                   final: final, at: now())
             }
         }

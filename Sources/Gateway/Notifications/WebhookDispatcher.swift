@@ -46,13 +46,6 @@ public final class WebhookDispatcher: Sendable {
         self.now = now
     }
 
-    /// The wait before the next attempt: 1 s, 2 s, 4 s, … capped at one hour.
-    static func backoffMs(afterAttempts attempts: Int) -> Int64 {
-        backoff.delay(beforeRetry: attempts + 1).wholeMilliseconds
-    }
-
-    static let backoff = ExponentialBackoff(base: .seconds(1), cap: .seconds(3600))
-
     /// The event as JSON, with the account that owns the chain when one does (so the backend
     /// needs no mapping of its own from Apple's ids to its users), and whether its state grants
     /// access under the app's policy.
@@ -154,7 +147,7 @@ public final class WebhookDispatcher: Sendable {
             case .delivered:
                 marks.append(.delivered(entry.seq))
             case .failed:
-                marks.append(.failed(entry.seq, nextAttemptAt: now() + Self.backoffMs(afterAttempts: entry.attempts)))
+                marks.append(.failed(entry.seq, nextAttemptAt: JobBackoff.nextAttempt(afterAttempts: entry.attempts, now: now())))
                 return marks + rest()
             case .leaseLost:
                 // The events are someone else's now (or due again): at least once still holds.

@@ -24,6 +24,9 @@ extension SQLLedger {
         guard leaseMillis > 0, !holder.isEmpty else {
             throw VerificationError(.internalError, "storage: a finish lease needs a holder and a positive lifetime")
         }
+        guard try database.withConnection({ (connection) throws(VerificationError) in
+            try JobQueue.finishes.hasDue(now: now, connection)
+        }) else { return [] }
         return try database.transaction { (connection) throws(VerificationError) -> [PendingFinish] in
             let due = try connection.query("""
                 SELECT bundle_id, transaction_id, ownership_key, environment, attempts FROM finish_outbox
@@ -45,9 +48,8 @@ extension SQLLedger {
                         .text(finish.bundleId), .text(finish.transactionId))
                     continue
                 }
-                try connection.run("""
-                    UPDATE finish_outbox SET next_attempt_at = ?, leased_by = ? WHERE bundle_id = ? AND transaction_id = ?
-                    """, .integer(now + leaseMillis), .text(holder), .text(finish.bundleId), .text(finish.transactionId))
+                try JobQueue.finishes.lease([.text(finish.bundleId), .text(finish.transactionId)], holder: holder,
+                                            until: now + leaseMillis, connection)
                 taken.append(finish)
             }
             return taken
@@ -86,27 +88,14 @@ extension SQLLedger {
     }
 
     public func renewFinishLeases(_ keys: [FinishKey], holder: String, until: Int64) throws(VerificationError) -> Set<FinishKey> {
-        guard !keys.isEmpty else { return [] }
-        return try database.transaction { (connection) throws(VerificationError) -> Set<FinishKey> in
-            var held: Set<FinishKey> = []
-            for key in keys where try connection.run("""
-                UPDATE finish_outbox SET next_attempt_at = ?
-                WHERE bundle_id = ? AND transaction_id = ? AND leased_by = ? AND finished_at IS NULL AND dropped_at IS NULL
-                """, .integer(until), .text(key.bundleId), .text(key.transactionId), .text(holder)) == 1 {
-                held.insert(key)
-            }
-            return held
-        }
+        let renewed = try JobQueue.finishes.renew(keys.map { [.text($0.bundleId), .text($0.transactionId)] }, holder: holder,
+                                                  until: until, in: database)
+        return Set(renewed.map { keys[$0] })
     }
 
     @discardableResult
     public func releaseFinishLeases(holder: String, now: Int64) throws(VerificationError) -> Int {
-        try database.withConnection { (connection) throws(VerificationError) -> Int in
-            try connection.run("""
-                UPDATE finish_outbox SET next_attempt_at = ?, leased_by = NULL
-                WHERE leased_by = ? AND finished_at IS NULL AND dropped_at IS NULL
-                """, .integer(now), .text(holder))
-        }
+        try JobQueue.finishes.release(holder: holder, now: now, in: database)
     }
 
     public func finishEntries(bundleId: String) throws(VerificationError) -> [FinishEntry] {

@@ -57,6 +57,9 @@ extension SQLLedger {
         guard leaseMillis > 0, !holder.isEmpty else {
             throw VerificationError(.internalError, "storage: a webhook lease needs a holder and a positive lifetime")
         }
+        guard try database.withConnection({ (connection) throws(VerificationError) in
+            try JobQueue.webhooks.hasDue(now: now, connection)
+        }) else { return [] }
         return try database.transaction { (connection) throws(VerificationError) -> [OutboxEntry] in
             // One lease at a time across instances (SQLite's one writer already is): each sees what the
             // one before it took, which the chain rule below reads.
@@ -133,25 +136,13 @@ extension SQLLedger {
     }
 
     public func renewWebhookLeases(_ seqs: [Int64], holder: String, until: Int64) throws(VerificationError) -> Set<Int64> {
-        guard !seqs.isEmpty else { return [] }
-        return try database.transaction { (connection) throws(VerificationError) -> Set<Int64> in
-            var held: Set<Int64> = []
-            for seq in seqs where try connection.run("""
-                UPDATE webhook_outbox SET next_attempt_at = ? WHERE seq = ? AND leased_by = ? AND delivered_at IS NULL
-                """, .integer(until), .integer(seq), .text(holder)) == 1 {
-                held.insert(seq)
-            }
-            return held
-        }
+        let renewed = try JobQueue.webhooks.renew(seqs.map { [.integer($0)] }, holder: holder, until: until, in: database)
+        return Set(renewed.map { seqs[$0] })
     }
 
     @discardableResult
     public func releaseWebhookLeases(holder: String, now: Int64) throws(VerificationError) -> Int {
-        try database.withConnection { (connection) throws(VerificationError) -> Int in
-            try connection.run("""
-                UPDATE webhook_outbox SET next_attempt_at = ?, leased_by = NULL WHERE leased_by = ? AND delivered_at IS NULL
-                """, .integer(now), .text(holder))
-        }
+        try JobQueue.webhooks.release(holder: holder, now: now, in: database)
     }
 
     private static func due(now: Int64, limit: Int, _ connection: any SQLConnection)
