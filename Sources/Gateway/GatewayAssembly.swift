@@ -118,7 +118,7 @@ public struct GatewayAssembly {
                                            concurrency: Int(gateway.webhooks.concurrency), now: parts.now)
         let settings = try configuration.gateway.background.overridden(by: environment)
         // Each component is handed what it uses, here, from the parts the gateway is made of.
-        let maintenance = ReconciliationSchedule(reconciler: try parts.reconciler(logger: logger),
+        let maintenance = ReconciliationSchedule(reconciler: try parts.reconciler(identity: identity, logger: logger),
                                                  ledger: parts.ledger, settings: settings, logger: logger, now: parts.now)
         let sweep = EntitlementSweep(ledger: parts.ledger, settings: settings, logger: logger, now: parts.now)
         let finisher = (parts.ledger as? any FinishLedger).map {
