@@ -18,6 +18,10 @@ struct JobQueue: Sendable {
     static let webhooks = JobQueue(table: "webhook_outbox", keyColumns: ["seq"], pending: "delivered_at IS NULL")
     static let finishes = JobQueue(table: "finish_outbox", keyColumns: ["bundle_id", "transaction_id"],
                                    pending: "finished_at IS NULL AND dropped_at IS NULL")
+    /// The inbox's entries are taken by the drain's own transaction, not leased: rows and chain locks
+    /// it holds end with it, so what a crashed drain had taken is due again at once, on either engine.
+    static let inbox = JobQueue(table: "notification_inbox", keyColumns: ["seq"],
+                                pending: "processed_at IS NULL AND parked_at IS NULL")
 
     private var keyMatch: String { keyColumns.map { "\($0) = ?" }.joined(separator: " AND ") }
 

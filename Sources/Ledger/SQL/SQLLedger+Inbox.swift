@@ -49,7 +49,11 @@ extension SQLLedger {
         // PostgreSQL several batches are in flight, each on a connection of its own, so one batch's
         // round trips overlap another's: the caller's thread drains, and once a full batch showed
         // there is more, helper threads drain beside it.
-        try withoutActuallyEscaping(apply) { (apply) throws(VerificationError) -> ProcessReport in
+        // An idle inbox is looked at with a plain read: polling it costs the writer no transaction.
+        guard try database.withConnection({ (connection) throws(VerificationError) in
+            try JobQueue.inbox.hasDue(now: now, connection)
+        }) else { return ProcessReport() }
+        return try withoutActuallyEscaping(apply) { (apply) throws(VerificationError) -> ProcessReport in
             let drain = InboxDrain(limit: limit, webhookAudience: webhookAudience, apply: apply)
             // `apply` must not outlive this call: no thread may reach it once the drain is over.
             defer { drain.end() }
