@@ -8,10 +8,10 @@ import UpstreamHTTP
 /// Delivers the webhook outbox to each app backend: at least once, each event with its
 /// idempotency key, signed `X-IAPGW-Signature: sha256=HEX(HMAC(secret, timestamp + "." + body))`
 /// with `X-IAPGW-Timestamp`, retried with exponential backoff while the receiver is down. Up to
-/// `concurrency` deliveries to one receiver are in flight at once, one per purchase chain: a chain's
-/// events go one after the other, in order (the lease hands out none of a chain past an earlier one
-/// still undelivered, and a failure holds the rest of its chain back). What became of a batch is
-/// recorded in one commit.
+/// `concurrency` deliveries to one receiver are in flight at once (`ReceiverSlots`), one per
+/// purchase chain: a chain's events go one after the other, in order (the lease hands out none of a
+/// chain past an earlier one still undelivered, and a failure holds the rest of its chain back).
+/// What became of a batch is recorded in one commit.
 public final class WebhookDispatcher: Sendable {
     let apps: [String: AppPolicy]
     let ledger: any NotificationLedger & Ledger
@@ -29,6 +29,7 @@ public final class WebhookDispatcher: Sendable {
     let wait: @Sendable (Duration) async throws -> Void
     /// Deliveries in flight at once to one receiver.
     let concurrency: Int
+    let slots: ReceiverSlots
 
     public init(apps: [String: AppPolicy], ledger: any NotificationLedger & Ledger, client: UpstreamHTTPClient,
                 environment: [String: String], logger: Logger, identity: WorkerIdentity = .ephemeral(),
@@ -43,6 +44,7 @@ public final class WebhookDispatcher: Sendable {
         self.identity = identity
         self.leaseMillis = max(leaseMillis, 3)
         self.concurrency = max(concurrency, 1)
+        slots = ReceiverSlots(limit: concurrency)
         self.now = now
     }
 
@@ -111,8 +113,8 @@ public final class WebhookDispatcher: Sendable {
             }
         }
         await withTaskGroup(of: [WebhookMark].self) { receivers in
-            for (_, chainsOfReceiver) in chains {
-                receivers.addTask { await self.deliver(chainsOfReceiver, lease: lease) }
+            for (receiver, chainsOfReceiver) in chains {
+                receivers.addTask { await self.deliver(chainsOfReceiver, to: receiver, lease: lease) }
             }
             for await receiverMarks in receivers { marks += receiverMarks }
         }
@@ -120,30 +122,25 @@ public final class WebhookDispatcher: Sendable {
         return marks.count { if case .delivered = $0 { true } else { false } }
     }
 
-    /// The chains of one receiver, at most `concurrency` at once, each chain's events one after the other.
-    private func deliver(_ chains: [[OutboxEntry]], lease: LeasedBatch<Int64>) async -> [WebhookMark] {
+    /// The chains of one receiver, each chain's events one after the other, every delivery in one of
+    /// the receiver's `concurrency` slots (shared with the other batch in flight).
+    private func deliver(_ chains: [[OutboxEntry]], to receiver: String, lease: LeasedBatch<Int64>) async -> [WebhookMark] {
         await withTaskGroup(of: [WebhookMark].self) { group in
-            var marks: [WebhookMark] = []
-            var next = chains.makeIterator()
-            for _ in 0..<concurrency {
-                guard let chain = next.next() else { break }
-                group.addTask { await self.deliver(chain: chain, lease: lease) }
-            }
-            while let done = await group.next() {
-                marks += done
-                if let chain = next.next() { group.addTask { await self.deliver(chain: chain, lease: lease) } }
-            }
-            return marks
+            for chain in chains { group.addTask { await self.deliver(chain: chain, to: receiver, lease: lease) } }
+            return await group.reduce(into: []) { $0 += $1 }
         }
     }
 
     /// One chain's events of a batch, in order. The first that is not delivered ends the chain's run:
     /// what follows it is released (due again behind it) or, once the lease may be gone, left alone.
-    private func deliver(chain: [OutboxEntry], lease: LeasedBatch<Int64>) async -> [WebhookMark] {
+    private func deliver(chain: [OutboxEntry], to receiver: String, lease: LeasedBatch<Int64>) async -> [WebhookMark] {
         var marks: [WebhookMark] = []
         for (position, entry) in chain.enumerated() {
             let rest = { chain[(position + 1)...].map { WebhookMark.released($0.seq) } }
-            switch await deliver(entry, lease: lease) {
+            await slots.acquire(receiver)
+            let outcome = await deliver(entry, lease: lease)
+            slots.release(receiver)
+            switch outcome {
             case .delivered:
                 marks.append(.delivered(entry.seq))
             case .failed:
@@ -236,11 +233,19 @@ public final class WebhookDispatcher: Sendable {
         }
     }
 
+    /// Until cancelled, two batches in flight: while one waits for its last deliveries (and its
+    /// commit), the other's take the slots it frees. The lease keeps their chains apart.
     public func run(interval: Duration = .milliseconds(250)) async {
         await reclaimEarlierLeases()
-        await repeatUntilCancelled(every: interval, logger: logger,
-                                   failure: "webhook_dispatch_failed") { () throws(VerificationError) in
-            while try await deliverDue() > 0 {}
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    await repeatUntilCancelled(every: interval, logger: self.logger,
+                                               failure: "webhook_dispatch_failed") { () throws(VerificationError) in
+                        while try await self.deliverDue() > 0 {}
+                    }
+                }
+            }
         }
     }
 }
