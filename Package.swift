@@ -77,7 +77,7 @@ var targets: [Target] = [
     // Development: the demo, the simulator alone and the benchmarks, on the test PKI.
     .executableTarget(name: "iapgw-dev", dependencies: ["CommandLineSupport", "IAPCore", "IAPConfig", "AppleTrust", "AppReceipts",
                                                         "TestPKI", "Gateway", "Ledger", "AppStoreSimulator", "Demo",
-                                                        "UpstreamHTTP", "LoadPacer", "COpenSSL"]),
+                                                        "UpstreamHTTP", "LoadPacer", "COpenSSL", "HTTPServer"]),
 
     // What tests share (the seeded generator, the end-to-end harness); linked by tests only.
     .target(name: "TestSupport", dependencies: ["Demo", "AppStoreSimulator", "AppleTrust", "IAPConfig", "IAPCore", "HTTPServer",

@@ -26,6 +26,7 @@ notif_pg = load("notif-postgres.json")
 sqlite_base = load("sqlite-baseline.json") or {}
 pg_base = load("pg-baseline.json")
 retention = load("retention.json") or {}
+webhooks = load("webhooks.json")
 peer = bench.get("python_peer") or {}
 openssl = bench.get("openssl_speed_ecdsap256_verify_per_s")
 
@@ -139,6 +140,22 @@ row(6, f"POST /v1/retention p99, {retention.get('connections', '?')} connections
     f"p50 {fmt_ms(retention.get('p50_ms'))} ms, {fmt_ms(retention.get('requests_per_s'), 0)} req/s)",
     r_p99, "ms", "Apple's realtime deadline (sandbox performance test)", deadline, r_share, "≤ 1.0, every request offered",
     None if r_share is None else r_share <= 1.0 and retention.get("offered") == retention.get("count"))
+if webhooks:
+    drain, burst = webhooks.get("drain_s"), webhooks.get("burst_s")
+    r = ratio(drain, 2 * burst if burst else None)
+    row(7, f"webhook backlog drained after a burst of {webhooks.get('accepted', '?')} notifications at peak intake "
+        f"({fmt_ms(burst)} s, {webhooks.get('connections', '?')} connections), receiver answering in "
+        f"{webhooks.get('latency_ms', '?')} ms, webhooks.concurrency {webhooks.get('concurrency', '?')} "
+        f"({webhooks.get('delivered', '?')} delivered, {webhooks.get('out_of_order', '?')} out of order in a chain)",
+        drain, "s", "2 × the burst's length", None if burst is None else 2 * burst, r, "≤ 1.0", at_most(r, 1.0))
+    ceiling = webhooks["concurrency"] * 1000 / webhooks["latency_ms"] if webhooks.get("latency_ms") else None
+    row(7, "webhook deliveries/s (first to last delivery)", webhooks.get("deliveries_per_s"), "/s",
+        "concurrency ÷ receiver latency", ceiling, ratio(webhooks.get("deliveries_per_s"), ceiling))
+    row(7, "writer commits/s while idle (IAPGW_WRITER_TRACE, after the drain)", webhooks.get("idle_commits_per_s"), "/s",
+        "", None, None)
+else:
+    row(7, "webhook backlog drain: not measured (bench-webhooks failed or was not run)", None, "s",
+        "2 × the burst's length", None, None, "≤ 1.0")
 # Peak RSS (VmHWM, reset before each load) of the process serving it. Re-claims: the demo (gateway +
 # simulator, no pool); new grants: `iapgw serve` alone (the simulator that signed the pool is gone);
 # notifications: `iapgw serve` alone, posted the same notifications again on another empty database
@@ -208,7 +225,8 @@ with open(out + ".json", "w") as f:
     json.dump({"when": when, "command": command, "commit": commit, "cores": os.cpu_count(), "figures": rows,
                "raw": {"bench": bench, "verify_load": verify, "notifications_sqlite": notif_sqlite,
                        "notifications_postgres": notif_pg, "sqlite_baseline": sqlite_base,
-                       "pgbench_baseline": pg_base, "retention": retention}}, f, indent=2)
+                       "pgbench_baseline": pg_base, "retention": retention,
+                       "webhooks": webhooks}}, f, indent=2)
 with open(out + ".md", "w") as f:
     f.write(markdown)
 print(markdown)

@@ -12,6 +12,8 @@
 #   5. notifications accepted/s, durably, on SQLite and on PostgreSQL   / raw durable single-row inserts/s
 #      of the same backend (sqlite3 CLI, WAL + synchronous=FULL; pgbench, 16 clients, one INSERT each)
 #   6. POST /v1/retention (realtime retention request, answered with a signed offer): p50, p99 / Apple's ~700 ms deadline
+#   7. webhook delivery after a notification burst at peak intake, receiver answering in 20 ms: the backlog's
+#      drain time / 2 × the burst's length; deliveries/s / concurrency ÷ latency; writer commits/s while idle
 # The PostgreSQL figures come from a throwaway cluster (initdb in a temp dir, loopback, a free port,
 # its socket in the temp dir) stopped and deleted at exit.
 # Environment: IAPGW_BENCH_NOTIFICATIONS (count, default 3000), PG_BIN (default /usr/lib/postgresql/15/bin).
@@ -98,6 +100,12 @@ fi
 
 section "6. POST /v1/retention, 8 connections (iapgw-dev bench-retention): p99 / Apple's ~700 ms realtime deadline"
 within 600 "$iapgw" bench-retention --count 3000 --connections 8 --json "$work/retention.json" | sed 's/^/   /'
+
+# webhooks.concurrency 32: at the default 8 a 20 ms receiver takes at most 400 events a second, below
+# this machine's intake (Benchmarks/README.md, row 7).
+section "7. webhooks: a burst of $count notifications at peak intake, receiver answering in 20 ms, concurrency 32 (Benchmarks/webhooks-load.sh)"
+IAPGW_BENCH_JSON="$work/webhooks.json" within 900 bash Benchmarks/webhooks-load.sh "$count" 16 20 32 | sed 's/^/   /' \
+  || echo "   FAILED: bench-webhooks (output above)"
 
 section "summary"
 mkdir -p Benchmarks/results

@@ -84,7 +84,8 @@ public struct GatewayAssembly: Sendable {
         // commit, within what is left of the request's budget.
         let storageDeadline = Duration.seconds(gateway.timeouts.storageSeconds)
         let ledger = try AsyncSQLLedger(storage: gateway.storage.url, deadline: storageDeadline,
-                                        commitWait: max(.seconds(1), budget - storageDeadline), logger: logger)
+                                        commitWait: max(.seconds(1), budget - storageDeadline),
+                                        webhookAudience: Self.webhookAudience(configuration.apps), logger: logger)
         let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
                                         store: ledger, legacyMappingVersion: legacyMapping.id,
                                         serverAPIMappingVersion: serverMapping.id, logger: logger,
@@ -99,6 +100,11 @@ public struct GatewayAssembly: Sendable {
                             idempotencyKeyHours: try gateway.background.overridden(by: environment).idempotencyKeyHours)
     }
 
+    /// The apps whose webhook events are stored: those with a receiver (`AppPolicy.webhook`).
+    public static func webhookAudience(_ apps: [String: AppPolicy]) -> WebhookAudience {
+        .apps(apps.filter { $0.value.webhook != nil }.keys)
+    }
+
     /// The background work of a running gateway: the inbox drained through the state machine, the
     /// webhook outbox delivered, reconciliation, the sweep of entitlements the clock ends, and the
     /// finish outbox (Finish Transaction) drained.
@@ -110,22 +116,25 @@ public struct GatewayAssembly: Sendable {
         do {
             client = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(
                 connectTimeout: .seconds(gateway.timeouts.connectSeconds),
-                requestTimeout: .seconds(gateway.timeouts.requestSeconds)))
+                requestTimeout: .seconds(gateway.timeouts.requestSeconds),
+                maxConnectionsPerHost: max(8, Int(gateway.webhooks.concurrency))))
         } catch {
             throw VerificationError(.invalidConfiguration, "webhook HTTP client: \(error)")
         }
-        let (identity, instanceLock) = webhookIdentity()
+        let (identity, instanceLock) = workerIdentity()
         let dispatcher = WebhookDispatcher(apps: parts.apps, ledger: parts.ledger, client: client,
                                            environment: environment, logger: logger, identity: identity,
-                                           leaseMillis: gateway.webhooks.leaseSeconds * 1000, now: parts.now)
+                                           leaseMillis: gateway.webhooks.leaseSeconds * 1000,
+                                           concurrency: Int(gateway.webhooks.concurrency), now: parts.now)
         let settings = try configuration.gateway.background.overridden(by: environment)
         // Each component is handed what it uses, here, from the parts the gateway is made of.
-        let maintenance = ReconciliationSchedule(reconciler: try parts.reconciler(logger: logger),
+        let maintenance = ReconciliationSchedule(reconciler: try parts.reconciler(identity: identity, logger: logger),
                                                  ledger: parts.ledger, settings: settings, logger: logger, now: parts.now)
         let sweep = EntitlementSweep(ledger: parts.ledger, settings: settings, logger: logger, now: parts.now)
         let finisher = (parts.ledger as? any FinishLedger).map {
             TransactionFinisher(apps: parts.apps, ledger: $0, serverAPI: parts.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
-                                upstreamBudget: parts.upstreamBudget, logger: logger, now: parts.now)
+                                identity: identity, leaseMillis: gateway.webhooks.leaseSeconds * 1000, logger: logger,
+                                now: parts.now)
         }
         return Task {
             await withTaskGroup(of: Void.self) { group in
@@ -140,10 +149,10 @@ public struct GatewayAssembly: Sendable {
         }
     }
 
-    /// Who this instance is to the webhook outbox: the configured `instanceId`; else, on SQLite, "the
-    /// instance of this file" while it holds the file's instance lock; else a new one at each start
-    /// (its leases are only ever taken back by running out).
-    func webhookIdentity() -> (WebhookDispatcher.Identity, InstanceLock?) {
+    /// Who this instance is to the background work's leases: the configured `instanceId`; else, on
+    /// SQLite, "the instance of this file" while it holds the file's instance lock; else a new one at
+    /// each start (its leases are only ever taken back by running out).
+    func workerIdentity() -> (WorkerIdentity, InstanceLock?) {
         if let id = configuration.gateway.instanceId { return (.init(id: id, isStable: true), nil) }
         guard case .sqlite(let path) = configuration.gateway.storage else { return (.ephemeral(), nil) }
         guard let lock = InstanceLock(path: path + "-instance.lock") else {

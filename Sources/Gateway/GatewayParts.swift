@@ -53,12 +53,12 @@ extension GatewayParts {
 
     /// The reconciler of this gateway; `apps` overrides its policies (tests, a single-app CLI run).
     public func reconciler(apps: [String: AppPolicy]? = nil, options: Reconciler.Options = Reconciler.Options(),
-                           logger: Logger? = nil) throws(VerificationError) -> Reconciler {
+                           identity: WorkerIdentity = .ephemeral(), logger: Logger? = nil) throws(VerificationError) -> Reconciler {
         guard let notifications else { throw VerificationError(.invalidConfiguration, "notifications are not enabled") }
         return Reconciler(apps: apps ?? self.apps, ledger: ledger, decoder: notifications,
                           serverAPI: adapters.capability((any ReconciliationSource).self),
                           legacy: adapters.capability((any ReceiptReverifying).self), sealer: sealer, options: options,
-                          logger: logger ?? self.logger, now: now)
+                          identity: identity, logger: logger ?? self.logger, now: now)
     }
 
     /// `iapgw compare`: one app's backlog of receipts through the generations its routing compares.

@@ -12,7 +12,7 @@ public struct GatewayConfig: Sendable, Equatable {
     public var timeouts = Timeouts()
     public var limits = Limits()
     /// This instance's name among those sharing a database, the same across its restarts (so it can
-    /// take back at once the webhook leases it held when it crashed). Nil: the one instance of an
+    /// take back at once the webhook and finish leases it held when it crashed). Nil: the one instance of an
     /// SQLite file needs none; on PostgreSQL each start is then a new instance.
     public var instanceId: String?
     public var webhooks = Webhooks()
@@ -51,9 +51,13 @@ public struct GatewayConfig: Sendable, Equatable {
     }
 
     public struct Webhooks: Sendable, Equatable {
-        /// How long a webhook event taken for delivery stays one instance's without renewal (renewed
-        /// every third of it while delivering): after a crash, delivery resumes within about this long.
+        /// How long a webhook event taken for delivery, or a finish outbox row being sent, stays one
+        /// instance's without renewal (renewed every third of it while worked on): after a crash, the
+        /// work resumes within about this long.
         public var leaseSeconds: Int64 = 10
+        /// Deliveries in flight at once to one receiver (each chain's events still one at a time, in
+        /// order): a receiver answering in L seconds takes up to this many / L events a second.
+        public var concurrency: Int64 = 8
     }
 
     /// Intervals of `serve`'s background work. The environment overrides each (`overridden(by:)`).
@@ -187,6 +191,7 @@ struct GatewayConfigDecoder {
         if let f = o.optional("webhooks") {
             let w = try f.object()
             if let g = w.optional("leaseSeconds") { config.webhooks.leaseSeconds = try g.integer(in: 3...300) }
+            if let g = w.optional("concurrency") { config.webhooks.concurrency = try g.integer(in: 1...256) }
             try w.finish()
         }
         if let f = o.optional("background") {

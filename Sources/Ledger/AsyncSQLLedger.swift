@@ -37,8 +37,9 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
 
     /// Opens the ledger at `storage` (see `SQLLedger.init(storage:deadline:)`).
     public convenience init(storage: String, deadline: Duration = .seconds(5), commitWait: Duration = .seconds(15),
-                            logger: Logger = .disabled) throws(VerificationError) {
-        self.init(try SQLLedger(storage: storage, deadline: deadline), deadline: deadline, commitWait: commitWait, logger: logger)
+                            webhookAudience: WebhookAudience = .everyApp, logger: Logger = .disabled) throws(VerificationError) {
+        self.init(try SQLLedger(storage: storage, deadline: deadline, webhookAudience: webhookAudience), deadline: deadline,
+                  commitWait: commitWait, logger: logger)
     }
 
     // MARK: Calls
@@ -266,6 +267,10 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
         try await write { (l) throws(VerificationError) in try l.markDelivered(seq, at: now) }
     }
 
+    public func markWebhooks(_ marks: [WebhookMark], holder: String, at now: Int64) async throws(VerificationError) {
+        try await write { (l) throws(VerificationError) in try l.markWebhooks(marks, holder: holder, at: now) }
+    }
+
     public func markFailed(_ seq: Int64, nextAttemptAt: Int64) async throws(VerificationError) {
         try await write { (l) throws(VerificationError) in try l.markFailed(seq, nextAttemptAt: nextAttemptAt) }
     }
@@ -322,8 +327,21 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
 
     // MARK: FinishLedger
 
-    public func leaseDueFinishes(now: Int64, limit: Int, leaseMillis: Int64) async throws(VerificationError) -> [PendingFinish] {
-        try await write { (l) throws(VerificationError) in try l.leaseDueFinishes(now: now, limit: limit, leaseMillis: leaseMillis) }
+    public func leaseDueFinishes(now: Int64, limit: Int, leaseMillis: Int64, holder: String)
+        async throws(VerificationError) -> [PendingFinish] {
+        try await write { (l) throws(VerificationError) in
+            try l.leaseDueFinishes(now: now, limit: limit, leaseMillis: leaseMillis, holder: holder)
+        }
+    }
+
+    public func renewFinishLeases(_ keys: [FinishKey], holder: String, until: Int64)
+        async throws(VerificationError) -> Set<FinishKey> {
+        try await write { (l) throws(VerificationError) in try l.renewFinishLeases(keys, holder: holder, until: until) }
+    }
+
+    @discardableResult
+    public func releaseFinishLeases(holder: String, now: Int64) async throws(VerificationError) -> Int {
+        try await write { (l) throws(VerificationError) in try l.releaseFinishLeases(holder: holder, now: now) }
     }
 
     @discardableResult

@@ -9,9 +9,20 @@ import IAPCore
 /// - a row marked finished is never leased again (never sent twice after Apple's success);
 /// - a row whose chain is refunded or revoked when it comes due is dropped, never handed out.
 public protocol FinishLedger: Sendable {
-    /// Takes up to `limit` due rows for `leaseMillis` (not due again meanwhile, for any instance)
-    /// and drops, instead of returning, those whose chain is refunded or revoked by now.
-    func leaseDueFinishes(now: Int64, limit: Int, leaseMillis: Int64) async throws(VerificationError) -> [PendingFinish]
+    /// Takes up to `limit` due rows for `holder` until `now + leaseMillis` (not due again meanwhile,
+    /// for any instance, unless renewed, marked or released sooner) and drops, instead of returning,
+    /// those whose chain is refunded or revoked by now.
+    func leaseDueFinishes(now: Int64, limit: Int, leaseMillis: Int64, holder: String)
+        async throws(VerificationError) -> [PendingFinish]
+
+    /// Extends to `until` the leases `holder` still has among `keys` (not marked since, not taken by
+    /// another holder); returns those keys. A key missing from the answer is no longer the caller's.
+    func renewFinishLeases(_ keys: [FinishKey], holder: String, until: Int64) async throws(VerificationError) -> Set<FinishKey>
+
+    /// Makes every pending row leased by `holder` due at `now`: for an instance starting under a
+    /// stable identity, whose previous incarnation held them and no longer sends them. Returns how many.
+    @discardableResult
+    func releaseFinishLeases(holder: String, now: Int64) async throws(VerificationError) -> Int
 
     /// Records Apple's success; false if the row was already finished or dropped.
     @discardableResult
@@ -31,6 +42,14 @@ public struct PendingFinish: Hashable, Sendable {
     public var transactionId: String
     public var environment: AppStoreEnvironment
     public var attempts: Int
+
+    public var key: FinishKey { FinishKey(bundleId: bundleId, transactionId: transactionId) }
+}
+
+/// A finish outbox row's identity: one transaction of one app.
+public struct FinishKey: Hashable, Sendable {
+    public var bundleId: String
+    public var transactionId: String
 }
 
 /// One row of the finish outbox as stored.

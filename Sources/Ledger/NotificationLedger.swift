@@ -78,9 +78,12 @@ public protocol NotificationLedger: Sendable {
     /// Undelivered events with `nextAttemptAt <= now`, earliest due first (a read: operations, tests).
     func dueWebhooks(now: Int64, limit: Int) async throws(VerificationError) -> [OutboxEntry]
 
-    /// Takes up to `limit` due events for delivery by `holder`: they are not due again for anyone
-    /// (another instance included) until `now + leaseMillis`, unless renewed, marked failed or
-    /// delivered sooner. A deliverer that dies mid-way leaves them to be retried once the lease runs
+    /// Takes up to `limit` due events for delivery by `holder`, earliest first, each with its chain's
+    /// owner: they are not due again for anyone (another instance included) until `now + leaseMillis`,
+    /// unless renewed, marked or released sooner. An event is taken only together with every earlier
+    /// undelivered event of its purchase chain (all due, ahead of it in the answer): one leased
+    /// elsewhere or waiting for its retry holds the chain's later events back, so a chain's events
+    /// are delivered in order and never two at once, across instances too. A deliverer that dies mid-way leaves them to be retried once the lease runs
     /// out (or at once, when it restarts: `releaseWebhookLeases`), so delivery stays at-least-once
     /// without two instances sending the same event at the same time.
     func leaseDueWebhooks(now: Int64, limit: Int, leaseMillis: Int64, holder: String) async throws(VerificationError) -> [OutboxEntry]
@@ -97,6 +100,11 @@ public protocol NotificationLedger: Sendable {
     func releaseWebhookLeases(holder: String, now: Int64) async throws(VerificationError) -> Int
 
     func markDelivered(_ seq: Int64, at now: Int64) async throws(VerificationError)
+
+    /// Records what became of a batch's events, in one commit: delivered; failed, due again at its
+    /// `nextAttemptAt` (an attempt counted); released, due again now (not attempted: an earlier event
+    /// of its chain failed). A failure or release changes only an event still leased by `holder`.
+    func markWebhooks(_ marks: [WebhookMark], holder: String, at now: Int64) async throws(VerificationError)
 
     /// Counts a failed attempt and ends the event's lease; the caller computes the backoff.
     func markFailed(_ seq: Int64, nextAttemptAt: Int64) async throws(VerificationError)
@@ -210,6 +218,15 @@ public struct OutboxEntry: Hashable, Sendable {
     public var event: WebhookEvent
     public var attempts: Int
     public var nextAttemptAt: Int64
+    /// The account that owns the event's chain, as the lease read it (nil: none, or not read).
+    public var owner: String? = nil
+}
+
+/// What became of one leased webhook event (`markWebhooks`).
+public enum WebhookMark: Hashable, Sendable {
+    case delivered(Int64)
+    case failed(Int64, nextAttemptAt: Int64)
+    case released(Int64)
 }
 
 public struct ConsumptionRequest: Hashable, Sendable {

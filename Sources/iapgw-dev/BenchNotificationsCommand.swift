@@ -73,20 +73,8 @@ struct BenchNotificationsCommand: Subcommand {
         let server = try assembly.makeServer(service: service)
         try server.start()
 
-        let chains = max(1, min(200, count / 25))
-        print("signing \(count) DID_RENEW notifications over \(chains) subscriptions (outer + transaction + renewal JWS each)...")
-        var purchases: [SimulatedPurchase] = []
-        for i in 0..<chains {
-            purchases.append(try harness.simulator.purchase(PurchaseRequest(
-                bundleId: harness.bundleId, productId: "com.example.demo.pro.monthly", type: .autoRenewable,
-                owner: "bench-\(i)", subscriptionGroupIdentifier: "demo.pro", price: 4_990)))
-        }
-        var bodies: [[UInt8]] = []
-        bodies.reserveCapacity(count)
-        for i in 0..<count {
-            let jws = try await harness.simulator.sendNotification(type: "DID_RENEW", purchase: purchases[i % chains], to: nil)
-            bodies.append(Array(JSONValue.object(["signedPayload": .string(jws)]).jsonText.utf8))
-        }
+        print("signing \(count) DID_RENEW notifications over \(chains(count)) subscriptions (outer + transaction + renewal JWS each)...")
+        let bodies = try await signedNotifications(count, type: "DID_RENEW", harness: harness)
 
         let path = "/v1/notifications/\(harness.bundleId)"
         let client = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(
@@ -100,7 +88,8 @@ struct BenchNotificationsCommand: Subcommand {
         let acceptCPUSeconds = processCPUSeconds() - cpuStart
 
         // A benchmark drains batches of 500 as fast as it can: no request waits on it, so no 5 s deadline.
-        let ledger = try AsyncSQLLedger(storage: storageURL, deadline: .seconds(120))
+        let ledger = try AsyncSQLLedger(storage: storageURL, deadline: .seconds(120),
+                                        webhookAudience: GatewayAssembly.webhookAudience(configuration.apps))
         let processor = NotificationProcessor(apps: configuration.apps, ledger: ledger, logger: .disabled,
                                               now: { Int64(Date().timeIntervalSince1970 * 1000) })
         // Marks for a profiler watching the output (the database server's CPU in each phase).
@@ -175,6 +164,27 @@ struct BenchNotificationsCommand: Subcommand {
             try Data((JSONValue.object(figures).jsonText + "\n").utf8).write(to: URL(fileURLWithPath: jsonPath))
         }
         return accepted == count && drained == count && (alone.map { $0.accepted == count } ?? true) ? 0 : 1
+    }
+
+    /// Subscriptions a run of `count` notifications is about: 25 notifications each, 1 to 200.
+    static func chains(_ count: Int) -> Int { max(1, min(200, count / 25)) }
+
+    /// `count` notification bodies of `type`, signed by the harness's simulator, about
+    /// `chains(count)` subscriptions in turn.
+    static func signedNotifications(_ count: Int, type: String, harness: DemoHarness) async throws -> [[UInt8]] {
+        var purchases: [SimulatedPurchase] = []
+        for i in 0..<chains(count) {
+            purchases.append(try harness.simulator.purchase(PurchaseRequest(
+                bundleId: harness.bundleId, productId: "com.example.demo.pro.monthly", type: .autoRenewable,
+                owner: "bench-\(i)", subscriptionGroupIdentifier: "demo.pro", price: 4_990)))
+        }
+        var bodies: [[UInt8]] = []
+        bodies.reserveCapacity(count)
+        for i in 0..<count {
+            let jws = try await harness.simulator.sendNotification(type: type, purchase: purchases[i % purchases.count], to: nil)
+            bodies.append(Array(JSONValue.object(["signedPayload": .string(jws)]).jsonText.utf8))
+        }
+        return bodies
     }
 
     /// POSTs every body over `connections` concurrent connections; how many were answered 200.

@@ -4,5 +4,6 @@ import CommandLineSupport
 
 prepareStandardDescriptors()
 await runCommandLine(tool: "iapgw-dev", subcommands: [
-    DemoCommand(), SimCommand(), BenchCommand(), BenchNotificationsCommand(), BenchRetentionCommand(), PaceCommand(),
+    DemoCommand(), SimCommand(), BenchCommand(), BenchNotificationsCommand(), BenchRetentionCommand(), BenchWebhooksCommand(),
+    PaceCommand(),
 ])

@@ -40,7 +40,7 @@ final class FinishTransactionTests: XCTestCase {
         let ledger = try XCTUnwrap(parts.ledger as? any FinishLedger)
         return TransactionFinisher(apps: parts.apps, ledger: ledger,
                                    serverAPI: parts.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
-                                   upstreamBudget: .seconds(5), now: { Self.millis() + aheadMillis })
+                                   now: { Self.millis() + aheadMillis })
     }
 
     /// A purchase bought by `owner` and verified (signed transaction) for `account`, whose first
@@ -129,7 +129,7 @@ final class FinishTransactionTests: XCTestCase {
         let parts = gw.harness.parts
         let sent = try await TransactionFinisher(apps: enabled, ledger: try XCTUnwrap(parts.ledger as? any FinishLedger),
                                                  serverAPI: parts.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
-                                                 upstreamBudget: .seconds(5), now: { Self.millis() }).finishDue()
+                                                 now: { Self.millis() }).finishDue()
 
         XCTAssertEqual(answer.status, 200, answer.text)
         XCTAssertEqual(sent, 0)

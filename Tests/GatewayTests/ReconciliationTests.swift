@@ -166,6 +166,24 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertTrue(try ledger.acquireLease("reconciliation", holder: "another-instance", now: parts.now(),
                                               ttlMillis: 60_000), "the pass gave the lease back when it ended")
     }
+
+    /// A restarted instance (the same stable identity) takes back at once the lease its previous
+    /// incarnation held when it crashed mid-pass; another instance still waits for it to run out.
+    func testARestartedInstanceTakesBackItsPreviousIncarnationsLeaseAtOnce() async throws {
+        let gw = try await GatewayE2E.start(self)
+        let parts = gw.harness.parts
+        let ledger = parts.storedLedger
+        // What a pass of the incarnation that was SIGKILLed left behind: its lease, 5 minutes long.
+        XCTAssertTrue(try ledger.acquireLease("reconciliation", holder: "sqlite", now: parts.now(), ttlMillis: 300_000))
+
+        let other = await (try parts.reconciler(identity: .ephemeral())).reconcile()
+        let restarted = await (try parts.reconciler(identity: WorkerIdentity(id: "sqlite", isStable: true))).reconcile()
+
+        XCTAssertNil(other, "another instance waits for the lease to run out")
+        XCTAssertNotNil(restarted, "the same instance, restarted, runs its pass at once")
+        XCTAssertTrue(try ledger.acquireLease("reconciliation", holder: "another-instance", now: parts.now(), ttlMillis: 60_000),
+                      "the pass gave the lease back when it ended")
+    }
 }
 
 /// One pass that must run (no other pass holds the lock).

@@ -43,8 +43,10 @@ final class WebhookCrashTests: XCTestCase {
             try await Task.sleep(for: .seconds(12))
             // Only the holder's batch is kept from the standby: events written after the holder leased it
             // (on a loaded machine the four notifications are processed over several rounds) are the
-            // standby's to send, and it does.
-            XCTAssertEqual(e2e.webhooks.heldKeys.filter(batch.contains).count, 1,
+            // standby's to send, and it does. The holder sends the batch's chains concurrently, each once.
+            let sentFromTheBatch = e2e.webhooks.heldKeys.filter(batch.contains)
+            XCTAssertFalse(sentFromTheBatch.isEmpty)
+            XCTAssertEqual(sentFromTheBatch.count, Set(sentFromTheBatch).count,
                            "nobody else sent from a batch whose holder is alive")
             gateway.kill9()
         }
@@ -60,26 +62,13 @@ final class WebhookCrashTests: XCTestCase {
         let e2e = try await NotificationE2E.start(self)
         let (config, storage) = try separateGatewayConfig(from: e2e.gw.harness.directory, harnessDatabase: e2e.gw.sqlitePath,
                                                           requirePostgres: requirePostgres, test: self)
-        var settings = ""
-        if case .postgres = storage.backend, let postgresInstanceId { settings += "<instanceId>\(postgresInstanceId)</instanceId>" }
-        if let leaseSeconds {
-            settings += "<webhooks><leaseSeconds type=\"integer\">\(leaseSeconds)</leaseSeconds></webhooks>"
-        }
-        let file = config.appendingPathComponent("gateway.xml")
-        var xml = try String(contentsOf: file, encoding: .utf8)
-        XCTAssertTrue(xml.contains("</gateway>"))
-        xml = xml.replacingOccurrences(of: "</gateway>", with: settings + "</gateway>")
-        if let requestSeconds {
-            let harnessTimeout = "<requestSeconds type=\"integer\">5</requestSeconds>"
-            XCTAssertTrue(xml.contains(harnessTimeout))
-            xml = xml.replacingOccurrences(of: harnessTimeout, with: "<requestSeconds type=\"integer\">\(requestSeconds)</requestSeconds>")
-        }
-        try xml.write(to: file, atomically: true, encoding: .utf8)
+        try configureSeparateGateway(config, storage: storage, postgresInstanceId: postgresInstanceId,
+                                     leaseSeconds: leaseSeconds, requestSeconds: requestSeconds)
         return (e2e, config, storage)
     }
 
     /// Starts a gateway, has it accept four notifications about claimed subscriptions while the
-    /// receiver hangs, waits until the gateway is stuck on the batch's first event, then hands the
+    /// receiver hangs, waits until the gateway is stuck delivering the batch, then hands the
     /// gateway to `kill` with the keys of the batch it holds. Returns the events' idempotency keys (as
     /// the outbox holds them).
     private func startBatchAndKill(_ e2e: NotificationE2E, config: URL, storage: TestStorage,
@@ -103,7 +92,7 @@ final class WebhookCrashTests: XCTestCase {
         }
         let keys = try storage.rows("SELECT idempotency_key FROM webhook_outbox ORDER BY seq").map { $0[0] }
         XCTAssertGreaterThanOrEqual(keys.count, 4, "an event per notification")
-        try await e2e.eventually("the gateway is stuck on the batch's first event", seconds: 10) {
+        try await e2e.eventually("the gateway is stuck delivering the batch", seconds: 10) {
             !e2e.webhooks.heldKeys.isEmpty
         }
         XCTAssertEqual(try storage.scalar("SELECT count(*) FROM webhook_outbox WHERE delivered_at IS NULL"), String(keys.count),

@@ -18,8 +18,9 @@ final class WebhookLeaseTests: XCTestCase {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hooks-\(UUID().uuidString)")
         addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
         let ledger = try SQLLedger(storage: "sqlite:" + directory.appendingPathComponent("ledger.sqlite").path)
+        // One chain: its events go one after the other, whatever the dispatcher's concurrency.
         try ledger.enqueueWebhooks(["k1", "k2"].map { key in
-            WebhookEvent(kind: .entitlementChanged, idempotencyKey: key, bundleId: bundleId, originalTransactionId: nil,
+            WebhookEvent(kind: .entitlementChanged, idempotencyKey: key, bundleId: bundleId, originalTransactionId: "1000",
                          transactionId: nil, productId: "p", state: .active, expiresDate: nil,
                          notificationType: "DID_RENEW", subtype: nil, occurredAt: 1)
         }, now: 1_000)
@@ -27,11 +28,12 @@ final class WebhookLeaseTests: XCTestCase {
             connectTimeout: .seconds(2), requestTimeout: .seconds(2)))
         // Each delivery seems to take a minute (a slow receiver, a stalled database checkout): after the
         // first, the batch's 10 s lease has long run out, and its renewal (every 3.3 s, on the same
-        // stalled storage) has not come. The clock moves when a delivery is recorded, after its answer:
-        // moved when the receiver saw the request, the attempt's watchdog could see the minute pass
-        // before the answer (and rightly abort). No wait of the dispatcher ends before the test is over.
-        let delivered: @Sendable () -> Int64 = { Int64(2 - ((try? ledger.outboxDepth()) ?? 2)) }
-        let dispatcher = WebhookDispatcher(apps: [bundleId: app(webhookURL: receiver.url)], ledger: AsyncSQLLedger(ledger), client: client,
+        // stalled storage) has not come. The clock moves when the receiver accepted a delivery (the
+        // batch records its deliveries only at its end); the attempt's watchdog looked at the lease
+        // before the request left, and its next look (an hour on) comes after the test is over, as
+        // does every other wait of the dispatcher.
+        let delivered: @Sendable () -> Int64 = { Int64(receiver.accepted.count) }
+        let dispatcher = WebhookDispatcher(apps: [bundleId: webhookApp(bundleId, url: receiver.url)], ledger: AsyncSQLLedger(ledger), client: client,
                                            environment: ["HOOK_SECRET": "hook-secret"], logger: .disabled,
                                            leaseMillis: 10_000, now: { 1_000 + delivered() * 60_000 },
                                            wait: { _ in try await Task.sleep(for: .seconds(3_600)) })
@@ -63,7 +65,7 @@ final class WebhookLeaseTests: XCTestCase {
         let client = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(
             connectTimeout: .seconds(2), requestTimeout: .seconds(60)))
         let clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
-        let dispatcher = WebhookDispatcher(apps: [bundleId: app(webhookURL: receiver.url)], ledger: AsyncSQLLedger(ledger), client: client,
+        let dispatcher = WebhookDispatcher(apps: [bundleId: webhookApp(bundleId, url: receiver.url)], ledger: AsyncSQLLedger(ledger), client: client,
                                            environment: ["HOOK_SECRET": "hook-secret"], logger: .disabled,
                                            identity: .init(id: "gw-a", isStable: false), leaseMillis: 3_000, now: clock)
         let started = ContinuousClock.now
@@ -84,15 +86,5 @@ final class WebhookLeaseTests: XCTestCase {
         XCTAssertEqual(try ledger.renewWebhookLeases(try ledger.dueWebhooks(now: .max, limit: 1).map(\.seq), holder: "gw-b",
                                                      until: clock() + 60_000).count, 1, "still gw-b's: gw-a marked nothing")
         XCTAssertEqual(try ledger.dueWebhooks(now: .max, limit: 1).first?.attempts, 0)
-    }
-
-    private func app(webhookURL: String) -> AppPolicy {
-        AppPolicy(bundleId: bundleId, allowedEnvironments: [.production], trustRoots: .init(jws: [], receipts: []),
-                  productCatalog: [:], routing: .init(receipt: .legacy, transactionId: .serverAPI,
-                                                      signedTransaction: .serverAPI, cutoverSampleRate: 0),
-                  noncePolicy: .init(requiredForReceipts: false, ttlSeconds: 60), familySharingPolicy: .allow,
-                  gracePeriodPolicy: .init(grantDuringGracePeriod: true, grantDuringBillingRetry: false),
-                  onlineChecks: false, localOnlyJWS: false, apiKey: .sha256(String(repeating: "0", count: 64)),
-                  webhook: .init(url: webhookURL, secret: SecretReference(.environmentVariable("HOOK_SECRET"))))
     }
 }

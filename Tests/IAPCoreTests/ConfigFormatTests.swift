@@ -100,6 +100,7 @@ final class ConfigFormatTests: XCTestCase {
         XCTAssertEqual(xml.webhooks, GatewayConfig.Webhooks())
         XCTAssertEqual(xml.timeouts.budgetSeconds, 20)
         XCTAssertEqual(xml.webhooks.leaseSeconds, 10)
+        XCTAssertEqual(xml.webhooks.concurrency, 8)
         XCTAssertNil(xml.instanceId)
         XCTAssertEqual(xml.background, GatewayConfig.Background())
         XCTAssertNil(xml.tls)
@@ -119,14 +120,18 @@ final class ConfigFormatTests: XCTestCase {
         }
         let set = try gateway("""
             <timeouts><budgetSeconds type="integer">7</budgetSeconds></timeouts>\
-            <webhooks><leaseSeconds type="integer">30</leaseSeconds></webhooks><instanceId>gw-eu-1</instanceId>
+            <webhooks><leaseSeconds type="integer">30</leaseSeconds><concurrency type="integer">32</concurrency></webhooks>\
+            <instanceId>gw-eu-1</instanceId>
             """)
         XCTAssertEqual(set.timeouts.budgetSeconds, 7)
         XCTAssertEqual(set.webhooks.leaseSeconds, 30)
+        XCTAssertEqual(set.webhooks.concurrency, 32)
+        XCTAssertEqual(try gateway("").webhooks.concurrency, 8)
         XCTAssertEqual(set.instanceId, "gw-eu-1")
         for (body, path) in [("<timeouts><budgetSeconds type=\"integer\">0</budgetSeconds></timeouts>", "timeouts.budgetSeconds"),
                              ("<webhooks><leaseSeconds type=\"integer\">2</leaseSeconds></webhooks>", "webhooks.leaseSeconds"),
                              ("<webhooks><leaseMillis type=\"integer\">2</leaseMillis></webhooks>", "webhooks"),
+                             ("<webhooks><concurrency type=\"integer\">0</concurrency></webhooks>", "webhooks.concurrency"),
                              ("<instanceId>gw eu</instanceId>", "instanceId")] {
             let error = S.refusal { () throws(VerificationError) in _ = try gateway(body) }
             XCTAssertEqual(error?.code, .invalidConfiguration, body)

@@ -6,9 +6,11 @@ import XCTest
 
 /// The webhook outbox: once per idempotency key, due after backoff, never again once delivered.
 final class OutboxTests: InboxTestCase {
-    private func event(_ key: String, bundleId: String? = nil, at time: Int64 = 0) -> WebhookEvent {
+    /// An event of its own chain unless `chain` names one: the lease tests are about leases, the
+    /// chain tests about one chain's order.
+    private func event(_ key: String, bundleId: String? = nil, at time: Int64 = 0, chain: String? = nil) -> WebhookEvent {
         WebhookEvent(kind: .entitlementChanged, idempotencyKey: key, bundleId: bundleId ?? app,
-                     originalTransactionId: "1000", transactionId: "1001", productId: "com.example.pro", state: .active,
+                     originalTransactionId: chain ?? "chain-\(key)", transactionId: "1001", productId: "com.example.pro", state: .active,
                      expiresDate: t0 + 30 * day, notificationType: "DID_RENEW", subtype: "BILLING_RECOVERY",
                      occurredAt: t0 + time)
     }
@@ -165,5 +167,46 @@ final class OutboxTests: InboxTestCase {
         let keys = taken.withLock { $0 }
         XCTAssertEqual(keys.count, 200)
         XCTAssertEqual(Set(keys).count, 200, "no event leased twice")
+    }
+
+    /// A chain's events are leased in order and never past an earlier one that is leased elsewhere
+    /// or waits for its retry; other chains are not held back by it.
+    func testAChainsEventsAreLeasedInOrderAndNeverPastAnEarlierUndeliveredOne() throws {
+        let ledger = try openLedger()
+        try ledger.enqueueWebhooks([event("a1", chain: "A"), event("b1", chain: "B"), event("a2", chain: "A"),
+                                    event("a3", chain: "A"), event("c1")], now: t0)
+        func lease(_ holder: String, at time: Int64, limit: Int = 10) throws -> [String] {
+            try ledger.leaseDueWebhooks(now: time, limit: limit, leaseMillis: 60_000, holder: holder).map(\.event.idempotencyKey)
+        }
+        func seq(_ key: String) throws -> Int64 {
+            try XCTUnwrap(ledger.dueWebhooks(now: .max, limit: 10).first { $0.event.idempotencyKey == key }?.seq)
+        }
+        let (a1, a2, a3) = (try seq("a1"), try seq("a2"), try seq("a3"))
+
+        let first = try lease("h1", at: t0, limit: 1)
+        let whileA1IsLeased = try lease("h2", at: t0)
+        try ledger.markWebhooks([.failed(a1, nextAttemptAt: t0 + 1_000)], holder: "h1", at: t0 + 1)
+        let whileA1WaitsForItsRetry = try lease("h2", at: t0 + 2)
+        let onceA1IsDue = try lease("h3", at: t0 + 1_000)
+        try ledger.markWebhooks([.failed(a2, nextAttemptAt: t0 + 9_000), .released(a3)], holder: "someone else",
+                                at: t0 + 1_001)
+        let marksOfAnotherHolderChangeNothing = try lease("h4", at: t0 + 61_000)
+        try ledger.markWebhooks([.delivered(a1), .failed(a2, nextAttemptAt: t0 + 70_000), .released(a3)], holder: "h4",
+                                at: t0 + 61_001)
+        let behindA2sRetry = try lease("h5", at: t0 + 61_002)
+        let onceA2IsDue = try lease("h5", at: t0 + 70_000)
+
+        XCTAssertEqual(first, ["a1"])
+        XCTAssertEqual(whileA1IsLeased, ["b1", "c1"], "a2 and a3 wait behind a1's lease; other chains do not")
+        XCTAssertEqual(whileA1WaitsForItsRetry, [])
+        XCTAssertEqual(onceA1IsDue, ["a1", "a2", "a3"], "a chain's due events together, in order")
+        XCTAssertEqual(marksOfAnotherHolderChangeNothing, ["a1", "b1", "a2", "a3", "c1"],
+                       "every lease ran out with nothing marked by its holder")
+        XCTAssertEqual(behindA2sRetry, [], "a3 released, but a2 waits for its retry")
+        XCTAssertEqual(onceA2IsDue, ["a2", "a3"])
+        let stored = try ledger.dueWebhooks(now: .max, limit: 10)
+        XCTAssertEqual(stored.first { $0.seq == a2 }?.attempts, 1, "only the failure counts an attempt; the release does not")
+        XCTAssertEqual(stored.first { $0.seq == a3 }?.attempts, 0)
+        XCTAssertEqual(try ledger.outboxDepth(), 4, "only a1 is delivered")
     }
 }

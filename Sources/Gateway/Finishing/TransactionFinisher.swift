@@ -17,20 +17,28 @@ public final class TransactionFinisher: Sendable {
     let apps: [String: AppPolicy]
     let ledger: any FinishLedger
     let serverAPI: ServerAPIAdapter?
-    /// How long a leased row stays this instance's: longer than one call can take (its upstream
-    /// budget), so no other instance sends it while this one still may.
+    let identity: WorkerIdentity
+    /// How long a leased row stays this instance's without renewal; renewed every third of it while
+    /// its batch is worked on. A crashed instance's rows are due again at most this long after (for
+    /// another instance), or at once for its own next incarnation (`reclaimEarlierLeases`).
     let leaseMillis: Int64
     let logger: Logger
     let now: @Sendable () -> Int64
+    /// The wait between renewals: real time, unless a test drives `now` and the waits with it.
+    let wait: @Sendable (Duration) async throws -> Void
 
     public init(apps: [String: AppPolicy], ledger: any FinishLedger, serverAPI: ServerAPIAdapter?,
-                upstreamBudget: Duration, logger: Logger = .disabled, now: @escaping @Sendable () -> Int64) {
+                identity: WorkerIdentity = .ephemeral(), leaseMillis: Int64 = 10_000, logger: Logger = .disabled,
+                now: @escaping @Sendable () -> Int64,
+                wait: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }) {
         self.apps = apps
         self.ledger = ledger
         self.serverAPI = serverAPI
-        leaseMillis = Int64(upstreamBudget / .milliseconds(1)) + 30_000
+        self.identity = identity
+        self.leaseMillis = max(leaseMillis, 3)
         self.logger = logger
         self.now = now
+        self.wait = wait
     }
 
     /// What Apple answers for good: the transaction is unknown to it, or the id is not one.
@@ -38,17 +46,20 @@ public final class TransactionFinisher: Sendable {
         code == .transactionNotFound || code == .malformedRequest
     }
 
-    /// When a failed row is due again: the backoff after its attempts, or Apple's Retry-After if
-    /// that is later (never sooner than Apple asked).
-    static func nextAttempt(after error: VerificationError, attempts: Int, now: Int64) -> Int64 {
-        let backoff = WebhookDispatcher.backoffMs(afterAttempts: attempts)
-        return now + max(backoff, Int64(error.retryAfterSeconds ?? 0) * 1000)
-    }
-
     /// One batch of due rows; returns how many Apple accepted.
     @discardableResult
     public func finishDue() async throws(VerificationError) -> Int {
-        let due = try await ledger.leaseDueFinishes(now: now(), limit: Self.batchSize, leaseMillis: leaseMillis)
+        let due = try await ledger.leaseDueFinishes(now: now(), limit: Self.batchSize, leaseMillis: leaseMillis,
+                                                    holder: identity.id)
+        guard !due.isEmpty else { return 0 }
+        let lease = LeasedBatch(due.map(\.key), until: now() + leaseMillis)
+        let renewal = Task { [ledger, holder = identity.id] in
+            await lease.keepRenewing(leaseMillis: leaseMillis, now: now, wait: wait, logger: logger,
+                                     failure: "finish_lease_renewal_failed") { (keys, until) throws(VerificationError) in
+                try await ledger.renewFinishLeases(keys, holder: holder, until: until)
+            }
+        }
+        defer { renewal.cancel() }
         var finished = 0
         for row in due {
             guard let app = apps[row.bundleId], app.finishTransactions, let serverAPI else {
@@ -56,6 +67,13 @@ public final class TransactionFinisher: Sendable {
                 try await ledger.markFinishFailed(bundleId: row.bundleId, transactionId: row.transactionId,
                                                   code: "FINISH_TRANSACTIONS_OFF", nextAttemptAt: now(), final: true, at: now())
                 continue
+            }
+            // Once the lease may have run out (a renewal lost, or stalled on storage), another instance
+            // may be sending the rest of the batch: this one stops. A call already under way when that
+            // happens may reach Apple twice, which Finish Transaction takes as once.
+            guard lease.holds(row.key, now: now(), margin: leaseMillis / 5) else {
+                logger.warning("finish_lease_ran_out", ["bundleId": row.bundleId])
+                break
             }
             do throws(VerificationError) {
                 try await serverAPI.client(for: app)
@@ -70,16 +88,25 @@ public final class TransactionFinisher: Sendable {
                                                              "final": String(final)])
                 try await ledger.markFinishFailed(bundleId: row.bundleId, transactionId: row.transactionId,
                                                   code: error.code.rawValue,
-                                                  nextAttemptAt: Self.nextAttempt(after: error, attempts: row.attempts,
-                                                                                  now: now()),
+                                                  nextAttemptAt: JobBackoff.nextAttempt(
+                                                      afterAttempts: row.attempts, retryAfterSeconds: error.retryAfterSeconds,
+                                                      now: now()),
                                                   final: final, at: now())
             }
         }
         return finished
     }
 
+    /// At start, under a stable identity: the rows its previous incarnation held are due now.
+    public func reclaimEarlierLeases() async {
+        await identity.reclaimEarlierLeases(of: "finish", logger: logger) { (holder) throws(VerificationError) in
+            try await ledger.releaseFinishLeases(holder: holder, now: now())
+        }
+    }
+
     /// Until cancelled: works off what is due, then looks again every `interval`.
     public func run(interval: Duration = .seconds(1)) async {
+        await reclaimEarlierLeases()
         await repeatUntilCancelled(every: interval, logger: logger,
                                    failure: "finish_outbox_failed") { () throws(VerificationError) in
             while try await finishDue() > 0 {}

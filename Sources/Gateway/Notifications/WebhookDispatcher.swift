@@ -3,31 +3,23 @@ import Foundation
 import IAPConfig
 import IAPCore
 import Ledger
-import Synchronization
 import UpstreamHTTP
 
 /// Delivers the webhook outbox to each app backend: at least once, each event with its
 /// idempotency key, signed `X-IAPGW-Signature: sha256=HEX(HMAC(secret, timestamp + "." + body))`
-/// with `X-IAPGW-Timestamp`, retried with exponential backoff while the receiver is down.
+/// with `X-IAPGW-Timestamp`, retried with exponential backoff while the receiver is down. Up to
+/// `concurrency` deliveries to one receiver are in flight at once (`ReceiverSlots`), one per
+/// purchase chain: a chain's events go one after the other, in order (the lease hands out none of a
+/// chain past an earlier one still undelivered, and a failure holds the rest of its chain back).
+/// What became of a batch is recorded in one commit.
 public final class WebhookDispatcher: Sendable {
-    /// Who takes the outbox's leases. A stable identity names this instance again after a restart,
-    /// and no other live instance has it: what it holds at start was held by its previous
-    /// incarnation, which no longer sends it, so it is taken back at once instead of waiting out
-    /// the lease. An ephemeral one is new at every start (nothing to take back).
-    public struct Identity: Sendable, Equatable {
-        public var id: String
-        public var isStable: Bool
-
-        public static func ephemeral() -> Identity { Identity(id: "gw-" + UUID().uuidString, isStable: false) }
-    }
-
     let apps: [String: AppPolicy]
     let ledger: any NotificationLedger & Ledger
     let client: UpstreamHTTPClient
     let environment: [String: String]
     let logger: Logger
     let now: @Sendable () -> Int64
-    let identity: Identity
+    let identity: WorkerIdentity
     /// How long an event taken for delivery stays ours without renewal: a crashed instance's events
     /// are due again (for another instance, or its own next incarnation) at most this long after.
     /// Renewed every third of it while a batch is being delivered.
@@ -35,10 +27,13 @@ public final class WebhookDispatcher: Sendable {
     /// The wait between renewals and between the attempt watchdog's looks at the lease: real time,
     /// unless a test drives `now` and must drive the waits with it.
     let wait: @Sendable (Duration) async throws -> Void
+    /// Deliveries in flight at once to one receiver.
+    let concurrency: Int
+    let slots: ReceiverSlots
 
     public init(apps: [String: AppPolicy], ledger: any NotificationLedger & Ledger, client: UpstreamHTTPClient,
-                environment: [String: String], logger: Logger, identity: Identity = .ephemeral(),
-                leaseMillis: Int64 = 10_000, now: @escaping @Sendable () -> Int64,
+                environment: [String: String], logger: Logger, identity: WorkerIdentity = .ephemeral(),
+                leaseMillis: Int64 = 10_000, concurrency: Int = 8, now: @escaping @Sendable () -> Int64,
                 wait: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }) {
         self.wait = wait
         self.apps = apps
@@ -48,15 +43,10 @@ public final class WebhookDispatcher: Sendable {
         self.logger = logger
         self.identity = identity
         self.leaseMillis = max(leaseMillis, 3)
+        self.concurrency = max(concurrency, 1)
+        slots = ReceiverSlots(limit: concurrency)
         self.now = now
     }
-
-    /// The wait before the next attempt: 1 s, 2 s, 4 s, … capped at one hour.
-    static func backoffMs(afterAttempts attempts: Int) -> Int64 {
-        backoff.delay(beforeRetry: attempts + 1).wholeMilliseconds
-    }
-
-    static let backoff = ExponentialBackoff(base: .seconds(1), cap: .seconds(3600))
 
     /// The event as JSON, with the account that owns the chain when one does (so the backend
     /// needs no mapping of its own from Apple's ids to its users), and whether its state grants
@@ -87,73 +77,115 @@ public final class WebhookDispatcher: Sendable {
         "sha256=" + HMACSHA256.hex(key: Array(secret.utf8), message: Array("\(timestamp).\(body)".utf8))
     }
 
-    /// Sends what is due; returns how many were delivered.
+    /// Events per lease: enough for every delivery slot to be busy several times over, so one
+    /// batch's commit is shared by many deliveries.
+    var batchSize: Int { concurrency * 8 }
+
+    /// Sends one batch of what is due; returns how many were delivered.
     @discardableResult
-    public func deliverDue(limit: Int = 16) async throws(VerificationError) -> Int {
-        let taken = try await ledger.leaseDueWebhooks(now: now(), limit: limit, leaseMillis: leaseMillis, holder: identity.id)
+    public func deliverDue(limit: Int? = nil) async throws(VerificationError) -> Int {
+        let taken = try await ledger.leaseDueWebhooks(now: now(), limit: limit ?? batchSize, leaseMillis: leaseMillis,
+                                                      holder: identity.id)
         guard !taken.isEmpty else { return 0 }
-        let lease = BatchLease(seqs: taken.map(\.seq), until: now() + leaseMillis)
+        let lease = LeasedBatch(taken.map(\.seq), until: now() + leaseMillis)
         let renewal = Task { await keepRenewing(lease) }
         defer { renewal.cancel() }
-        var delivered = 0
+        var marks: [WebhookMark] = []
+        var unsent: [WebhookMark] = []
+        // The lease gives a chain's events in order: grouped, each chain keeps that order.
+        var chains: [String: [[OutboxEntry]]] = [:]
+        var chainIndex: [String: (receiver: String, index: Int)] = [:]
         for entry in taken {
-            guard let app = apps[entry.event.bundleId], let webhook = app.webhook else {
-                // No receiver configured: nothing will ever take it, so it is not retried forever.
-                try await ledger.markDelivered(entry.seq, at: now())
+            guard let webhook = apps[entry.event.bundleId]?.webhook else {
+                // No receiver configured (any more): nothing will ever take it, so it is not retried forever.
+                unsent.append(.delivered(entry.seq))
                 continue
             }
-            var account: String?
-            if let chain = entry.event.originalTransactionId {
-                account = try await ledger.owner(bundleId: entry.event.bundleId, originalTransactionId: chain)
-            }
-            let body = Self.body(entry.event, account: account, policy: app.gracePeriodPolicy)
-            let timestamp = String(now() / 1000)
-            let secret: String
-            do {
-                secret = try webhook.secret.resolve(environment: environment)
-            } catch {
-                // A configuration problem, not the receiver's: say which, and try again later.
-                logger.error("webhook_secret_unavailable", ["bundleId": entry.event.bundleId, "code": error.code.rawValue])
-                try await ledger.markFailed(entry.seq, nextAttemptAt: now() + Self.backoffMs(afterAttempts: entry.attempts))
+            guard let chain = entry.event.originalTransactionId.map({ entry.event.bundleId + "\u{1F}" + $0 }) else {
+                chains[webhook.url, default: []].append([entry])
                 continue
             }
-            // Once the lease may have run out (a renewal lost, or stalled on storage), another instance
-            // may be sending the rest of the batch: this one stops, and sends nothing it no longer holds.
-            guard lease.holds(entry.seq, now: now(), margin: leaseMillis / 5) else {
-                logger.warning("webhook_lease_ran_out", ["bundleId": entry.event.bundleId])
-                break
-            }
-            let request = UpstreamRequest(method: "POST", url: webhook.url, headers: [
-                ("Content-Type", "application/json"), ("Idempotency-Key", entry.event.idempotencyKey),
-                ("X-IAPGW-Timestamp", timestamp),
-                ("X-IAPGW-Signature", Self.signature(secret: secret, timestamp: timestamp, body: body)),
-            ], body: Array(body.utf8))
-            switch await attempt(request, seq: entry.seq, lease: lease) {
-            case .delivered:
-                try await ledger.markDelivered(entry.seq, at: now())
-                delivered += 1
-            case .failed:
-                let next = now() + Self.backoffMs(afterAttempts: entry.attempts)
-                try await ledger.markFailed(entry.seq, nextAttemptAt: next)
-                logger.warning("webhook_failed", ["bundleId": entry.event.bundleId, "attempts": String(entry.attempts + 1)])
-            case .leaseLost:
-                // Aborted mid-way: the event is someone else's now (or due again), at least once still holds.
-                logger.warning("webhook_lease_ran_out", ["bundleId": entry.event.bundleId])
-                return delivered
+            if let (receiver, index) = chainIndex[chain] {
+                chains[receiver]![index].append(entry)
+            } else {
+                chainIndex[chain] = (webhook.url, chains[webhook.url, default: []].count)
+                chains[webhook.url, default: []].append([entry])
             }
         }
-        return delivered
+        await withTaskGroup(of: [WebhookMark].self) { receivers in
+            for (receiver, chainsOfReceiver) in chains {
+                receivers.addTask { await self.deliver(chainsOfReceiver, to: receiver, lease: lease) }
+            }
+            for await receiverMarks in receivers { marks += receiverMarks }
+        }
+        try await ledger.markWebhooks(unsent + marks, holder: identity.id, at: now())
+        return marks.count { if case .delivered = $0 { true } else { false } }
+    }
+
+    /// The chains of one receiver, each chain's events one after the other, every delivery in one of
+    /// the receiver's `concurrency` slots (shared with the other batch in flight).
+    private func deliver(_ chains: [[OutboxEntry]], to receiver: String, lease: LeasedBatch<Int64>) async -> [WebhookMark] {
+        await withTaskGroup(of: [WebhookMark].self) { group in
+            for chain in chains { group.addTask { await self.deliver(chain: chain, to: receiver, lease: lease) } }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+    }
+
+    /// One chain's events of a batch, in order. The first that is not delivered ends the chain's run:
+    /// what follows it is released (due again behind it) or, once the lease may be gone, left alone.
+    private func deliver(chain: [OutboxEntry], to receiver: String, lease: LeasedBatch<Int64>) async -> [WebhookMark] {
+        var marks: [WebhookMark] = []
+        for (position, entry) in chain.enumerated() {
+            let rest = { chain[(position + 1)...].map { WebhookMark.released($0.seq) } }
+            await slots.acquire(receiver)
+            let outcome = await deliver(entry, lease: lease)
+            slots.release(receiver)
+            switch outcome {
+            case .delivered:
+                marks.append(.delivered(entry.seq))
+            case .failed:
+                marks.append(.failed(entry.seq, nextAttemptAt: JobBackoff.nextAttempt(afterAttempts: entry.attempts, now: now())))
+                return marks + rest()
+            case .leaseLost:
+                // The events are someone else's now (or due again): at least once still holds.
+                logger.warning("webhook_lease_ran_out", ["bundleId": entry.event.bundleId])
+                return marks
+            }
+        }
+        return marks
+    }
+
+    private func deliver(_ entry: OutboxEntry, lease: LeasedBatch<Int64>) async -> AttemptOutcome {
+        guard let app = apps[entry.event.bundleId], let webhook = app.webhook else { return .delivered }
+        let body = Self.body(entry.event, account: entry.owner, policy: app.gracePeriodPolicy)
+        let timestamp = String(now() / 1000)
+        let secret: String
+        do {
+            secret = try webhook.secret.resolve(environment: environment)
+        } catch {
+            // A configuration problem, not the receiver's: say which, and try again later.
+            logger.error("webhook_secret_unavailable", ["bundleId": entry.event.bundleId, "code": error.code.rawValue])
+            return .failed
+        }
+        // Once the lease may have run out (a renewal lost, or stalled on storage), another instance
+        // may be sending the rest of the batch: this one sends nothing it no longer holds.
+        guard lease.holds(entry.seq, now: now(), margin: leaseMillis / 5) else { return .leaseLost }
+        let request = UpstreamRequest(method: "POST", url: webhook.url, headers: [
+            ("Content-Type", "application/json"), ("Idempotency-Key", entry.event.idempotencyKey),
+            ("X-IAPGW-Timestamp", timestamp),
+            ("X-IAPGW-Signature", Self.signature(secret: secret, timestamp: timestamp, body: body)),
+        ], body: Array(body.utf8))
+        let outcome = await attempt(request, seq: entry.seq, lease: lease)
+        if outcome == .failed {
+            logger.warning("webhook_failed", ["bundleId": entry.event.bundleId, "attempts": String(entry.attempts + 1)])
+        }
+        return outcome
     }
 
     /// At start, under a stable identity: the events its previous incarnation held are due now.
     public func reclaimEarlierLeases() async {
-        guard identity.isStable else { return }
-        do {
-            let released = try await ledger.releaseWebhookLeases(holder: identity.id, now: now())
-            if released > 0 { logger.info("webhook_leases_reclaimed", ["events": String(released)]) }
-        } catch {
-            // Not fatal: those events are due again anyway once their lease runs out.
-            logger.warning("webhook_lease_reclaim_failed", ["code": error.code.rawValue])
+        await identity.reclaimEarlierLeases(of: "webhook", logger: logger) { (holder) throws(VerificationError) in
+            try await ledger.releaseWebhookLeases(holder: holder, now: now())
         }
     }
 
@@ -162,7 +194,7 @@ public final class WebhookDispatcher: Sendable {
     /// One POST, raced against the lease: if the lease may run out before the receiver answers, the
     /// request is aborted, so two instances never send one event at the same time. An answer that
     /// arrived first is the outcome, whatever the lease did meanwhile.
-    private func attempt(_ request: UpstreamRequest, seq: Int64, lease: BatchLease) async -> AttemptOutcome {
+    private func attempt(_ request: UpstreamRequest, seq: Int64, lease: LeasedBatch<Int64>) async -> AttemptOutcome {
         let client = self.client
         let margin = leaseMillis / 5
         // nil: the watchdog's "the lease may run out"; the POST's own outcome otherwise.
@@ -193,52 +225,27 @@ public final class WebhookDispatcher: Sendable {
         }
     }
 
-    /// Renews the batch's leases every third of a lease until cancelled (the batch is done).
-    private func keepRenewing(_ lease: BatchLease) async {
-        while !Task.isCancelled {
-            do { try await wait(.milliseconds(max(leaseMillis / 3, 1))) } catch { return }
-            let until = now() + leaseMillis
-            do {
-                lease.renewed(try await ledger.renewWebhookLeases(lease.held, holder: identity.id, until: until), until: until)
-            } catch {
-                logger.warning("webhook_lease_renewal_failed", ["code": error.code.rawValue])
-            }
+    private func keepRenewing(_ lease: LeasedBatch<Int64>) async {
+        let (ledger, holder) = (ledger, identity.id)
+        await lease.keepRenewing(leaseMillis: leaseMillis, now: now, wait: wait, logger: logger,
+                                 failure: "webhook_lease_renewal_failed") { (seqs, until) throws(VerificationError) in
+            try await ledger.renewWebhookLeases(seqs.sorted(), holder: holder, until: until)
         }
     }
 
+    /// Until cancelled, two batches in flight: while one waits for its last deliveries (and its
+    /// commit), the other's take the slots it frees. The lease keeps their chains apart.
     public func run(interval: Duration = .milliseconds(250)) async {
         await reclaimEarlierLeases()
-        await repeatUntilCancelled(every: interval, logger: logger,
-                                   failure: "webhook_dispatch_failed") { () throws(VerificationError) in
-            while try await deliverDue() > 0 {}
-        }
-    }
-}
-
-/// The events of one batch this dispatcher still holds, and until when (as last renewed).
-private final class BatchLease: Sendable {
-    private struct State {
-        var held: Set<Int64>
-        var until: Int64
-    }
-
-    private let state: Mutex<State>
-
-    init(seqs: [Int64], until: Int64) { state = Mutex(State(held: Set(seqs), until: until)) }
-
-    var held: [Int64] { state.withLock { $0.held.sorted() } }
-    var until: Int64 { state.withLock { $0.until } }
-
-    /// Still ours, with at least `margin` ms of the lease left.
-    func holds(_ seq: Int64, now: Int64, margin: Int64) -> Bool {
-        state.withLock { $0.held.contains(seq) && now + margin < $0.until }
-    }
-
-    /// `held`: what the renewal found still ours; the rest is not sent any more.
-    func renewed(_ held: Set<Int64>, until: Int64) {
-        state.withLock { state in
-            state.held.formIntersection(held)
-            state.until = until
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    await repeatUntilCancelled(every: interval, logger: self.logger,
+                                               failure: "webhook_dispatch_failed") { () throws(VerificationError) in
+                        while try await self.deliverDue() > 0 {}
+                    }
+                }
+            }
         }
     }
 }

@@ -43,17 +43,20 @@ public final class Reconciler: Sendable {
     let logger: Logger
     let now: @Sendable () -> Int64
     private let running = Mutex(false)
-    /// Who holds the lease: one id per reconciler, so two processes never take each other's.
-    let leaseHolder = UUID().uuidString
+    /// Who holds the lease: the instance's stable identity (`WorkerIdentity`), so a restarted instance
+    /// takes back at once the lease its previous incarnation held; else one id per reconciler. Two
+    /// live processes never share it.
+    let leaseHolder: String
     static let leaseName = "reconciliation"
     /// Per app and environment: the end of the last history window read completely.
     private let highWater = Mutex<[String: Int64]>([:])
 
     public init(apps: [String: AppPolicy], ledger: any NotificationLedger & ReconciliationLedger & Ledger,
                 decoder: NotificationDecoder, serverAPI: (any ReconciliationSource)?, legacy: (any ReceiptReverifying)?,
-                sealer: AESGCMSealer?, options: Options = Options(), logger: Logger = .disabled,
-                now: @escaping @Sendable () -> Int64) {
+                sealer: AESGCMSealer?, options: Options = Options(), identity: WorkerIdentity = .ephemeral(),
+                logger: Logger = .disabled, now: @escaping @Sendable () -> Int64) {
         self.apps = apps
+        leaseHolder = identity.id
         self.ledger = ledger
         self.decoder = decoder
         self.serverAPI = serverAPI

@@ -5,7 +5,7 @@
 enum LedgerSchema {
     static func migrations(_ dialect: SQLDialect) -> [String] {
         let d = dialect.ddl
-        return [v1(d), v2(d), v3(d), v4(d), v5, v6(d), v7, v8(d), v9, v10(d), v11(dialect), v12(d), v13(d)]
+        return [v1(d), v2(d), v3(d), v4(d), v5, v6(d), v7, v8(d), v9, v10(d), v11(dialect), v12(d), v13(d), v14, v15(dialect)]
     }
 
     /// Times are integer milliseconds since 1970. Nonces are stored as the SHA-256 of their value,
@@ -236,6 +236,28 @@ enum LedgerSchema {
             )\(d.withoutRowID);
             CREATE INDEX idempotent_answers_by_expiry ON idempotent_answers (expires_at);
             ALTER TABLE nonces ADD COLUMN consumed_by TEXT;
+            """
+    }
+
+    /// Who holds a finish outbox row's lease, as `v7` did for the webhook outbox: the lease is
+    /// renewed by its holder only, and an instance that restarts takes back at once what its previous
+    /// incarnation held instead of waiting the lease out.
+    static let v14 = """
+        ALTER TABLE finish_outbox ADD COLUMN leased_by TEXT;
+        CREATE INDEX finish_outbox_by_holder ON finish_outbox (leased_by) WHERE finished_at IS NULL AND dropped_at IS NULL;
+        """
+
+    /// The purchase chain of each webhook event (its `originalTransactionId`; NULL for one about no
+    /// chain), so a lease can take an event only once every earlier undelivered event of its chain is
+    /// due with it or delivered: one chain's events reach the receiver in order, never two at once.
+    /// Filled for the events not yet delivered (the only ones the rule reads).
+    static func v15(_ dialect: SQLDialect) -> String {
+        """
+            ALTER TABLE webhook_outbox ADD COLUMN chain_id TEXT;
+            UPDATE webhook_outbox SET chain_id = \(dialect.json("event_json")) ->> 'originalTransactionId'
+                WHERE delivered_at IS NULL;
+            CREATE INDEX webhook_outbox_pending_by_chain ON webhook_outbox (bundle_id, chain_id, seq)
+                WHERE delivered_at IS NULL;
             """
     }
 }

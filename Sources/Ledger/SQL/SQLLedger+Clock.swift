@@ -38,7 +38,7 @@ extension SQLLedger {
                 try connection.run("""
                     UPDATE entitlements SET state = ? WHERE bundle_id = ? AND account = ? AND original_transaction_id = ?
                     """, .text(next.rawValue), .text(bundleId), .text(account), .text(chain))
-                try Self.insertWebhook(event, now: now, connection)
+                try self.insertWebhook(event, now: now, connection)
                 return true
             }
             if advanced { moved += 1 }

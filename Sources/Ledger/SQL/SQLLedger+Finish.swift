@@ -19,8 +19,14 @@ extension SQLLedger {
             .integer(claim.now), .integer(claim.now))
     }
 
-    public func leaseDueFinishes(now: Int64, limit: Int, leaseMillis: Int64) throws(VerificationError) -> [PendingFinish] {
-        guard leaseMillis > 0 else { throw VerificationError(.internalError, "storage: a finish lease needs a positive lifetime") }
+    public func leaseDueFinishes(now: Int64, limit: Int, leaseMillis: Int64, holder: String)
+        throws(VerificationError) -> [PendingFinish] {
+        guard leaseMillis > 0, !holder.isEmpty else {
+            throw VerificationError(.internalError, "storage: a finish lease needs a holder and a positive lifetime")
+        }
+        guard try database.withConnection({ (connection) throws(VerificationError) in
+            try JobQueue.finishes.hasDue(now: now, connection)
+        }) else { return [] }
         return try database.transaction { (connection) throws(VerificationError) -> [PendingFinish] in
             let due = try connection.query("""
                 SELECT bundle_id, transaction_id, ownership_key, environment, attempts FROM finish_outbox
@@ -42,8 +48,8 @@ extension SQLLedger {
                         .text(finish.bundleId), .text(finish.transactionId))
                     continue
                 }
-                try connection.run("UPDATE finish_outbox SET next_attempt_at = ? WHERE bundle_id = ? AND transaction_id = ?",
-                                   .integer(now + leaseMillis), .text(finish.bundleId), .text(finish.transactionId))
+                try JobQueue.finishes.lease([.text(finish.bundleId), .text(finish.transactionId)], holder: holder,
+                                            until: now + leaseMillis, connection)
                 taken.append(finish)
             }
             return taken
@@ -64,7 +70,7 @@ extension SQLLedger {
     public func markFinished(bundleId: String, transactionId: String, at now: Int64) throws(VerificationError) -> Bool {
         try database.withConnection { (connection) throws(VerificationError) -> Bool in
             try connection.run("""
-                UPDATE finish_outbox SET finished_at = ?, attempts = attempts + 1, last_error_code = NULL
+                UPDATE finish_outbox SET finished_at = ?, attempts = attempts + 1, last_error_code = NULL, leased_by = NULL
                 WHERE bundle_id = ? AND transaction_id = ? AND finished_at IS NULL AND dropped_at IS NULL
                 """, .integer(now), .text(bundleId), .text(transactionId)) == 1
         }
@@ -74,10 +80,22 @@ extension SQLLedger {
                                  at now: Int64) throws(VerificationError) {
         _ = try database.withConnection { (connection) throws(VerificationError) in
             try connection.run("""
-                UPDATE finish_outbox SET attempts = attempts + 1, last_error_code = ?, next_attempt_at = ?, dropped_at = ?
+                UPDATE finish_outbox SET attempts = attempts + 1, last_error_code = ?, next_attempt_at = ?, dropped_at = ?,
+                    leased_by = NULL
                 WHERE bundle_id = ? AND transaction_id = ? AND finished_at IS NULL AND dropped_at IS NULL
                 """, .text(code), .integer(nextAttemptAt), .integer(final ? now : nil), .text(bundleId), .text(transactionId))
         }
+    }
+
+    public func renewFinishLeases(_ keys: [FinishKey], holder: String, until: Int64) throws(VerificationError) -> Set<FinishKey> {
+        let renewed = try JobQueue.finishes.renew(keys.map { [.text($0.bundleId), .text($0.transactionId)] }, holder: holder,
+                                                  until: until, in: database)
+        return Set(renewed.map { keys[$0] })
+    }
+
+    @discardableResult
+    public func releaseFinishLeases(holder: String, now: Int64) throws(VerificationError) -> Int {
+        try JobQueue.finishes.release(holder: holder, now: now, in: database)
     }
 
     public func finishEntries(bundleId: String) throws(VerificationError) -> [FinishEntry] {

@@ -49,8 +49,12 @@ extension SQLLedger {
         // PostgreSQL several batches are in flight, each on a connection of its own, so one batch's
         // round trips overlap another's: the caller's thread drains, and once a full batch showed
         // there is more, helper threads drain beside it.
-        try withoutActuallyEscaping(apply) { (apply) throws(VerificationError) -> ProcessReport in
-            let drain = InboxDrain(limit: limit, apply: apply)
+        // An idle inbox is looked at with a plain read: polling it costs the writer no transaction.
+        guard try database.withConnection({ (connection) throws(VerificationError) in
+            try JobQueue.inbox.hasDue(now: now, connection)
+        }) else { return ProcessReport() }
+        return try withoutActuallyEscaping(apply) { (apply) throws(VerificationError) -> ProcessReport in
+            let drain = InboxDrain(limit: limit, webhookAudience: webhookAudience, apply: apply)
             // `apply` must not outlive this call: no thread may reach it once the drain is over.
             defer { drain.end() }
             let batch = { @Sendable () throws(VerificationError) in try self.drainBatch(drain, now: now) }
@@ -157,7 +161,8 @@ extension SQLLedger {
         let read = chain.flatMap { chains?[$0] }
         if chain != nil, read == nil { return nil }
         let outcome = try drain.apply(entry, try read?.state())
-        try record(outcome, of: entry, seq: seq, chain: chain?.originalTransactionId, owner: read?.owner, now: now, connection)
+        try record(outcome, of: entry, seq: seq, chain: chain?.originalTransactionId, owner: read?.owner, now: now,
+                   webhookAudience: drain.webhookAudience, connection)
         return outcome
     }
 
@@ -252,7 +257,8 @@ extension SQLLedger {
     /// Writes everything `outcome` says, then marks the entry processed; the caller's transaction
     /// makes it all-or-nothing. An outcome about another app or chain is a lifecycle bug: refused.
     private static func record(_ outcome: LifecycleOutcome, of entry: InboxEntry, seq: Int64, chain: String?,
-                               owner: String?, now: Int64, _ connection: any SQLConnection) throws(VerificationError) {
+                               owner: String?, now: Int64, webhookAudience: WebhookAudience, _ connection: any SQLConnection)
+        throws(VerificationError) {
         if let state = outcome.newState {
             guard state.bundleId == entry.bundleId, let chain, state.originalTransactionId == chain else {
                 throw VerificationError(.internalError, "storage: lifecycle outcome for another purchase chain")
@@ -265,7 +271,8 @@ extension SQLLedger {
             guard event.bundleId == entry.bundleId else {
                 throw VerificationError(.internalError, "storage: webhook event for another app")
             }
-            try queueWebhook(event, now: now, connection)
+            // The consumption request is kept whether or not the app has a receiver: Apple still waits for its answer.
+            try queueWebhook(event, now: now, audience: webhookAudience, connection)
             if event.kind == .consumptionRequested, let transactionId = event.transactionId {
                 // Apple's 12-hour window runs from its request (signedDate), not from our receipt of it.
                 // A later request for the same transaction needs a new answer; a replayed one does not.
@@ -466,6 +473,8 @@ private final class InboxDrain: @unchecked Sendable {
     }
 
     private let limit: Int
+    /// The apps whose webhook events the batches store (`SQLLedger.webhookAudience`).
+    let webhookAudience: WebhookAudience
     /// Held across a claim's statements: `claimed` and `chainsInFlight` change only under it.
     private let claiming = NSLock()
     private var claimed = 0
@@ -480,8 +489,10 @@ private final class InboxDrain: @unchecked Sendable {
     private var failure: VerificationError?
     private var total = ProcessReport()
 
-    init(limit: Int, apply: @escaping (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome) {
+    init(limit: Int, webhookAudience: WebhookAudience,
+         apply: @escaping (InboxEntry, SubscriptionState?) throws(VerificationError) -> LifecycleOutcome) {
         self.limit = limit
+        self.webhookAudience = webhookAudience
         applyBody = apply
     }
 

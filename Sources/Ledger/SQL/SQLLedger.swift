@@ -10,6 +10,8 @@ import IAPCore
 /// reaches it through `AsyncSQLLedger`, which runs them on storage threads of their own.
 public final class SQLLedger: Sendable {
     let database: any SQLDatabase
+    /// The apps whose webhook events the outbox keeps.
+    let webhookAudience: WebhookAudience
 
     /// Opens the ledger at `storage`: `sqlite:PATH` (or a plain path), `postgres://…` or
     /// `postgresql://…`. Creates what is missing (an SQLite file and its directory) and applies the
@@ -19,20 +21,23 @@ public final class SQLLedger: Sendable {
     /// `statement_timeout`, `lock_timeout` (a chain lock another instance holds) and the wait for a
     /// pooled connection. A session idle inside a transaction for twice as long (an instance paused
     /// mid-claim, holding a chain's lock) is ended by the server, which releases its locks.
-    public convenience init(storage: String, deadline: Duration = .seconds(5)) throws(VerificationError) {
+    public convenience init(storage: String, deadline: Duration = .seconds(5),
+                            webhookAudience: WebhookAudience = .everyApp) throws(VerificationError) {
         let milliseconds = max(1, Int(deadline / .milliseconds(1)))
         switch LedgerStorage(storage) {
         case .postgres(let url):
             self.init(database: try PostgresDatabase(url: url, migrations: LedgerSchema.migrations(.postgres),
-                                                     waitMilliseconds: milliseconds))
+                                                     waitMilliseconds: milliseconds),
+                      webhookAudience: webhookAudience)
         case .sqlite:
             try self.init(storage: storage, migrations: LedgerSchema.migrations(.sqlite),
-                          busyTimeoutMilliseconds: Int32(clamping: milliseconds))
+                          busyTimeoutMilliseconds: Int32(clamping: milliseconds), webhookAudience: webhookAudience)
         }
     }
 
     /// An SQLite ledger; tests pass other migration lists to prove versioning.
-    convenience init(storage: String, migrations: [String], busyTimeoutMilliseconds: Int32 = 5_000) throws(VerificationError) {
+    convenience init(storage: String, migrations: [String], busyTimeoutMilliseconds: Int32 = 5_000,
+                     webhookAudience: WebhookAudience = .everyApp) throws(VerificationError) {
         guard case .sqlite(let path) = LedgerStorage(storage) else {
             throw VerificationError(.storageUnavailable, "storage: not an SQLite path")
         }
@@ -46,11 +51,13 @@ public final class SQLLedger: Sendable {
             throw VerificationError(.storageUnavailable, "storage: cannot create the ledger's directory")
         }
         self.init(database: try SQLiteDatabase(path: path, migrations: migrations,
-                                               busyTimeoutMilliseconds: busyTimeoutMilliseconds))
+                                               busyTimeoutMilliseconds: busyTimeoutMilliseconds),
+                  webhookAudience: webhookAudience)
     }
 
-    init(database: any SQLDatabase) {
+    init(database: any SQLDatabase, webhookAudience: WebhookAudience = .everyApp) {
         self.database = database
+        self.webhookAudience = webhookAudience
     }
 
     /// How many calls the engine can take at once: write calls waiting for the batch in flight are

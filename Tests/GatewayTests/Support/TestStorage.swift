@@ -113,3 +113,24 @@ func separateGatewayConfig(from harnessDirectory: URL, harnessDatabase: String, 
     try xml.write(to: directory.appendingPathComponent("gateway.xml"), atomically: true, encoding: .utf8)
     return (directory, storage)
 }
+
+/// Settings added to a separate gateway's gateway.xml (`separateGatewayConfig`): on PostgreSQL its
+/// `instanceId`, the background work's lease, and a request timeout other than the harness's 5 s.
+func configureSeparateGateway(_ config: URL, storage: TestStorage, postgresInstanceId: String?, leaseSeconds: Int?,
+                              requestSeconds: Int?) throws {
+    var settings = ""
+    if case .postgres = storage.backend, let postgresInstanceId { settings += "<instanceId>\(postgresInstanceId)</instanceId>" }
+    if let leaseSeconds {
+        settings += "<webhooks><leaseSeconds type=\"integer\">\(leaseSeconds)</leaseSeconds></webhooks>"
+    }
+    let file = config.appendingPathComponent("gateway.xml")
+    var xml = try String(contentsOf: file, encoding: .utf8)
+    XCTAssertTrue(xml.contains("</gateway>"))
+    xml = xml.replacingOccurrences(of: "</gateway>", with: settings + "</gateway>")
+    if let requestSeconds {
+        let harnessTimeout = "<requestSeconds type=\"integer\">5</requestSeconds>"
+        XCTAssertTrue(xml.contains(harnessTimeout))
+        xml = xml.replacingOccurrences(of: harnessTimeout, with: "<requestSeconds type=\"integer\">\(requestSeconds)</requestSeconds>")
+    }
+    try xml.write(to: file, atomically: true, encoding: .utf8)
+}
