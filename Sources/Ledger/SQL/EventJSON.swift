@@ -1,3 +1,4 @@
+import Foundation
 import IAPCore
 
 extension NotificationJSON {
@@ -137,4 +138,21 @@ struct EncoderCompatibleJSON {
     }
 
     private static let hex = Array("0123456789abcdef".utf8)
+}
+
+/// The model's Codable form with sorted keys, so equal values are equal text.
+enum NotificationJSON {
+    static func encode<T: Encodable>(_ value: T) throws(VerificationError) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value), let text = String(data: data, encoding: .utf8) else {
+            throw VerificationError(.internalError, "storage: a value could not be encoded as JSON")
+        }
+        return text
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ json: String) throws(VerificationError) -> T {
+        guard let value = try? JSONDecoder().decode(type, from: Data(json.utf8)) else { throw SQLRow.corrupt }
+        return value
+    }
 }
