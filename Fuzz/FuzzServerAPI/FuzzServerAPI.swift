@@ -103,7 +103,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         case 1: _ = try? await client.getTransactionHistory(transactionId: id, order: .productionThenSandbox)
         case 2: _ = try? await client.getAllSubscriptionStatuses(transactionId: id)
         case 3: _ = try? await client.lookUpOrderId("MK5TTTVWJH")
-        case 4: _ = try? await client.getRefundHistory(transactionId: id, revision: "r0")
+        case 4: _ = try? await client.getTransactionHistory(transactionId: id, revision: "r0")
         default: _ = try? await client.getNotificationHistory(startDate: 1, endDate: 2, paginationToken: "p")
         }
     }
