@@ -2,31 +2,6 @@ import Foundation
 import IAPConfig
 import IAPCore
 
-/// What the cutover verdict is judged against: the app's readiness thresholds, the product types
-/// of its catalog (each must be covered), the environment whose verdict is the app's, and the grace
-/// policy that decides which states grant access (for the cutover impact).
-public struct ReadinessCriteria: Sendable, Equatable {
-    public var thresholds: AppPolicy.Readiness
-    public var productTypes: Set<String>
-    /// Production when the app allows it, else Sandbox; the other environment is judged apart.
-    public var primaryEnvironment: String
-    public var gracePeriodPolicy: AppPolicy.GracePeriodPolicy
-
-    public init(thresholds: AppPolicy.Readiness = .standard, productTypes: Set<String>, primaryEnvironment: String,
-                gracePeriodPolicy: AppPolicy.GracePeriodPolicy) {
-        self.thresholds = thresholds
-        self.productTypes = productTypes
-        self.primaryEnvironment = primaryEnvironment
-        self.gracePeriodPolicy = gracePeriodPolicy
-    }
-
-    public init(app: AppPolicy) {
-        self.init(thresholds: app.readiness, productTypes: Set(app.productCatalog.values.map(\.type.rawValue)),
-                  primaryEnvironment: app.identity(for: .apple).primaryEnvironment.rawValue,
-                  gracePeriodPolicy: app.gracePeriodPolicy)
-    }
-}
-
 /// The migration team's view of one app's stored comparisons, and the cutover verdict.
 ///
 /// The verdict (README, "Migration side by side", states the same rule), judged per environment:
@@ -308,25 +283,6 @@ public struct MigrationReport: Sendable {
         verdict = primary.isReady ? .ready : .notReady(reasons: primary.unmet)
     }
 
-    /// The verdict, its unmet criteria and the cutover impact as lines for a terminal (`iapgw compare`),
-    /// over every stored comparison of the app (not only this run's).
-    public var verdictText: String {
-        var lines = ["verdict (\(criteria.primaryEnvironment), over distinct purchase chains): \(verdict.label)"]
-        if case .notReady(let reasons) = verdict { lines += reasons.map { "  - \($0)" } }
-        for e in environments where e.environment != criteria.primaryEnvironment {
-            lines.append("  \(e.environment), judged apart: \(e.isReady ? "ready" : "not ready") (\(e.chains) purchase chain(s))")
-        }
-        if refusedByBoth > 0 { lines.append("  refused by both paths (junk, not counted): \(refusedByBoth) comparison(s)") }
-        let counts = Dictionary(grouping: impact, by: \.change).mapValues(\.count)
-        lines.append("if you cut over now: \(counts[.losesAccess] ?? 0) purchase(s) would lose access, "
-                     + "\(counts[.gainsAccess] ?? 0) would gain access, \(counts[.differentExpiry] ?? 0) would see another expiry")
-        for row in impact {
-            lines.append("  \(row.change.rawValue): account \(row.account ?? "(unknown)"), \(row.productId), "
-                         + "\(row.legacyText) -> \(row.serverAPIText)")
-        }
-        return lines.joined(separator: "\n")
-    }
-
     /// The environment verdict the app's verdict is.
     public var primary: EnvironmentVerdict { environments.first { $0.environment == criteria.primaryEnvironment }! }
 
@@ -398,77 +354,5 @@ public struct MigrationReport: Sendable {
                          originalTransactionId: p.originalTransactionId, legacyState: p.legacyState,
                          serverAPIState: p.serverAPIState, legacyExpiresDate: p.legacyExpiresDate,
                          serverAPIExpiresDate: p.serverAPIExpiresDate, comparisonId: c.id)
-    }
-
-    private static func breakdowns(_ comparisons: [PurchaseComparison]) -> [Breakdown] {
-        var table: [String: Breakdown] = [:]
-        for c in comparisons {
-            var keys = (c.productIds.isEmpty ? ["(none)"] : c.productIds).map { ("product", $0) }
-            keys.append(("environment", c.environment ?? "(unknown)"))
-            if let v = c.appVersion { keys.append(("appVersion", v)) }
-            for (dimension, value) in keys {
-                var b = table["\(dimension)\u{0}\(value)"] ?? Breakdown(dimension: dimension, value: value)
-                b.comparisons += 1
-                if c.agreed { b.agreed += 1 }
-                if !c.differences.isEmpty { b.withFindings += 1 }
-                if failed(c) { b.failed += 1 }
-                table["\(dimension)\u{0}\(value)"] = b
-            }
-        }
-        let order = ["product", "environment", "appVersion"]
-        return table.values.sorted { (order.firstIndex(of: $0.dimension)!, $0.value) < (order.firstIndex(of: $1.dimension)!, $1.value) }
-    }
-
-    private static func failureClasses(_ comparisons: [PurchaseComparison], explained: [String: String]) -> [FailureClass] {
-        var classes: [String: FailureClass] = [:]
-        var order: [String] = []
-        for c in comparisons {
-            for (path, code) in [("verifyReceipt", c.legacyError), ("serverAPI", c.serverAPIError)] {
-                guard let code else { continue }
-                for productId in c.productIds.isEmpty ? [nil] : c.productIds.map(Optional.some) {
-                    let key = "\(code)\u{0}\(path)\u{0}\(productId ?? "")"
-                    if var f = classes[key] {
-                        f.count += 1
-                        f.lastSeen = c.comparedAt
-                        classes[key] = f
-                    } else {
-                        order.append(key)
-                        classes[key] = FailureClass(code: code, path: path, productId: productId, count: 1,
-                                                    firstSeen: c.comparedAt, lastSeen: c.comparedAt, sampleComparisonId: c.id,
-                                                    sampleTransactionId: c.purchases.first?.originalTransactionId,
-                                                    sampleAccount: c.account, explanation: explained[code])
-                    }
-                }
-            }
-        }
-        return order.map { classes[$0]! }.sorted { ($1.count, $0.code, $0.path) < ($0.count, $1.code, $1.path) }
-    }
-
-    /// "99.5%" style, one decimal, without Foundation's locale.
-    static func percent(_ rate: Double) -> String {
-        let tenths = Int((rate * 1000).rounded())
-        return "\(tenths / 10).\(tenths % 10)%"
-    }
-
-    /// Milliseconds as days with one decimal ("6.9").
-    static func days(_ millis: Int64) -> String {
-        let tenths = Int((Double(millis) / 8_640_000).rounded(.down))
-        return "\(tenths / 10).\(tenths % 10)"
-    }
-
-    static func day(_ millis: Int64) -> String {
-        String(isoDate(millis).prefix(10))
-    }
-
-    /// UTC ISO-8601 with milliseconds ("2026-03-21T10:00:00.000Z").
-    static func isoDate(_ millis: Int64) -> String {
-        let date = Date(timeIntervalSince1970: TimeInterval(millis) / 1000)
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
-        func two(_ n: Int?) -> String { let n = n ?? 0; return n < 10 ? "0\(n)" : "\(n)" }
-        let ms = Int(((millis % 1000) + 1000) % 1000)
-        let msText = ms < 10 ? "00\(ms)" : ms < 100 ? "0\(ms)" : "\(ms)"
-        return "\(c.year ?? 1970)-\(two(c.month))-\(two(c.day))T\(two(c.hour)):\(two(c.minute)):\(two(c.second)).\(msText)Z"
     }
 }
