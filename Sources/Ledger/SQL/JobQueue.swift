@@ -33,6 +33,16 @@ struct JobQueue: Sendable {
         }.isEmpty
     }
 
+    /// Before a lease: refuses one without a holder or lifetime (a caller's bug), and says whether
+    /// anything is due, by a plain read (`hasDue`), so an idle queue opens no write transaction.
+    func worthLeasing(now: Int64, leaseMillis: Int64, holder: String, in database: any SQLDatabase)
+        throws(VerificationError) -> Bool {
+        guard leaseMillis > 0, !holder.isEmpty else {
+            throw VerificationError(.internalError, "storage: a lease of \(table) needs a holder and a positive lifetime")
+        }
+        return try database.withConnection { (connection) throws(VerificationError) in try hasDue(now: now, connection) }
+    }
+
     /// Leases the row `key` names to `holder` until `until`, inside the caller's transaction.
     func lease(_ key: [SQLValue], holder: String, until: Int64, _ connection: any SQLConnection) throws(VerificationError) {
         _ = try connection.run("UPDATE \(table) SET next_attempt_at = ?, leased_by = ? WHERE \(keyMatch)",

@@ -21,12 +21,7 @@ extension SQLLedger {
 
     public func leaseDueFinishes(now: Int64, limit: Int, leaseMillis: Int64, holder: String)
         throws(VerificationError) -> [PendingFinish] {
-        guard leaseMillis > 0, !holder.isEmpty else {
-            throw VerificationError(.internalError, "storage: a finish lease needs a holder and a positive lifetime")
-        }
-        guard try database.withConnection({ (connection) throws(VerificationError) in
-            try JobQueue.finishes.hasDue(now: now, connection)
-        }) else { return [] }
+        guard try JobQueue.finishes.worthLeasing(now: now, leaseMillis: leaseMillis, holder: holder, in: database) else { return [] }
         return try database.transaction { (connection) throws(VerificationError) -> [PendingFinish] in
             let due = try connection.query("""
                 SELECT bundle_id, transaction_id, ownership_key, environment, attempts FROM finish_outbox

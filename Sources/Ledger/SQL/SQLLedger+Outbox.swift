@@ -54,12 +54,7 @@ extension SQLLedger {
 
     public func leaseDueWebhooks(now: Int64, limit: Int, leaseMillis: Int64, holder: String)
         throws(VerificationError) -> [OutboxEntry] {
-        guard leaseMillis > 0, !holder.isEmpty else {
-            throw VerificationError(.internalError, "storage: a webhook lease needs a holder and a positive lifetime")
-        }
-        guard try database.withConnection({ (connection) throws(VerificationError) in
-            try JobQueue.webhooks.hasDue(now: now, connection)
-        }) else { return [] }
+        guard try JobQueue.webhooks.worthLeasing(now: now, leaseMillis: leaseMillis, holder: holder, in: database) else { return [] }
         return try database.transaction { (connection) throws(VerificationError) -> [OutboxEntry] in
             // One lease at a time across instances (SQLite's one writer already is): each sees what the
             // one before it took, which the chain rule below reads.
