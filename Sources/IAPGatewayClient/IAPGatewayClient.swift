@@ -130,11 +130,14 @@ public struct IAPGatewayClient: Sendable {
                 guard error.retryable, idempotencyKey != nil || method == "GET", !Task.isCancelled else { throw error }
                 let wait = error.retryAfter ?? Self.backoff(afterAttempt: attempt)
                 guard ContinuousClock.now + wait + .milliseconds(50) < deadline else { throw error }
-                do { try await Task.sleep(for: wait) } catch { throw IAPGatewayError.client(.transportFailed, "the call was cancelled", retryable: true) }
+                do { try await Task.sleep(for: wait) } catch { throw Self.cancelled }
                 attempt += 1
             }
         }
     }
+
+    /// A call whose task was cancelled, during an attempt or a wait between two.
+    static let cancelled = IAPGatewayError.client(.transportFailed, "the call was cancelled", retryable: true)
 
     /// The wait before the next attempt when the answer named none: 250 ms doubling to 4 s, each
     /// between half and all of that at random, so retries of many calls do not arrive together.
@@ -170,7 +173,7 @@ public struct IAPGatewayClient: Sendable {
         } catch let error as IAPGatewayError {
             throw error
         } catch is CancellationError {
-            throw IAPGatewayError.client(.transportFailed, "the call was cancelled", retryable: true)
+            throw cancelled
         } catch {
             // The transport's text (hosts, certificates) goes to `detail`, for the backend's log only.
             throw IAPGatewayError.client(.transportFailed, "the request did not reach the gateway or got no answer",

@@ -50,16 +50,12 @@ final class IdempotencyKeys: Sendable {
         let slot = "\(app.bundleId)\u{0}\(key)"
         guard inFlight.withLock({ $0.insert(slot).inserted }) else { throw Self.stillInFlight }
         defer { _ = inFlight.withLock { $0.remove(slot) } }
-        if let stored = try await ledger.idempotentAnswer(bundleId: app.bundleId, key: key, now: now()) {
-            return try Self.replay(stored, for: write)
-        }
+        if let replayed = try await replay(app, write) { return replayed }
         do {
             return try await work(write)
         } catch where error == IdempotentWrite.answeredElsewhere {
-            guard let stored = try await ledger.idempotentAnswer(bundleId: app.bundleId, key: key, now: now()) else {
-                throw Self.stillInFlight
-            }
-            return try Self.replay(stored, for: write)
+            guard let replayed = try await replay(app, write) else { throw Self.stillInFlight }
+            return replayed
         }
     }
 
@@ -78,12 +74,14 @@ final class IdempotencyKeys: Sendable {
         SHA256Digest.lowercaseHex(Array(route.utf8) + [0] + body)
     }
 
-    private static func replay(_ stored: StoredAnswer, for write: IdempotentWrite) throws(VerificationError) -> HTTPResponse {
+    /// The answer stored under `write`'s key, replayed; nil when none is (or it expired).
+    private func replay(_ app: AppPolicy, _ write: IdempotentWrite) async throws(VerificationError) -> HTTPResponse? {
+        guard let stored = try await ledger.idempotentAnswer(bundleId: app.bundleId, key: write.key, now: now()) else { return nil }
         guard stored.requestSHA256 == write.requestSHA256 else {
-            throw VerificationError(.idempotencyKeyReused, "this \(header) was first sent with another request; use a new key for a new request")
+            throw VerificationError(.idempotencyKeyReused, "this \(Self.header) was first sent with another request; use a new key for a new request")
         }
         var response = HTTPResponse.json(stored.status, stored.body)
-        response.headers.append((replayedHeader, "true"))
+        response.headers.append((Self.replayedHeader, "true"))
         return response
     }
 }
