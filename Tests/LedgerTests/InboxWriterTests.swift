@@ -33,7 +33,9 @@ final class InboxWriterTests: InboxTestCase {
         -> (SQLLedger, AsyncSQLLedger, committed: () -> Int, held: DispatchGroup) {
         try XCTSkipIf(usesPostgres, "PostgreSQL runs several batches side by side: the single-batch count is SQLite's")
         let ledger = try openLedger()
-        let async = AsyncSQLLedger(ledger)
+        // The callers' deadline is well past the holder's 5 s: a batch that never fills fails the
+        // counts below, never a race between the holder's release and the callers' deadlines.
+        let async = AsyncSQLLedger(ledger, deadline: .seconds(30))
         let writes = try XCTUnwrap((ledger.database as? any GroupCommittingDatabase)?.writes)
         let before = writes.commits
         let held = try holdWrites(ledger) { async.writer.waitingCalls >= total }
@@ -54,7 +56,8 @@ final class InboxWriterTests: InboxTestCase {
     /// insert it once, and an entry the ledger refuses fails alone.
     func testABurstOfDeliveriesIsCommittedTogetherEachWithItsOwnAnswer() async throws {
         let distinct = 90, duplicates = 9
-        let (ledger, async, committed, held) = try heldUntilQueued(distinct + duplicates + 1)
+        // The refused entry is refused before it queues: 99 calls wait, not 100.
+        let (ledger, async, committed, held) = try heldUntilQueued(distinct + duplicates)
         let refused = {
             var entry = entry("bad", signedDate: t0)
             entry.version = "3"
