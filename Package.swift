@@ -114,7 +114,7 @@ if ProcessInfo.processInfo.environment["IAPGW_FUZZ"] != nil {
                          ("FuzzConfig", ["IAPCore", "IAPConfig"]),
                          ("FuzzJSON", ["IAPCore", "IAPMapping"]),
                          ("FuzzMappings", ["IAPCore", "IAPMapping"]),
-                         ("FuzzNotification", ["Gateway", "HTTPServer", "IAPCore", "IAPConfig", "IAPMapping"]),
+                         ("FuzzNotification", ["Adapters", "Gateway", "HTTPServer", "IAPCore", "IAPConfig", "IAPMapping", "UpstreamHTTP"]),
                          ("FuzzServerAPI", ["Adapters", "HTTPServer", "IAPCore", "IAPConfig", "UpstreamHTTP"]),
                          ("FuzzRequest", ["Adapters", "Gateway", "HTTPServer", "IAPCore"]),
                          ("FuzzCompareInput", ["Gateway", "IAPCore"]),

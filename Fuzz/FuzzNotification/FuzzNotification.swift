@@ -4,12 +4,14 @@
 // through HTTPRequest's segment decoding. Any outcome but a VerificationError or a value is a bug.
 //
 // Run: Scripts/fuzz.sh 60 FuzzNotification   (seeds: a real V2 body and a V1 body with the right secret)
+import Adapters
 import Foundation
 import Gateway
 import HTTPServer
 import IAPConfig
 import IAPCore
 import IAPMapping
+import UpstreamHTTP
 
 /// The shared secret V1 bodies must carry; the seed V1 body has it, so the fuzzer starts past that check.
 let sharedSecret = "fuzz-shared-secret-0123456789abcdef"
@@ -44,7 +46,15 @@ let setup: (NotificationDecoder, AppPolicy) = {
         let policy = try ConfigLoader.decodeAppPolicy(Data(xml.utf8), format: .xml, displayName: "fuzz.xml",
                                                       baseDirectory: URL(fileURLWithPath: real))
         let mappings = try MappingSet.load(directory: here.appendingPathComponent("Mappings"))
-        return (try NotificationDecoder(mappings: mappings, environment: environment), policy)
+        // V2 bodies are read by the adapter that owns them, as the gateway's assembly registers it.
+        guard let mapping = mappings.latest(source: "serverAPI") else { fatalError("FuzzNotification: no serverAPI mapping") }
+        let verifiers = AppVerifiers()
+        var options = ServerAPIAdapter.Options()
+        options.verifiers = verifiers
+        let adapter = ServerAPIAdapter(upstream: try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration()),
+                                       baseURLs: GatewayConfig.Upstream().serverAPI,
+                                       normalizer: try ServerAPINormalizer(mapping), options: options)
+        return (NotificationDecoder(signed: adapter, environment: environment, verifiers: verifiers), policy)
     } catch {
         fatalError("FuzzNotification setup: \(error)")
     }

@@ -41,3 +41,30 @@ extension AdapterRegistry {
         ids.compactMap { adapter($0) as? Capability }
     }
 }
+
+/// Apple's signed notification (App Store Server Notifications V2) about an app, read by the
+/// adapter that owns that evidence: the outer JWS and every inner one verified against the app's
+/// pinned roots and its identity for Apple's own messages, the purchase facts normalised.
+public protocol SignedNotificationDecoding: Sendable {
+    func decodeSignedNotification(_ signedPayload: String, app: AppPolicy) throws(VerificationError) -> VerifiedNotification
+}
+
+/// A V2 notification as its adapter verified it: Apple's payload, and the transaction and renewal
+/// it carries in canonical form.
+public struct VerifiedNotification: Sendable {
+    public var payload: ResponseBodyV2DecodedPayload
+    public var transaction: CanonicalTransaction?
+    public var renewal: CanonicalRenewal?
+
+    public init(payload: ResponseBodyV2DecodedPayload, transaction: CanonicalTransaction?, renewal: CanonicalRenewal?) {
+        self.payload = payload
+        self.transaction = transaction
+        self.renewal = renewal
+    }
+}
+
+/// Tells the App Store that the gateway delivered a purchase (Finish Transaction), in the
+/// environment the purchase was made in.
+public protocol TransactionFinishing: Sendable {
+    func finishTransaction(_ transactionId: String, environment: AppStoreEnvironment, app: AppPolicy) async throws(VerificationError)
+}

@@ -138,6 +138,13 @@ extension VerificationAdapter {
     public func canVerify(_ evidence: PurchaseEvidence) -> Bool { evidenceForms.contains { $0.kind == evidence.kind } }
 }
 
+/// An adapter that normalises with a mapping file: a comparison names the file even for a path that
+/// failed before producing records.
+public protocol MappedAdapter: VerificationAdapter {
+    /// The mapping file's id, e.g. "verifyReceipt/v1".
+    var mappingVersion: String { get }
+}
+
 /// The adapters a gateway knows, by id.
 public struct AdapterRegistry: Sendable {
     private var adapters: [AdapterID: any VerificationAdapter] = [:]

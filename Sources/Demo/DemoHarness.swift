@@ -101,7 +101,7 @@ public final class DemoHarness: Sendable {
                             storageURL: options.storageURL ?? "sqlite:" + directory.appendingPathComponent("iapgw.sqlite").path)
             .write(to: directory.appendingPathComponent("gateway.xml"), atomically: true, encoding: .utf8)
 
-        let configuration = try ConfigLoader.loadAll(configDirectory: directory)
+        let configuration = try ConfigLoader.loadAll(configDirectory: directory, adapters: GatewayAssembly.catalog())
         let mappings = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Mappings")
         var environment = ProcessInfo.processInfo.environment

@@ -1,3 +1,4 @@
+import Adapters
 import Foundation
 import HTTPServer
 import IAPConfig
@@ -20,12 +21,16 @@ extension GatewayAssembly {
         return try await executor.run(body)
     }
 
-    /// The configuration in `configDirectory` and the parts built from it (`makeParts`), off the pool.
-    public static func open(configDirectory: URL, mappingsDirectory: URL, logger: Logger)
+    /// The configuration in `configDirectory`, its routing read against `adapters`, and the parts
+    /// built from it (`makeParts`), off the pool.
+    public static func open(configDirectory: URL, mappingsDirectory: URL,
+                            environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger,
+                            adapters: [any AdapterFactory] = productionAdapters)
         async throws(VerificationError) -> (GatewayAssembly, GatewayParts) {
         try await offPool { () throws(VerificationError) -> (GatewayAssembly, GatewayParts) in
-            let assembly = GatewayAssembly(configuration: try ConfigLoader.loadAll(configDirectory: configDirectory),
-                                           mappingsDirectory: mappingsDirectory, logger: logger)
+            let configuration = try ConfigLoader.loadAll(configDirectory: configDirectory, adapters: catalog(adapters))
+            let assembly = GatewayAssembly(configuration: configuration, mappingsDirectory: mappingsDirectory,
+                                           environment: environment, logger: logger, adapters: adapters)
             return (assembly, try assembly.makeParts())
         }
     }

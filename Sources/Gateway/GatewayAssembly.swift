@@ -8,20 +8,28 @@ import IAPMapping
 import Ledger
 import UpstreamHTTP
 
-/// Builds a running gateway from its configuration: the one place that knows every adapter.
-/// A new adapter is one line in `registry` below.
+/// Builds a running gateway from its configuration and its adapter factories (`productionAdapters`
+/// unless a caller adds its own), found by id and by capability from then on.
 public struct GatewayAssembly: Sendable {
     public var configuration: ConfigLoader.Configuration
     public var mappingsDirectory: URL
     public var environment: [String: String]
     public var logger: Logger
+    public var adapterFactories: [any AdapterFactory]
 
     public init(configuration: ConfigLoader.Configuration, mappingsDirectory: URL,
-                environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger) {
+                environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger,
+                adapters: [any AdapterFactory] = GatewayAssembly.productionAdapters) {
         self.configuration = configuration
         self.mappingsDirectory = mappingsDirectory
         self.environment = environment
         self.logger = logger
+        self.adapterFactories = adapters
+    }
+
+    /// What an app file's routing may name in a gateway of these adapters.
+    public static func catalog(_ adapters: [any AdapterFactory] = productionAdapters) -> AdapterCatalog {
+        AdapterCatalog(factories: adapters)
     }
 
     /// The router of the gateway `makeParts` builds.
@@ -33,9 +41,10 @@ public struct GatewayAssembly: Sendable {
     /// the CLI's one-off components are each made from it.
     public func makeParts() throws(VerificationError) -> GatewayParts {
         let gateway = configuration.gateway
+        let apps = configuration.apps.values.sorted { $0.bundleId < $1.bundleId }
         // Refuse to start on a policy that could verify nothing (a missing trust root); secrets that
         // are not readable now are logged, since they may be mounted later.
-        for app in configuration.apps.values.sorted(by: { $0.bundleId < $1.bundleId }) {
+        for app in apps {
             for diagnostic in app.diagnostics(environment: environment) {
                 if diagnostic.severity == .error {
                     throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(diagnostic.message)")
@@ -44,12 +53,8 @@ public struct GatewayAssembly: Sendable {
             }
         }
         // Read now, then refreshed by a thread of their own: requests never wait for a secret's disk.
-        SecretFiles.shared.load(configuration.apps.values.sorted { $0.bundleId < $1.bundleId }.flatMap(\.secretFiles), logger: logger)
+        SecretFiles.shared.load(apps.flatMap(\.secretFiles), logger: logger)
         let mappings = try MappingSet.load(directory: mappingsDirectory)
-        guard let legacyMapping = mappings.latest(source: "verifyReceipt"),
-              let serverMapping = mappings.latest(source: "serverAPI") else {
-            throw VerificationError(.invalidMapping, "\(mappingsDirectory.path) lacks verifyReceipt or serverAPI mappings")
-        }
         let metrics = GatewayMetrics()
         let upstream: UpstreamHTTPClient
         do {
@@ -60,44 +65,45 @@ public struct GatewayAssembly: Sendable {
             throw VerificationError(.invalidConfiguration, "upstream HTTP client: \(error)")
         }
         let budget = Duration.seconds(gateway.timeouts.budgetSeconds)
-        let retryPolicy = RetryPolicy(budget: budget)
-        // One verifier and chain cache per app, for the Server API adapter and notifications alike.
+        // One verifier and chain cache per app, for the adapters and notifications alike; the
+        // trust-root files are read here, with the rest of the start (off the pool), never by a request.
         let jwsVerifiers = AppVerifiers(maxJWSBytes: Int(gateway.limits.maxJWSBytes))
-        var serverAPIOptions = ServerAPIAdapter.Options()
-        serverAPIOptions.retryPolicy = retryPolicy
-        serverAPIOptions.secretEnvironment = environment
-        serverAPIOptions.verifiers = jwsVerifiers
-        let serverAPI = ServerAPIAdapter(upstream: upstream, baseURLs: gateway.upstream.serverAPI,
-                                         normalizer: try ServerAPINormalizer(serverMapping),
-                                         options: serverAPIOptions, logger: logger)
-        let registry = AdapterRegistry([
-            try LegacyReceiptAdapter(upstream: upstream, endpoints: gateway.upstream.verifyReceipt,
-                                     mapping: legacyMapping, retryPolicy: retryPolicy, environmentVariables: environment,
-                                     logger: logger),
-            serverAPI,
-        ])
-        // Trust-root files are read here, with the rest of the start (off the pool), never by a request.
-        let apps = configuration.apps.values.sorted { $0.bundleId < $1.bundleId }
         jwsVerifiers.prepare(apps)
-        serverAPI.prepare(apps)
+        let registry = try AdapterRegistry(factories: adapterFactories, parts: AdapterParts(
+            gateway: gateway, apps: apps, mappings: mappings, upstream: upstream, retryPolicy: RetryPolicy(budget: budget),
+            environment: environment, verifiers: jwsVerifiers, logger: logger))
+        try Self.checkRouting(apps, against: registry)
         // A write whose COMMIT is on its way when the storage deadline passes is answered by that
         // commit, within what is left of the request's budget.
         let storageDeadline = Duration.seconds(gateway.timeouts.storageSeconds)
         let ledger = try AsyncSQLLedger(storage: gateway.storage.url, deadline: storageDeadline,
                                         commitWait: max(.seconds(1), budget - storageDeadline),
                                         webhookAudience: Self.webhookAudience(configuration.apps), logger: logger)
-        let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
-                                        store: ledger, legacyMappingVersion: legacyMapping.id,
-                                        serverAPIMappingVersion: serverMapping.id, logger: logger,
+        // Known differences are declared by each source's newest mapping file, whichever adapters compare.
+        let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: mappings.sources.compactMap(mappings.latest)),
+                                        store: ledger, logger: logger,
                                         onShadowDropped: { metrics.recordLostWrite("shadow_comparison") })
         return GatewayParts(apps: configuration.apps, adapters: registry, ledger: ledger,
-                            notifications: try NotificationDecoder(mappings: mappings, environment: environment,
-                                                                   verifiers: jwsVerifiers),
+                            notifications: NotificationDecoder(signed: registry.capability((any SignedNotificationDecoding).self),
+                                                               environment: environment, verifiers: jwsVerifiers),
                             sealer: try ReceiptSealKey.load(environment: environment, configured: gateway.receiptSealKey,
                                                             storage: gateway.storage, logger: logger),
                             environment: environment, logger: logger, migration: migration, comparisons: ledger,
                             metrics: metrics, upstreamBudget: budget, jwsVerifiers: jwsVerifiers,
                             idempotencyKeyHours: try gateway.background.overridden(by: environment).idempotencyKeyHours)
+    }
+
+    /// Every app's routing names registered adapters that verify what they are routed (what the
+    /// configuration was read against, checked again here for policies built in code).
+    static func checkRouting(_ apps: [AppPolicy], against registry: AdapterRegistry) throws(VerificationError) {
+        let catalog = AdapterCatalog(registry.ids.map { id in (id, registry.adapter(id)!.evidenceForms.map(\.kind)) })
+        for app in apps {
+            for (kind, mode) in app.routing.modes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                if let problem = catalog.problem(routing: kind, to: mode) {
+                    throw VerificationError(.invalidConfiguration, "\(app.bundleId): routing.\(kind): \(problem)")
+                }
+            }
+        }
     }
 
     /// The apps whose webhook events are stored: those with a receiver (`AppPolicy.webhook`).
@@ -132,7 +138,7 @@ public struct GatewayAssembly: Sendable {
                                                  ledger: parts.ledger, settings: settings, logger: logger, now: parts.now)
         let sweep = EntitlementSweep(ledger: parts.ledger, settings: settings, logger: logger, now: parts.now)
         let finisher = (parts.ledger as? any FinishLedger).map {
-            TransactionFinisher(apps: parts.apps, ledger: $0, serverAPI: parts.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
+            TransactionFinisher(apps: parts.apps, ledger: $0, finishing: parts.adapters.capability((any TransactionFinishing).self),
                                 identity: identity, leaseMillis: gateway.webhooks.leaseSeconds * 1000, logger: logger,
                                 now: parts.now)
         }

@@ -122,8 +122,8 @@ public struct AppPolicy: Sendable, Equatable {
     }
 
     /// Which adapter answers one kind of evidence, and which adapter, if any, runs beside it and is
-    /// compared while the app migrates. Names adapter ids; the app file's words (`legacy`,
-    /// `serverAPI`, `shadow`, `compare`, `cutover`) are the presets below.
+    /// compared while the app migrates. Names adapter ids (open values: any registered adapter);
+    /// the app file's words (`legacy`, `serverAPI`, `shadow`, `compare`, `cutover`) are the presets below.
     public struct RoutingMode: Sendable, Equatable, CustomStringConvertible {
         /// How the compared adapter runs beside the answering one.
         public enum Beside: String, Sendable {
@@ -196,6 +196,10 @@ public struct AppPolicy: Sendable, Equatable {
                     cutoverSampleRate: Double = 0) {
             self.cutoverSampleRate = cutoverSampleRate
             modes = [.receipt: receipt, .transactionId: transactionId, .signedTransaction: signedTransaction]
+        }
+        public init(modes: [EvidenceKind: RoutingMode], cutoverSampleRate: Double = 0) {
+            self.modes = modes
+            self.cutoverSampleRate = cutoverSampleRate
         }
         public subscript(kind: EvidenceKind) -> RoutingMode? {
             get { modes[kind] }

@@ -7,6 +7,8 @@ struct AppPolicyDecoder {
     let file: String
     /// Relative paths (trust roots, secret files) are resolved against the config file's folder.
     let baseDirectory: URL
+    /// The adapters routing may name (the gateway's registered ones).
+    var adapters: AdapterCatalog = .standard
 
     func decode(_ tree: ConfigNode, expectedBundleId: String?) throws(VerificationError) -> AppPolicy {
         let root = ConfigField(node: tree, file: file, path: "")
@@ -209,30 +211,6 @@ struct AppPolicyDecoder {
             catalog[productId] = AppPolicy.Product(productId: productId, type: type, priceMilliunits: price, currency: currency)
         }
         return catalog
-    }
-
-    private func decodeRouting(_ field: ConfigField) throws(VerificationError) -> AppPolicy.Routing {
-        let o = try field.object()
-        let modes = AppPolicy.RoutingMode.configWords
-        let receipt = try o.required("receipt").oneOf(modes)
-        let transactionIdField = try o.required("transactionId")
-        let transactionId = try transactionIdField.oneOf(modes)
-        let signedTransaction = try o.required("signedTransaction").oneOf(modes)
-        var sampleRate = 0.0
-        if let rateField = o.optional("cutoverSampleRate") {
-            // The config formats carry no floats: the rate is a decimal string, "0" to "1".
-            let text = try rateField.string()
-            guard let rate = Double(text), rate.isFinite, (0...1).contains(rate) else {
-                throw rateField.fail("must be a decimal from 0 to 1 (the share of cutover requests also sent to verifyReceipt)")
-            }
-            sampleRate = rate
-        }
-        try o.finish()
-        if transactionId != .serverAPI {
-            throw transactionIdField.fail("a transaction id can only be verified through the Server API (serverAPI)")
-        }
-        return AppPolicy.Routing(receipt: receipt, transactionId: transactionId, signedTransaction: signedTransaction,
-                                  cutoverSampleRate: sampleRate)
     }
 
     private func decodeNoncePolicy(_ field: ConfigField) throws(VerificationError) -> AppPolicy.NoncePolicy {

@@ -36,7 +36,8 @@ extension AppPolicy {
         if allowLocalTestEnvironments { parts.append("local test environments allowed") }
         if !sandboxAccounts.isEmpty { parts.append("\(sandboxAccounts.count) sandbox account(s)") }
         parts.append("\(productCatalog.count) product\(productCatalog.count == 1 ? "" : "s")")
-        parts.append("routing " + EvidenceKind.configured.map { "\($0.rawValue)=\(routing[$0].map(String.init(describing:)) ?? "-")" }.joined(separator: " "))
+        let routed = EvidenceKind.configured + routing.modes.keys.filter { !EvidenceKind.configured.contains($0) }.sorted { $0.rawValue < $1.rawValue }
+        parts.append("routing " + routed.map { "\($0.rawValue)=\(routing[$0].map(String.init(describing:)) ?? "-")" }.joined(separator: " "))
         parts.append("family sharing \(familySharingPolicy.rawValue)")
         parts.append("online checks \(onlineChecks ? "on" : "off")")
         if localOnlyJWS { parts.append("local-only JWS") }

@@ -29,10 +29,13 @@ public enum ConfigLoader {
     // MARK: In-memory entry points (tests, fuzzing)
 
     /// Decodes one app file's bytes. `expectedBundleId` is the file name's bundle id, if it has one.
+    /// `adapters`: what its routing may name.
     public static func decodeAppPolicy(_ data: Data, format: ConfigFormat, displayName: String,
-                                       baseDirectory: URL, expectedBundleId: String? = nil) throws(VerificationError) -> AppPolicy {
+                                       baseDirectory: URL, expectedBundleId: String? = nil,
+                                       adapters: AdapterCatalog = .standard) throws(VerificationError) -> AppPolicy {
         let tree = try ConfigFormat.readTree(data, format: format, displayName: displayName, rootElement: "app")
-        return try AppPolicyDecoder(file: displayName, baseDirectory: baseDirectory).decode(tree, expectedBundleId: expectedBundleId)
+        return try AppPolicyDecoder(file: displayName, baseDirectory: baseDirectory, adapters: adapters)
+            .decode(tree, expectedBundleId: expectedBundleId)
     }
 
     public static func decodeGateway(_ data: Data, format: ConfigFormat, displayName: String,
@@ -43,10 +46,10 @@ public enum ConfigLoader {
 
     // MARK: Files
 
-    public static func loadAppPolicy(file: URL) throws(VerificationError) -> AppPolicy {
+    public static func loadAppPolicy(file: URL, adapters: AdapterCatalog = .standard) throws(VerificationError) -> AppPolicy {
         let (name, format) = try classify(file)
         return try decodeAppPolicy(read(file), format: format, displayName: display(file),
-                                   baseDirectory: file.deletingLastPathComponent(), expectedBundleId: name)
+                                   baseDirectory: file.deletingLastPathComponent(), expectedBundleId: name, adapters: adapters)
     }
 
     public static func loadGateway(file: URL) throws(VerificationError) -> GatewayConfig {
@@ -56,9 +59,9 @@ public enum ConfigLoader {
     }
 
     /// Every app in `directory`, keyed by bundle id; the first problem (in file-name order) is thrown.
-    public static func loadApps(directory: URL) throws(VerificationError) -> [String: AppPolicy] {
+    public static func loadApps(directory: URL, adapters: AdapterCatalog = .standard) throws(VerificationError) -> [String: AppPolicy] {
         var apps: [String: AppPolicy] = [:]
-        for entry in try checkApps(directory: directory) {
+        for entry in try checkApps(directory: directory, adapters: adapters) {
             switch entry.result {
             case .success(let policy): apps[policy.bundleId] = policy
             case .failure(let error): throw error
@@ -68,7 +71,7 @@ public enum ConfigLoader {
     }
 
     /// Like `loadApps`, but reports every file's outcome instead of stopping at the first problem.
-    public static func checkApps(directory: URL) throws(VerificationError) -> [AppFileResult] {
+    public static func checkApps(directory: URL, adapters: AdapterCatalog = .standard) throws(VerificationError) -> [AppFileResult] {
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
@@ -82,7 +85,7 @@ public enum ConfigLoader {
             do throws(VerificationError) {
                 let (bundleId, format) = try classify(file)
                 formatsByBundle[bundleId, default: []].append(name)
-                let policy = try loadAppPolicy(file: file)
+                let policy = try loadAppPolicy(file: file, adapters: adapters)
                 results.append(AppFileResult(file: file, displayName: display(file), format: format, result: .success(policy)))
             } catch {
                 results.append(AppFileResult(file: file, displayName: display(file),
@@ -99,12 +102,12 @@ public enum ConfigLoader {
         return results
     }
 
-    /// The gateway file (if any) and every app it points at.
-    public static func loadAll(configDirectory: URL) throws(VerificationError) -> Configuration {
+    /// The gateway file (if any) and every app it points at, their routing checked against `adapters`.
+    public static func loadAll(configDirectory: URL, adapters: AdapterCatalog = .standard) throws(VerificationError) -> Configuration {
         let gatewayFile = try findGatewayFile(configDirectory: configDirectory)
         let gateway = try gatewayFile.map { f throws(VerificationError) in try loadGateway(file: f) }
             ?? GatewayConfig(appsDirectory: configDirectory.appendingPathComponent("apps"))
-        return Configuration(gateway: gateway, gatewayFile: gatewayFile, apps: try loadApps(directory: gateway.appsDirectory))
+        return Configuration(gateway: gateway, gatewayFile: gatewayFile, apps: try loadApps(directory: gateway.appsDirectory, adapters: adapters))
     }
 
     /// `gateway.xml` or `gateway.plist`; both is refused, neither means defaults.

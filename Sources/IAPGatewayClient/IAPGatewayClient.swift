@@ -54,7 +54,7 @@ public struct IAPGatewayClient: Sendable {
     /// a crash of its own gets the first call's answer, `newlyGranted` included.
     public func verify(account: String, evidence: IAPGatewayEvidence, idempotencyKey: String? = nil)
         async throws(IAPGatewayError) -> IAPGatewayVerification {
-        try await call("POST", ["verify"], body: evidence.members.merging(["account": account]) { own, _ in own },
+        try await call("POST", ["verify"], body: evidence.members.merging(["account": account]) { _, account in account },
                        idempotencyKey: idempotencyKey ?? Self.freshKey())
     }
 

@@ -14,25 +14,47 @@ public struct IAPGatewayNonce: Sendable, Equatable, Decodable {
     }
 }
 
-/// One kind of purchase evidence, as the app sent it to its backend.
-public enum IAPGatewayEvidence: Sendable, Equatable {
-    /// An old app's base64 App Store receipt, with a nonce from `nonce(account:)` (one attempt per nonce).
-    case receipt(String, nonce: String?)
-    /// A transaction id (StoreKit 2 `Transaction.id`), looked up with Apple's Server API.
-    case transactionId(String)
-    /// StoreKit 2's `VerificationResult.jwsRepresentation`.
-    case signedTransaction(String)
+/// Purchase evidence, as the app sent it to its backend: the verify body member that carries it and
+/// the members that go with it. Open: the kinds below are the gateway's built-in ones; evidence an
+/// added adapter verifies is `init(member:value:companions:)` with the member its form declares
+/// (the gateway's OpenAPI document lists them).
+public struct IAPGatewayEvidence: Sendable, Equatable {
+    /// The request member holding the evidence (`receipt`, `transactionId`, `signedTransaction`, …).
+    public let member: String
+    public let value: String
+    /// Members sent beside it (a receipt's `nonce`).
+    public let companions: [String: String]
 
-    var members: [String: String] {
-        switch self {
-        case .receipt(let receipt, let nonce):
-            var members = ["receipt": receipt]
-            if let nonce { members["nonce"] = nonce }
-            return members
-        case .transactionId(let id): return ["transactionId": id]
-        case .signedTransaction(let jws): return ["signedTransaction": jws]
-        }
+    public init(member: String, value: String, companions: [String: String] = [:]) {
+        self.member = member
+        self.value = value
+        self.companions = companions
     }
+
+    /// An old app's base64 App Store receipt, with a nonce from `nonce(account:)` (one attempt per nonce).
+    public static func receipt(_ base64: String, nonce: String?) -> Self {
+        Self(member: "receipt", value: base64, companions: nonce.map { ["nonce": $0] } ?? [:])
+    }
+    /// A transaction id (StoreKit 2 `Transaction.id`), looked up with Apple's Server API.
+    public static func transactionId(_ id: String) -> Self { Self(member: "transactionId", value: id) }
+    /// StoreKit 2's `VerificationResult.jwsRepresentation`.
+    public static func signedTransaction(_ jws: String) -> Self { Self(member: "signedTransaction", value: jws) }
+
+    var members: [String: String] { companions.merging([member: value]) { _, evidence in evidence } }
+}
+
+/// The adapter that answered a verification (`verifyReceipt`, `serverAPI`, or one a gateway added):
+/// an open value, so an id this client does not know still decodes.
+public struct IAPGatewayAdapter: RawRepresentable, Hashable, Sendable, Decodable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public var description: String { rawValue }
+
+    /// Apple's legacy verifyReceipt endpoint.
+    public static let verifyReceipt = Self(rawValue: "verifyReceipt")
+    /// The App Store Server API.
+    public static let serverAPI = Self(rawValue: "serverAPI")
 }
 
 /// The gateway's verify answer (README, "Verdict").
@@ -46,6 +68,8 @@ public struct IAPGatewayVerification: Sendable, Equatable, Decodable {
 
     public let account: String
     public let verdict: Verdict
+    /// The adapter whose outcome answered (nil from a gateway that does not say).
+    public let adapter: IAPGatewayAdapter?
     /// `Production` or `Sandbox` (or `Xcode` / `LocalTesting` where a policy allows them).
     public let environment: String
     public let transactions: [IAPGatewayTransaction]

@@ -67,7 +67,7 @@ struct BenchNotificationsCommand: Subcommand {
             try xml.replacingOccurrences(of: escaped(old), with: escaped(url)).write(to: gatewayXML, atomically: true, encoding: .utf8)
         }
         try useStorage(storageURL, insteadOf: "sqlite:" + directory.appendingPathComponent("iapgw.sqlite").path)
-        let configuration = try ConfigLoader.loadAll(configDirectory: directory)
+        let configuration = try ConfigLoader.loadAll(configDirectory: directory, adapters: GatewayAssembly.catalog())
         let assembly = GatewayAssembly(configuration: configuration, mappingsDirectory: mappings, logger: .disabled)
         let service = try assembly.makeService()
         let server = try assembly.makeServer(service: service)

@@ -2,6 +2,7 @@ import AppStoreSimulator
 import CommandLineSupport
 import Demo
 import Foundation
+import Gateway
 import HTTPServer
 import IAPConfig
 import IAPCore
@@ -75,7 +76,7 @@ struct BenchWebhooksCommand: Subcommand {
                 of: "</gateway>", with: "<webhooks><concurrency type=\"integer\">\(concurrency)</concurrency></webhooks></gateway>")
         }
         try xml.write(to: gatewayXML, atomically: true, encoding: .utf8)
-        let configuration = try ConfigLoader.loadAll(configDirectory: directory)
+        let configuration = try ConfigLoader.loadAll(configDirectory: directory, adapters: GatewayAssembly.catalog())
         let effectiveConcurrency = Int(configuration.gateway.webhooks.concurrency)
 
         let chains = BenchNotificationsCommand.chains(count)

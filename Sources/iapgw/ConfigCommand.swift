@@ -66,7 +66,7 @@ struct ConfigCommand: Subcommand {
 
         let results: [ConfigLoader.AppFileResult]
         do {
-            results = try ConfigLoader.checkApps(directory: gateway.appsDirectory)
+            results = try ConfigLoader.checkApps(directory: gateway.appsDirectory, adapters: GatewayAssembly.catalog())
         } catch {
             out += "error \(error)\n"
             return false

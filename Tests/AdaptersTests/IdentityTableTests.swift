@@ -259,9 +259,15 @@ final class IdentityTableTests: LegacyAdapterTestCase {
             verifier = try verifiers.verifier(for: app)
             let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent()
-            decoder = try NotificationDecoder(mappings: try MappingSet.load(directory: root.appendingPathComponent("Mappings")),
-                                              environment: LegacyFixtures.environment, verifiers: verifiers)
             serverAPI = try ServerAPIFixture()
+            // Notifications are read by the adapter that owns them, on this table's verifiers.
+            let mappings = try MappingSet.load(directory: root.appendingPathComponent("Mappings"))
+            var options = ServerAPIAdapter.Options()
+            options.verifiers = verifiers
+            let notificationReader = ServerAPIAdapter(upstream: try serverAPI.upstream(), baseURLs: serverAPI.server.baseURLs,
+                                                      normalizer: try ServerAPINormalizer(try XCTUnwrap(mappings.latest(source: "serverAPI"))),
+                                                      options: options)
+            decoder = NotificationDecoder(signed: notificationReader, environment: LegacyFixtures.environment, verifiers: verifiers)
             var serverAPIApp = serverAPI.app(environments: [.production, .sandbox], bundleId: IdentityTableTests.bundleId)
             serverAPIApp.appAppleId = IdentityTableTests.appAppleId
             self.serverAPIApp = serverAPIApp

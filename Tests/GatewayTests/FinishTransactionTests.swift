@@ -39,7 +39,7 @@ final class FinishTransactionTests: XCTestCase {
         let parts = gw.harness.parts
         let ledger = try XCTUnwrap(parts.ledger as? any FinishLedger)
         return TransactionFinisher(apps: parts.apps, ledger: ledger,
-                                   serverAPI: parts.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
+                                   finishing: parts.adapters.capability((any TransactionFinishing).self),
                                    now: { Self.millis() + aheadMillis })
     }
 
@@ -128,7 +128,7 @@ final class FinishTransactionTests: XCTestCase {
         enabled[gw.bundleId]?.finishTransactions = true
         let parts = gw.harness.parts
         let sent = try await TransactionFinisher(apps: enabled, ledger: try XCTUnwrap(parts.ledger as? any FinishLedger),
-                                                 serverAPI: parts.adapters.adapter(.serverAPI) as? ServerAPIAdapter,
+                                                 finishing: parts.adapters.capability((any TransactionFinishing).self),
                                                  now: { Self.millis() }).finishDue()
 
         XCTAssertEqual(answer.status, 200, answer.text)

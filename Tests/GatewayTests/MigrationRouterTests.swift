@@ -68,7 +68,6 @@ final class MigrationRouterTests: XCTestCase {
 
     private func router(_ store: MemoryComparisons, random: Double = 0.5) -> MigrationRouter {
         MigrationRouter(comparator: PurchaseComparator(knownDifferences: KnownDifferences()), store: store,
-                        legacyMappingVersion: "verifyReceipt/v1", serverAPIMappingVersion: "serverAPI/v1",
                         now: { 1_000 }, random: { random })
     }
 

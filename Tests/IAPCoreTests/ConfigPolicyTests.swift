@@ -112,7 +112,7 @@ final class ConfigPolicyTests: XCTestCase {
 
     func testTransactionIdRoutingMustUseServerAPI() {
         let error = xmlRefusal(replacing("<transactionId>serverAPI</transactionId>", "<transactionId>legacy</transactionId>"))
-        XCTAssertTrue(error?.message.hasSuffix("routing.transactionId: a transaction id can only be verified through the Server API (serverAPI)") == true,
+        XCTAssertTrue(error?.message.hasSuffix("routing.transactionId: legacy routes to verifyReceipt, which does not verify transactionId evidence (verified by: serverAPI)") == true,
                       error?.message ?? "")
     }
 

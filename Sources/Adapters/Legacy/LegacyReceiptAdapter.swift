@@ -14,7 +14,7 @@ import UpstreamHTTP
 /// (a production receipt) only if the policy accepts Production.
 /// Shared-secret rotation: on 21004 with the current secret the `previous` one is tried, and each
 /// verification it rescues is counted and logged, so the team knows when it can be retired.
-public struct LegacyReceiptAdapter: VerificationAdapter, ReceiptReverifying {
+public struct LegacyReceiptAdapter: MappedAdapter, ReceiptReverifying {
     public let id: AdapterID = .verifyReceipt
 
     private let exchange: VerifyReceiptExchange
@@ -44,7 +44,10 @@ public struct LegacyReceiptAdapter: VerificationAdapter, ReceiptReverifying {
 
     public func previousSecretUses(bundleId: String) -> Int { previousSecretCounter.snapshot[bundleId] ?? 0 }
 
-    public let evidenceForms: [EvidenceForm] = [.receipt]
+    public var mappingVersion: String { normalizer.mapping.id }
+
+    static let forms: [EvidenceForm] = [.receipt]
+    public var evidenceForms: [EvidenceForm] { Self.forms }
 
     public func verify(_ evidence: PurchaseEvidence, for app: AppPolicy, policy: any EvidencePolicy)
         async throws(VerificationError) -> AdapterOutcome {

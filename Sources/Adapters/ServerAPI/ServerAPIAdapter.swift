@@ -11,7 +11,7 @@ import UpstreamHTTP
 /// StoreKit 2 JWS is verified locally and (unless the app says local-only) confirmed, and a legacy
 /// receipt is verified locally and its purchases fetched with Get Transaction History, without
 /// verifyReceipt. Everything Apple returns is verified against the app's pinned roots before use.
-public final class ServerAPIAdapter: VerificationAdapter {
+public final class ServerAPIAdapter: MappedAdapter {
     public let id = AdapterID.serverAPI
 
     /// What one app needs, built at first use. Kept with the policy it was built from: another
@@ -64,8 +64,8 @@ public final class ServerAPIAdapter: VerificationAdapter {
 
     public var mappingVersion: String { normalizer.mapping.id }
 
-    public let evidenceForms: [EvidenceForm] = [.receipt, .transactionId, .signedTransaction, .signedAppTransaction,
-                                                .appTransactionId]
+    static let forms: [EvidenceForm] = [.receipt, .transactionId, .signedTransaction, .signedAppTransaction, .appTransactionId]
+    public var evidenceForms: [EvidenceForm] { Self.forms }
 
     public func verify(_ evidence: PurchaseEvidence, for app: AppPolicy, policy: any EvidencePolicy)
         async throws(VerificationError) -> AdapterOutcome {

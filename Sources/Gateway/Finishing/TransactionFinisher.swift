@@ -16,7 +16,8 @@ public final class TransactionFinisher: Sendable {
 
     let apps: [String: AppPolicy]
     let ledger: any FinishLedger
-    let serverAPI: ServerAPIAdapter?
+    /// The adapter that can tell Apple (found by capability); nil: no row can be sent.
+    let finishing: (any TransactionFinishing)?
     let identity: WorkerIdentity
     /// How long a leased row stays this instance's without renewal; renewed every third of it while
     /// its batch is worked on. A crashed instance's rows are due again at most this long after (for
@@ -27,13 +28,13 @@ public final class TransactionFinisher: Sendable {
     /// The wait between renewals: real time, unless a test drives `now` and the waits with it.
     let wait: @Sendable (Duration) async throws -> Void
 
-    public init(apps: [String: AppPolicy], ledger: any FinishLedger, serverAPI: ServerAPIAdapter?,
+    public init(apps: [String: AppPolicy], ledger: any FinishLedger, finishing: (any TransactionFinishing)?,
                 identity: WorkerIdentity = .ephemeral(), leaseMillis: Int64 = 10_000, logger: Logger = .disabled,
                 now: @escaping @Sendable () -> Int64,
                 wait: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }) {
         self.apps = apps
         self.ledger = ledger
-        self.serverAPI = serverAPI
+        self.finishing = finishing
         self.identity = identity
         self.leaseMillis = max(leaseMillis, 3)
         self.logger = logger
@@ -62,7 +63,7 @@ public final class TransactionFinisher: Sendable {
         defer { renewal.cancel() }
         var finished = 0
         for row in due {
-            guard let app = apps[row.bundleId], app.finishTransactions, let serverAPI else {
+            guard let app = apps[row.bundleId], app.finishTransactions, let finishing else {
                 // The policy no longer finishes (the app's StoreKit finish() does): leave it to the app.
                 try await ledger.markFinishFailed(bundleId: row.bundleId, transactionId: row.transactionId,
                                                   code: "FINISH_TRANSACTIONS_OFF", nextAttemptAt: now(), final: true, at: now())
@@ -76,9 +77,7 @@ public final class TransactionFinisher: Sendable {
                 break
             }
             do throws(VerificationError) {
-                try await serverAPI.client(for: app)
-                    .finishTransaction(transactionId: row.transactionId,
-                                       environment: row.environment == .sandbox ? .sandbox : .production)
+                try await finishing.finishTransaction(row.transactionId, environment: row.environment, app: app)
                 if try await ledger.markFinished(bundleId: row.bundleId, transactionId: row.transactionId, at: now()) {
                     finished += 1
                 }

@@ -102,7 +102,7 @@ public struct BatchComparer: Sendable {
                     // Out of patience: the receipt is recorded as failed, so the report shows it.
                     let limited = VerificationError(.rateLimited, "rate limited")
                     let failed = router.compare(
-                        legacy: .failure(limited), serverAPI: .failure(limited), app: app,
+                        legacy: (legacy, .failure(limited)), serverAPI: (serverAPI, .failure(limited)), app: app,
                         evidence: job.evidence, digest: job.digest, account: job.receipt.account ?? "",
                         id: Self.comparisonId(bundleId: app.bundleId, digest: job.digest), now: now())
                     if storageError == nil { storageError = await record(failed, state: state, into: &summary) }
@@ -147,7 +147,8 @@ public struct BatchComparer: Sendable {
         for result in [legacyResult, serverResult] {
             if case .failure(let e) = result, e.code == .rateLimited { return .rateLimited }
         }
-        return .compared(router.compare(legacy: legacyResult, serverAPI: serverResult, app: app, evidence: job.evidence,
+        return .compared(router.compare(legacy: (legacy, legacyResult), serverAPI: (serverAPI, serverResult), app: app,
+                                        evidence: job.evidence,
                                         digest: job.digest, account: account,
                                         id: Self.comparisonId(bundleId: app.bundleId, digest: job.digest), now: now()))
     }

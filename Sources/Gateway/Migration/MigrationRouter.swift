@@ -16,9 +16,6 @@ public struct MigrationRouter: Sendable {
 
     public let comparator: PurchaseComparator
     let store: any ComparisonLedger
-    /// Mapping ids recorded even when a path fails before producing records.
-    let legacyMappingVersion: String?
-    let serverAPIMappingVersion: String?
     let now: @Sendable () -> Int64
     let logger: Logger
     /// Decides a cutover spot check: `random() < rate`.
@@ -26,15 +23,12 @@ public struct MigrationRouter: Sendable {
     /// The comparisons the answers do not wait for; drained at shutdown.
     let shadowWork: ShadowQueue
 
-    public init(comparator: PurchaseComparator, store: any ComparisonLedger, legacyMappingVersion: String?,
-                serverAPIMappingVersion: String?, logger: Logger = .disabled,
+    public init(comparator: PurchaseComparator, store: any ComparisonLedger, logger: Logger = .disabled,
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
                 random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
                 shadowLimit: Int = MigrationRouter.defaultShadowLimit, onShadowDropped: @escaping @Sendable () -> Void = {}) {
         self.comparator = comparator
         self.store = store
-        self.legacyMappingVersion = legacyMappingVersion
-        self.serverAPIMappingVersion = serverAPIMappingVersion
         self.logger = logger
         self.now = now
         self.random = random
@@ -76,8 +70,8 @@ public struct MigrationRouter: Sendable {
             async let legacyResult = Self.attempt(legacy, evidence, account, app)
             async let serverResult = Self.attempt(serverAPI, evidence, account, app)
             let (l, s) = await (legacyResult, serverResult)
-            let comparison = compare(legacy: l, serverAPI: s, app: app, evidence: evidence, digest: evidenceSHA256,
-                                     account: account)
+            let comparison = compare(legacy: (legacy, l), serverAPI: (serverAPI, s), app: app, evidence: evidence,
+                                     digest: evidenceSHA256, account: account)
             await store(comparison)
             return Answer(outcome: s, answeringAdapter: serverAPI.id, comparison: comparison)
         case .shadow, .cutover:
@@ -87,8 +81,8 @@ public struct MigrationRouter: Sendable {
                 shadowWork.submit {
                     let secondaryResult = await Self.attempt(compared, evidence, account, app)
                     let (l, s) = beside == .shadow ? (primaryResult, secondaryResult) : (secondaryResult, primaryResult)
-                    await router.store(router.compare(legacy: l, serverAPI: s, app: app, evidence: evidence, digest: evidenceSHA256,
-                                                account: account))
+                    await router.store(router.compare(legacy: (legacy, l), serverAPI: (serverAPI, s), app: app, evidence: evidence,
+                                                      digest: evidenceSHA256, account: account))
                 }
             }
             return Answer(outcome: primaryResult, answeringAdapter: answering.id, comparison: nil)
@@ -108,22 +102,26 @@ public struct MigrationRouter: Sendable {
     }
 
     /// The one place both paths' results become a stored comparison (routing and batch alike).
-    func compare(legacy: Result<AdapterOutcome, VerificationError>, serverAPI: Result<AdapterOutcome, VerificationError>,
-                 app: AppPolicy, evidence: PurchaseEvidence, digest: String, account: String,
+    /// `legacy` is the generation migrated from, `serverAPI` the one migrated to (`RoutingMode.generations`),
+    /// whichever adapters they are: each with the adapter that produced it.
+    func compare(legacy: Side, serverAPI: Side, app: AppPolicy, evidence: PurchaseEvidence, digest: String, account: String,
                  id: String = UUID().uuidString.lowercased(), now: Int64? = nil) -> PurchaseComparison {
-        var comparison = comparator.compare(legacy: path(legacy, mapping: legacyMappingVersion),
-                                            serverAPI: path(serverAPI, mapping: serverAPIMappingVersion),
+        var comparison = comparator.compare(legacy: path(legacy), serverAPI: path(serverAPI),
                                             id: id, bundleId: app.bundleId, evidenceKind: evidence.kind.rawValue,
                                             evidenceSHA256: digest, now: now ?? self.now())
-        comparison.describePurchases(legacy: legacy, serverAPI: serverAPI, account: account, app: app)
+        comparison.describePurchases(legacy: legacy.result, serverAPI: serverAPI.result, account: account, app: app)
         return comparison
     }
 
-    private func path(_ result: Result<AdapterOutcome, VerificationError>, mapping: String?) -> ComparedPath {
-        switch result {
+    /// One generation's adapter and how its attempt went.
+    typealias Side = (adapter: any VerificationAdapter, result: Result<AdapterOutcome, VerificationError>)
+
+    /// A failed path still names its mapping file, where its adapter normalises with one.
+    private func path(_ side: Side) -> ComparedPath {
+        switch side.result {
         case .success(let o): ComparedPath(transactions: o.transactions, renewals: o.renewals, appTransaction: o.appTransaction,
                                            mappingVersion: o.mappingVersion)
-        case .failure(let e): .failed(e.code.rawValue, mappingVersion: mapping)
+        case .failure(let e): .failed(e.code.rawValue, mappingVersion: (side.adapter as? any MappedAdapter)?.mappingVersion)
         }
     }
 

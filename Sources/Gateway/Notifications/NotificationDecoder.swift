@@ -28,18 +28,16 @@ public struct DecodedNotification: Sendable, Equatable {
 /// signatures: V2 bodies have their outer JWS and every inner JWS verified against the app's pinned
 /// roots (they must agree on bundle and environment); V1 bodies must carry the app's shared secret.
 public final class NotificationDecoder: Sendable {
-    let serverAPINormalizer: ServerAPINormalizer
+    /// The adapter that owns V2 notifications' evidence (found by capability); nil: V2 is refused.
+    let signed: (any SignedNotificationDecoding)?
     let environment: [String: String]
     /// The per-app JWS verifiers (`limits.maxJWSBytes` for the outer JWS and every inner one),
     /// shared with the Server API adapter when the assembly builds both.
     public let verifiers: AppVerifiers
 
-    public init(mappings: MappingSet, environment: [String: String],
-                verifiers: AppVerifiers = AppVerifiers()) throws(VerificationError) {
-        guard let server = mappings.latest(source: "serverAPI") else {
-            throw VerificationError(.invalidMapping, "notifications need the serverAPI mapping")
-        }
-        self.serverAPINormalizer = try ServerAPINormalizer(server)
+    public init(signed: (any SignedNotificationDecoding)?, environment: [String: String],
+                verifiers: AppVerifiers = AppVerifiers()) {
+        self.signed = signed
         self.environment = environment
         self.verifiers = verifiers
     }
@@ -100,7 +98,11 @@ public final class NotificationDecoder: Sendable {
 
     /// `storedBody`: `{"signedPayload":"<jws>"}`, the canonical form of the body, kept in the inbox.
     private func decodeV2(_ jws: String, storedBody: [UInt8], app: AppPolicy) throws(VerificationError) -> DecodedNotification {
-        let payload = try verifiers.verifier(for: app).verifyAndDecodeNotification(jws)
+        guard let signed else {
+            throw VerificationError(.invalidConfiguration, "no registered adapter decodes signed notifications")
+        }
+        let verified = try signed.decodeSignedNotification(jws, app: app)
+        let payload = verified.payload
         guard let uuid = payload.notificationUUID, !uuid.isEmpty, uuid.utf8.count <= 64 else {
             throw VerificationError(.missingField, "notification.notificationUUID is required")
         }
@@ -108,12 +110,7 @@ public final class NotificationDecoder: Sendable {
         guard let environment = payload.verifiedIdentity?.environment else {
             throw VerificationError(.missingField, "the notification names no environment")
         }
-        let transaction = try payload.verifiedTransaction.map { (t) throws(VerificationError) in
-            try serverAPINormalizer.normalize(transaction: t.raw)
-        }
-        let renewal = try payload.verifiedRenewalInfo.map { (r) throws(VerificationError) in
-            try serverAPINormalizer.normalize(renewalInfo: r.raw)
-        }
+        let (transaction, renewal) = (verified.transaction, verified.renewal)
         let event = (transaction != nil || renewal != nil)
             ? LifecycleEvent(id: uuid, bundleId: app.bundleId, notificationType: payload.notificationType,
                              subtype: payload.subtype, signedDate: payload.signedDate, environment: environment,

@@ -3,62 +3,122 @@ import AppleTrust
 import Foundation
 import Gateway
 import HTTPServer
-@testable import IAPConfig
+import IAPConfig
 import IAPCore
-import IAPMapping
-import Ledger
 import UpstreamHTTP
 import XCTest
 
-/// The plugin seam, proved: a third adapter (`VoucherAdapter`, this folder) registered with one
-/// line beside the built-in verifyReceipt adapter, and driven end to end through the gateway's
-/// own handler: body members, policy, purchase checks, claim, entitlements and OpenAPI follow
-/// from its declared form with no edit to the gateway.
+/// The plugin seam in production: a third adapter (`VoucherAdapter`, this folder) registered the way
+/// the built-in ones are (one more element beside `GatewayAssembly.productionAdapters`), routed by its
+/// id from an app file on disk, and driven over real HTTP through the gateway `GatewayAssembly.open`
+/// and `start` build from that configuration: body members, policy, purchase checks, claim,
+/// entitlements and OpenAPI follow from its declared form with no edit to the gateway.
 final class ThirdAdapterTests: XCTestCase {
     private let bundleId = "com.example.voucher"
     private let apiKey = "voucher-app-backend-key"
     private let issuerKey = Array("the voucher issuer's test key".utf8)
+    private static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
     private var directory: URL!
 
     override func setUp() async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("iapgw-voucher-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("apps"), withIntermediateDirectories: true)
     }
 
     override func tearDown() async throws { try? FileManager.default.removeItem(at: directory) }
 
-    private func app() -> AppPolicy {
-        AppPolicy(bundleId: bundleId, appAppleId: 42, allowedEnvironments: [.production], trustRoots: .init(jws: [], receipts: []),
-                  productCatalog: ["com.example.voucher.pro": .init(productId: "com.example.voucher.pro", type: .nonConsumable)],
-                  routing: .init(receipt: .legacy, transactionId: .serverAPI, signedTransaction: .serverAPI),
-                  noncePolicy: .init(requiredForReceipts: true, ttlSeconds: 300), familySharingPolicy: .deny,
-                  gracePeriodPolicy: .init(grantDuringGracePeriod: true, grantDuringBillingRetry: false),
-                  onlineChecks: false, localOnlyJWS: false,
-                  apiKey: .sha256(SHA256Digest.lowercaseHex(Array(apiKey.utf8))))
+    /// The gateway's adapters: production's, and the voucher adapter's factory (the one registration line).
+    private var adapters: [any AdapterFactory] { GatewayAssembly.productionAdapters + [VoucherAdapter.Factory(key: issuerKey)] }
+
+    /// The configuration folder: a gateway file whose upstreams are a closed loopback port (nothing
+    /// here may reach Apple) and the voucher app's policy, its voucher evidence routed by adapter id.
+    private func writeConfiguration(voucherRouting: String = "voucher") throws {
+        let gateway = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <gateway>
+                <listenAddress>127.0.0.1</listenAddress>
+                <listenPort type="integer">0</listenPort>
+                <storageURL>sqlite:\(directory.appendingPathComponent("gateway.sqlite").path)</storageURL>
+                <upstream>
+                    <verifyReceiptProduction>http://127.0.0.1:1/verifyReceipt</verifyReceiptProduction>
+                    <verifyReceiptSandbox>http://127.0.0.1:1/verifyReceipt</verifyReceiptSandbox>
+                    <serverAPIProduction>http://127.0.0.1:1</serverAPIProduction>
+                    <serverAPISandbox>http://127.0.0.1:1</serverAPISandbox>
+                </upstream>
+                <appsDirectory>apps</appsDirectory>
+            </gateway>
+            """
+        let app = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <app bundleId="\(bundleId)">
+                <appAppleId type="integer">42</appAppleId>
+                <allowedEnvironments type="array"><item>Production</item></allowedEnvironments>
+                <trustRoots><jws type="array"></jws><receipts type="array"></receipts></trustRoots>
+                <serverAPI>
+                    <issuerId>57246542-96fe-1a63-e053-0824d011072a</issuerId><keyId>VOUCHERKEY</keyId>
+                    <privateKey><env>IAPGW_VOUCHER_TEST_UNSET_KEY</env></privateKey>
+                </serverAPI>
+                <productCatalog type="array">
+                    <item><productId>com.example.voucher.pro</productId><type>Non-Consumable</type></item>
+                </productCatalog>
+                <routing>
+                    <receipt>legacy</receipt>
+                    <transactionId>serverAPI</transactionId>
+                    <signedTransaction>serverAPI</signedTransaction>
+                    <voucher>\(voucherRouting)</voucher>
+                </routing>
+                <noncePolicy>
+                    <requiredForReceipts type="bool">true</requiredForReceipts>
+                    <ttlSeconds type="integer">300</ttlSeconds>
+                </noncePolicy>
+                <familySharingPolicy>deny</familySharingPolicy>
+                <gracePeriodPolicy>
+                    <grantDuringGracePeriod type="bool">true</grantDuringGracePeriod>
+                    <grantDuringBillingRetry type="bool">false</grantDuringBillingRetry>
+                </gracePeriodPolicy>
+                <onlineChecks type="bool">false</onlineChecks>
+                <localOnlyJWS type="bool">false</localOnlyJWS>
+                <apiKey><sha256>\(SHA256Digest.lowercaseHex(Array(apiKey.utf8)))</sha256></apiKey>
+            </app>
+            """
+        try gateway.write(to: directory.appendingPathComponent("gateway.xml"), atomically: true, encoding: .utf8)
+        try app.write(to: directory.appendingPathComponent("apps/\(bundleId).xml"), atomically: true, encoding: .utf8)
     }
 
-    private func service() throws -> GatewayService {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent()
-        let legacyMapping = try MappingFile.load(contentsOf: root.appendingPathComponent("Mappings/verifyReceipt/v1.json"))
-        let upstream = try UpstreamHTTPClient(configuration: .init(connectTimeout: .seconds(1), requestTimeout: .seconds(1)))
-        var adapters = AdapterRegistry([
-            try LegacyReceiptAdapter(upstream: upstream, endpoints: EnvironmentURLs(production: "http://127.0.0.1:1/",
-                                                                                          sandbox: "http://127.0.0.1:1/"),
-                                     mapping: legacyMapping),
-        ])
-        adapters.register(VoucherAdapter(key: issuerKey))  // the one registration line
-        let ledger = try AsyncSQLLedger(storage: directory.appendingPathComponent("gateway.sqlite").path)
-        return GatewayService(GatewayParts(apps: [bundleId: app()], adapters: adapters, ledger: ledger))
+    private func open(adapters: [any AdapterFactory]) async throws(VerificationError) -> (GatewayAssembly, GatewayParts) {
+        try await GatewayAssembly.open(configDirectory: directory, mappingsDirectory: Self.packageRoot.appendingPathComponent("Mappings"),
+                                       environment: [:], logger: .disabled, adapters: adapters)
     }
 
-    private func send(_ service: GatewayService, _ method: String, _ path: String, _ body: String? = nil) async throws
-        -> (status: Int, json: JSONValue) {
-        var headers: HTTPHeaders = ["Authorization": "Bearer \(apiKey)"]
-        if body != nil { headers = ["Authorization": "Bearer \(apiKey)", "Content-Type": "application/json"] }
-        let response = await service.handle(HTTPRequest(method: method, path: path, headers: headers,
-                                                        body: Array((body ?? "").utf8)))
-        return (response.status, try StrictJSON().parse(response.body))
+    /// The gateway built from the configuration folder, serving on loopback until the test ends.
+    private func serve() async throws -> LoopbackGateway {
+        try writeConfiguration()
+        let (assembly, parts) = try await open(adapters: adapters)
+        let (service, server, background) = try await assembly.start(parts)
+        addTeardownBlock {
+            await server.shutdown(gracePeriod: .seconds(2))
+            await service.finishShadowWork()
+            background.cancel()
+            _ = await background.value
+        }
+        let client = try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration(connectTimeout: .seconds(5),
+                                                                                     requestTimeout: .seconds(20)))
+        return LoopbackGateway(url: "http://127.0.0.1:\(server.port)", client: client, apiKey: apiKey)
+    }
+
+    private struct LoopbackGateway {
+        let url: String
+        let client: UpstreamHTTPClient
+        let apiKey: String
+
+        func send(_ method: String, _ path: String, _ body: String? = nil) async throws -> (status: Int, json: JSONValue) {
+            var headers = [("Authorization", "Bearer \(apiKey)")]
+            if body != nil { headers.append(("Content-Type", "application/json")) }
+            let response = try await client.send(UpstreamRequest(method: method, url: url + path, headers: headers,
+                                                                 body: body.map { Array($0.utf8) }))
+            return (response.status, try StrictJSON().parse(response.body))
+        }
     }
 
     private func voucher(bundleId: String? = nil, transactionId: String = "v-1001") -> String {
@@ -66,70 +126,115 @@ final class ThirdAdapterTests: XCTestCase {
                              transactionId: transactionId, purchaseMs: 1_700_000_000_000, key: issuerKey)
     }
 
-    private func code(_ json: JSONValue) -> String? {
-        if case .object(let o) = json, case .object(let e)? = o["error"], case .string(let c)? = e["code"] { return c }
-        return nil
-    }
+    private func code(_ json: JSONValue) -> String? { json["error"]?["code"]?.stringValue }
 
-    func testAVoucherIsVerifiedClaimedAndAnsweredThroughTheGatewaysHandler() async throws {
-        let gw = try service()
+    func testAVoucherIsVerifiedClaimedAndAnsweredOverHTTP() async throws {
+        let gw = try await serve()
         let verify = "/v1/apps/\(bundleId)/verify"
-        let first = try await send(gw, "POST", verify, #"{"account":"alice","voucher":"\#(voucher())"}"#)
+        let first = try await gw.send("POST", verify, #"{"account":"alice","voucher":"\#(voucher())"}"#)
         XCTAssertEqual(first.status, 200, first.json.jsonText)
-        guard case .object(let answer) = first.json else { return XCTFail(first.json.jsonText) }
-        XCTAssertEqual(answer["adapter"], .string("voucher"))
-        XCTAssertEqual(answer["verdict"], .string("granted"))
-        XCTAssertEqual(answer["newlyGranted"], .array([.string("v-1001")]))
+        XCTAssertEqual(first.json["adapter"], .string("voucher"))
+        XCTAssertEqual(first.json["verdict"], .string("granted"))
+        XCTAssertEqual(first.json["newlyGranted"], .array([.string("v-1001")]))
 
-        let again = try await send(gw, "POST", verify, #"{"account":"alice","voucher":"\#(voucher())"}"#)
+        let again = try await gw.send("POST", verify, #"{"account":"alice","voucher":"\#(voucher())"}"#)
         XCTAssertEqual(again.status, 200, again.json.jsonText)
-        if case .object(let o) = again.json { XCTAssertEqual(o["alreadyGranted"], .array([.string("v-1001")])) }
+        XCTAssertEqual(again.json["alreadyGranted"], .array([.string("v-1001")]))
 
         // The ledger binds the chain to its first account, whichever adapter verified it.
-        let other = try await send(gw, "POST", verify, #"{"account":"mallory","voucher":"\#(voucher())"}"#)
+        let other = try await gw.send("POST", verify, #"{"account":"mallory","voucher":"\#(voucher())"}"#)
         XCTAssertEqual(other.status, 409, other.json.jsonText)
         XCTAssertEqual(code(other.json), "TRANSACTION_BOUND_TO_OTHER_ACCOUNT")
 
-        let entitlements = try await send(gw, "GET", "/v1/apps/\(bundleId)/accounts/alice/entitlements")
+        let entitlements = try await gw.send("GET", "/v1/apps/\(bundleId)/accounts/alice/entitlements")
         XCTAssertEqual(entitlements.status, 200)
         XCTAssertTrue(entitlements.json.jsonText.contains(#""productId":"com.example.voucher.pro""#), entitlements.json.jsonText)
     }
 
     func testTheGatewaysPolicyAndBodyRulesApplyToTheThirdAdapter() async throws {
-        let gw = try service()
+        let gw = try await serve()
         let verify = "/v1/apps/\(bundleId)/verify"
         var tampered = voucher()
         tampered.removeLast()
         tampered += tampered.hasSuffix("0") ? "1" : "0"
-        let forged = try await send(gw, "POST", verify, #"{"account":"alice","voucher":"\#(tampered)"}"#)
+        let forged = try await gw.send("POST", verify, #"{"account":"alice","voucher":"\#(tampered)"}"#)
         XCTAssertEqual(forged.status, 422)
         XCTAssertEqual(code(forged.json), "INVALID_SIGNATURE")
 
-        let otherApp = try await send(gw, "POST", verify, #"{"account":"alice","voucher":"\#(voucher(bundleId: "com.other"))"}"#)
+        let otherApp = try await gw.send("POST", verify, #"{"account":"alice","voucher":"\#(voucher(bundleId: "com.other"))"}"#)
         XCTAssertEqual(code(otherApp.json), "BUNDLE_ID_MISMATCH", "AppIdentity.check, through the adapter's EvidencePolicy")
 
         // Members follow the registered forms: a nonce goes with a receipt only, two kinds at once never.
-        let withNonce = try await send(gw, "POST", verify, #"{"account":"alice","voucher":"\#(voucher())","nonce":"n"}"#)
+        let withNonce = try await gw.send("POST", verify, #"{"account":"alice","voucher":"\#(voucher())","nonce":"n"}"#)
         XCTAssertEqual(withNonce.status, 400)
         XCTAssertEqual(code(withNonce.json), "MALFORMED_REQUEST")
-        let twoKinds = try await send(gw, "POST", verify, #"{"account":"alice","voucher":"\#(voucher())","receipt":"AAAA"}"#)
+        let twoKinds = try await gw.send("POST", verify, #"{"account":"alice","voucher":"\#(voucher())","receipt":"AAAA"}"#)
         XCTAssertEqual(code(twoKinds.json), "MALFORMED_REQUEST")
-        let unknown = try await send(gw, "POST", verify, #"{"account":"alice","transactionId":"1"}"#)
-        XCTAssertEqual(code(unknown.json), "MALFORMED_REQUEST", "no registered adapter reads transactionId here")
+        let unknown = try await gw.send("POST", verify, #"{"account":"alice","coupon":"1"}"#)
+        XCTAssertEqual(code(unknown.json), "MALFORMED_REQUEST", "no registered adapter reads coupon")
 
         // The receipt's own step (its nonce) still runs for receipts, before any adapter is asked.
-        let noNonce = try await send(gw, "POST", verify, #"{"account":"alice","receipt":"AAAA"}"#)
+        let noNonce = try await gw.send("POST", verify, #"{"account":"alice","receipt":"AAAA"}"#)
         XCTAssertEqual(code(noNonce.json), "NONCE_REQUIRED")
     }
 
     func testTheOpenAPIDocumentListsTheThirdAdaptersMember() async throws {
-        let document = try await send(try service(), "GET", "/openapi.json")
-        guard case .object(let root) = document.json, case .object(let components)? = root["components"],
-              case .object(let schemas)? = components["schemas"], case .object(let request)? = schemas["VerifyRequest"],
-              case .array(let forms)? = request["oneOf"] else { return XCTFail(document.json.jsonText) }
+        let document = try await serve().send("GET", "/openapi.json")
+        guard case .array(let forms)? = document.json["components"]?["schemas"]?["VerifyRequest"]?["oneOf"] else {
+            return XCTFail(document.json.jsonText)
+        }
         // One body shape per evidence form, each with only its own members.
-        let shapes = forms.compactMap { $0["properties"]?.objectValue.map { Set($0.keys) } }
-        XCTAssertEqual(Set(shapes), [["account", "receipt", "nonce"], ["account", "voucher"]])
+        let shapes = Set(forms.compactMap { $0["properties"]?.objectValue.map { Set($0.keys) } })
+        XCTAssertTrue(shapes.contains(["account", "voucher"]), "\(shapes)")
+        XCTAssertTrue(shapes.contains(["account", "receipt", "nonce"]), "\(shapes)")
         XCTAssertTrue(forms.allSatisfy { $0["additionalProperties"] == .bool(false) })
+    }
+
+    func testAnAppFileRoutingToAnUnknownAdapterIsAConfigurationErrorNamingTheKnownOnes() async throws {
+        try writeConfiguration(voucherRouting: "vouchr")
+        do {
+            _ = try await open(adapters: adapters)
+            XCTFail("a routing entry naming no registered adapter must stop the start")
+        } catch {
+            XCTAssertEqual(error.code, .invalidConfiguration)
+            XCTAssertTrue(error.message.contains("routing.voucher: \"vouchr\" is neither a routing preset"), error.message)
+            XCTAssertTrue(error.message.contains("nor a known adapter (serverAPI, verifyReceipt, voucher)"), error.message)
+        }
+        // Without its factory the gateway knows no voucher evidence: the routing entry is a typo to it.
+        try writeConfiguration()
+        do {
+            _ = try await open(adapters: GatewayAssembly.productionAdapters)
+            XCTFail("routing a kind no registered adapter verifies must stop the start")
+        } catch {
+            XCTAssertTrue(error.message.hasSuffix("routing.voucher: unknown key"), error.message)
+        }
+    }
+
+    /// What adding this adapter touched outside its folder: no file in the package names it, and the
+    /// only file outside `Sources/Adapters/` naming a concrete adapter is the production list of
+    /// factories, to which a production adapter adds its one element.
+    func testTheThirdAdapterTouchesNothingOutsideItsFolder() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().standardizedFileURL.path + "/"
+        var namingVoucher: [String] = [], namingConcreteAdapters: [String] = []
+        for top in ["Sources", "Tests", "Fuzz"] {
+            let base = Self.packageRoot.appendingPathComponent(top)
+            guard let files = FileManager.default.enumerator(atPath: base.path) else { continue }
+            for case let relative as String in files where relative.hasSuffix(".swift") {
+                let path = base.appendingPathComponent(relative).standardizedFileURL.path
+                let text = try String(contentsOfFile: path, encoding: .utf8)
+                let shown = "\(top)/\(relative)"
+                if !path.hasPrefix(folder), text.range(of: "voucher", options: .caseInsensitive) != nil { namingVoucher.append(shown) }
+                if top == "Sources", !relative.hasPrefix("Adapters/"),
+                   text.contains("LegacyReceiptAdapter") || text.contains("ServerAPIAdapter") {
+                    namingConcreteAdapters.append(shown)
+                }
+            }
+        }
+        XCTAssertEqual(namingVoucher, [], "files outside the adapter's folder that had to learn about it")
+        XCTAssertEqual(namingConcreteAdapters, ["Sources/Gateway/GatewayAssembly+Adapters.swift"])
+        let registration = try String(contentsOf: Self.packageRoot.appendingPathComponent(namingConcreteAdapters.first ?? ""),
+                                      encoding: .utf8)
+        XCTAssertEqual(registration.split(separator: "\n").filter { $0.contains("Adapter.Factory()") }.count,
+                       GatewayAssembly.productionAdapters.count, "one line per registered adapter")
     }
 }

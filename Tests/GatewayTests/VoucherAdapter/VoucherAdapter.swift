@@ -5,14 +5,24 @@ import IAPCore
 
 /// A third kind of evidence, for tests only: a voucher `bundleId:productId:transactionId:purchaseMs:MAC`,
 /// MAC = hex HMAC-SHA256 of the rest under the issuer's key. It proves the plugin seam: this file,
-/// plus one registration line, is all a new adapter takes (its form names the request member; the
-/// gateway's policy decides what it admits; the purchase checks, ledger and answer are the gateway's).
+/// plus one element in a list of adapter factories, is all a new adapter takes (its form names the
+/// request member; an app file routes its kind by its id; the gateway's policy decides what it
+/// admits; the purchase checks, ledger and answer are the gateway's).
 struct VoucherAdapter: VerificationAdapter {
     static let kind = AppPolicy.EvidenceKind(rawValue: "voucher")
-    let id = AdapterID(rawValue: "voucher")
+    static let id = AdapterID(rawValue: "voucher")
+    var id: AdapterID { Self.id }
     let evidenceForms = [EvidenceForm(kind: Self.kind, member: "voucher",
                                       summary: "a voucher signed by the test issuer (test-only adapter)")]
     let key: [UInt8]
+
+    /// How a gateway registers it, like any production adapter (`GatewayAssembly.productionAdapters`).
+    struct Factory: AdapterFactory {
+        let key: [UInt8]
+        var id: AdapterID { VoucherAdapter.id }
+        var evidenceKinds: [AppPolicy.EvidenceKind] { [VoucherAdapter.kind] }
+        func make(_ parts: AdapterParts) throws(VerificationError) -> any VerificationAdapter { VoucherAdapter(key: key) }
+    }
 
     static func issue(bundleId: String, productId: String, transactionId: String, purchaseMs: Int64, key: [UInt8]) -> String {
         let body = "\(bundleId):\(productId):\(transactionId):\(purchaseMs)"
