@@ -123,7 +123,7 @@ public protocol EvidencePolicy: Sendable {
 ///
 /// An adapter verifies and normalises; it never binds accounts, grants anything, touches the
 /// ledger or decides policy (`EvidencePolicy` does). A new source of evidence is one new type
-/// conforming to this and one registration line.
+/// conforming to this, its `AdapterFactory`, and one element in the gateway's list of factories.
 public protocol VerificationAdapter: Sendable {
     var id: AdapterID { get }
     /// The kinds of evidence this adapter verifies, and the request members they come from.

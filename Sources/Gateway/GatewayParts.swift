@@ -35,16 +35,6 @@ public struct GatewayParts: Sendable {
 }
 
 extension GatewayParts {
-    /// A gateway assembled outside this module (an adapter's own tests), the rest at its defaults.
-    /// In an extension, so the assembly keeps the memberwise initializer.
-    public init(apps: [String: AppPolicy], adapters: AdapterRegistry, ledger: any Ledger & NotificationLedger & ReconciliationLedger) {
-        self.apps = apps
-        self.adapters = adapters
-        self.ledger = ledger
-    }
-}
-
-extension GatewayParts {
     /// The app's policy, or UNKNOWN_APP: what every per-app action checks first.
     func app(_ bundleId: String) throws(VerificationError) -> AppPolicy {
         guard let app = apps[bundleId] else { throw VerificationError.unknownApp(bundleId) }

@@ -37,6 +37,7 @@ final class ClientEndToEndTests: XCTestCase {
 
         let first = try await client.verify(account: "bob", evidence: .transactionId(bought.transactionId))
         XCTAssertEqual(first.verdict, .granted)
+        XCTAssertEqual(first.adapter, .serverAPI)
         XCTAssertEqual(first.newlyGranted, [bought.transactionId])
         let repeated = try await client.verify(account: "bob", evidence: .signedTransaction(bought.signedTransaction))
         XCTAssertEqual(repeated.newlyGranted, [])

@@ -5,8 +5,9 @@ import IAPCore
 /// What the app's own purchase grants under the policy's `grandfathering` rule, and the one key
 /// that binds it to one account. Only Apple's word names the app purchase: an app transaction's
 /// `appTransactionId` (signed, or read from Get App Transaction Info), or a receipt's `download_id`
-/// as verifyReceipt answered it (the receipt's signed payload states none, and the Server API path
-/// reads no download). A fact that is absent, 0 (the sandbox) or not grandfathering grants nothing.
+/// (`CanonicalAppTransaction.downloadId`, which only Apple's live answer states: the receipt's signed
+/// payload has none, so an adapter that read no such answer leaves it nil). A fact that is absent, 0
+/// (the sandbox) or not grandfathering grants nothing.
 enum GrandfatheringGrant {
     /// `appTransaction:<appTransactionId>` or `receiptDownload:<download_id>`; nil: nothing to bind.
     static func appPurchaseKey(_ outcome: AdapterOutcome, evidenceKind: AppPolicy.EvidenceKind) -> String? {
@@ -15,8 +16,7 @@ enum GrandfatheringGrant {
             guard let id = app.appTransactionId, !id.isEmpty else { return nil }
             return "appTransaction:\(id)"
         }
-        guard evidenceKind == .receipt, outcome.adapter == .verifyReceipt,
-              let download = app.downloadId, download > 0 else { return nil }
+        guard evidenceKind == .receipt, let download = app.downloadId, download > 0 else { return nil }
         return "receiptDownload:\(download)"
     }
 

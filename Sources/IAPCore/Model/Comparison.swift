@@ -1,11 +1,13 @@
-/// The side-by-side verdict on one purchase evidence verified by both generations: what the legacy
-/// path (verifyReceipt) and the new path (App Store Server API) said, matched by `transactionId`.
+/// The side-by-side verdict on one purchase evidence verified by both generations, matched by
+/// `transactionId`. The `legacy` side is the generation migrated from and the `serverAPI` side the one
+/// migrated to, whichever adapters an app's routing compares (`RoutingMode.generations`: verifyReceipt
+/// and the App Store Server API under the presets); each side's mapping version names its source.
 public struct PurchaseComparison: Codable, Hashable, Sendable {
     public var id: String
     public var bundleId: String
     /// When the comparison was made (ms).
     public var comparedAt: Int64
-    /// "receipt", "transactionId", "signedTransaction".
+    /// The kind of evidence compared (`AppPolicy.EvidenceKind`: "receipt", or any kind routing compares).
     public var evidenceKind: String
     /// SHA-256 of the evidence (never the evidence).
     public var evidenceSHA256: String

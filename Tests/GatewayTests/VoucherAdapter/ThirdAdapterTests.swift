@@ -5,6 +5,7 @@ import Gateway
 import HTTPServer
 import IAPConfig
 import IAPCore
+import IAPGatewayClient
 import UpstreamHTTP
 import XCTest
 
@@ -149,6 +150,23 @@ final class ThirdAdapterTests: XCTestCase {
         let entitlements = try await gw.send("GET", "/v1/apps/\(bundleId)/accounts/alice/entitlements")
         XCTAssertEqual(entitlements.status, 200)
         XCTAssertTrue(entitlements.json.jsonText.contains(#""productId":"com.example.voucher.pro""#), entitlements.json.jsonText)
+    }
+
+    func testTheClientLibrarySendsTheThirdKindAndReadsAnAdapterIdItDoesNotKnow() async throws {
+        let gw = try await serve()
+        let client = try IAPGatewayClient(baseURL: try XCTUnwrap(URL(string: gw.url)), bundleId: bundleId, apiKey: apiKey,
+                                          timeout: .seconds(20))
+        let answer = try await client.verify(account: "carol", evidence: IAPGatewayEvidence(member: "voucher",
+                                                                                          value: voucher(transactionId: "v-2002")))
+        XCTAssertEqual(answer.verdict, .granted)
+        XCTAssertEqual(answer.adapter, IAPGatewayAdapter(rawValue: "voucher"))
+        XCTAssertEqual(answer.newlyGranted, ["v-2002"])
+        do {
+            _ = try await client.verify(account: "carol", evidence: IAPGatewayEvidence(member: "voucher", value: voucher(bundleId: "com.other")))
+            XCTFail("another app's voucher must be refused")
+        } catch {
+            XCTAssertEqual(error.code, "BUNDLE_ID_MISMATCH")
+        }
     }
 
     func testTheGatewaysPolicyAndBodyRulesApplyToTheThirdAdapter() async throws {
