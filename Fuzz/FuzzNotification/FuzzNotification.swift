@@ -52,7 +52,7 @@ let setup: (NotificationDecoder, AppPolicy) = {
         var options = ServerAPIAdapter.Options()
         options.verifiers = verifiers
         let adapter = ServerAPIAdapter(upstream: try UpstreamHTTPClient(configuration: UpstreamHTTPConfiguration()),
-                                       baseURLs: GatewayConfig.Upstream().serverAPI,
+                                       baseURLs: GatewayConfig(appsDirectory: URL(fileURLWithPath: real)).upstream.serverAPI,
                                        normalizer: try ServerAPINormalizer(mapping), options: options)
         return (NotificationDecoder(signed: adapter, environment: environment, verifiers: verifiers), policy)
     } catch {

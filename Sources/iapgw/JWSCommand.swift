@@ -2,6 +2,7 @@ import Adapters
 import AppleTrust
 import CommandLineSupport
 import Foundation
+import Gateway
 import IAPConfig
 import IAPCore
 
@@ -98,7 +99,7 @@ struct JWSCommand: Subcommand {
 
     static func verifier(appFile: String, onlineChecks: Bool) throws -> SignedDataVerifier {
         do {
-            var policy = try ConfigLoader.loadAppPolicy(file: URL(fileURLWithPath: appFile))
+            var policy = try ConfigLoader.loadAppPolicy(file: URL(fileURLWithPath: appFile), adapters: GatewayAssembly.catalog())
             policy.onlineChecks = policy.onlineChecks || onlineChecks
             return try SignedDataVerifier(policy: policy)
         } catch {
