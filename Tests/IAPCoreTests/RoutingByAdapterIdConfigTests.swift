@@ -50,8 +50,8 @@ final class RoutingByAdapterIdConfigTests: XCTestCase {
         XCTAssertTrue(refusal(receipt: "legacyy").hasSuffix(
             "routing.receipt: \"legacyy\" is neither a routing preset (legacy, serverAPI, shadow, compare, cutover) nor a known adapter (serverAPI, verifyReceipt)"),
                       refusal(receipt: "legacyy"))
-        let unknownCompared = refusal(receipt: "<answering>serverAPI</answering><compared>voucher</compared><beside>compare</beside>")
-        XCTAssertTrue(unknownCompared.contains("routing.receipt.compared: \"voucher\" is neither"), unknownCompared)
+        let unknownCompared = refusal(receipt: "<answering>serverAPI</answering><compared>loyalty</compared><beside>compare</beside>")
+        XCTAssertTrue(unknownCompared.contains("routing.receipt.compared: \"loyalty\" is neither"), unknownCompared)
         let besideAlone = refusal(receipt: "<answering>serverAPI</answering><beside>compare</beside>")
         XCTAssertTrue(besideAlone.hasSuffix("routing.receipt.beside: goes with compared"), besideAlone)
         let itself = refusal(receipt: "<answering>serverAPI</answering><compared>serverAPI</compared><beside>compare</beside>")
