@@ -86,10 +86,11 @@ public struct GatewayAssembly: Sendable {
         let ledger = try AsyncSQLLedger(storage: gateway.storage.url, deadline: storageDeadline,
                                         commitWait: max(.seconds(1), budget - storageDeadline),
                                         webhookAudience: Self.webhookAudience(configuration.apps), logger: logger)
-        let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
+        var migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: [legacyMapping, serverMapping]),
                                         store: ledger, legacyMappingVersion: legacyMapping.id,
                                         serverAPIMappingVersion: serverMapping.id, logger: logger,
                                         onShadowDropped: { metrics.recordLostWrite("shadow_comparison") })
+        migration.rollouts = RolloutRouting(ledger: ledger, logger: logger)
         return GatewayParts(apps: configuration.apps, adapters: registry, ledger: ledger,
                             notifications: try NotificationDecoder(mappings: mappings, environment: environment,
                                                                    verifiers: jwsVerifiers),
@@ -136,6 +137,10 @@ public struct GatewayAssembly: Sendable {
                                 identity: identity, leaseMillis: gateway.webhooks.leaseSeconds * 1000, logger: logger,
                                 now: parts.now)
         }
+        let rollouts = (parts.ledger as? any RolloutController.Store).map {
+            RolloutGuardSchedule(apps: parts.apps, controller: RolloutController(ledger: $0, logger: logger, now: parts.now),
+                                 logger: logger)
+        }
         return Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await processor.run() }
@@ -143,6 +148,7 @@ public struct GatewayAssembly: Sendable {
                 group.addTask { await maintenance.run() }
                 group.addTask { await sweep.run() }
                 if let finisher { group.addTask { await finisher.run() } }
+                if let rollouts { group.addTask { await rollouts.run() } }
             }
             // Held until the dispatcher has stopped: then another instance may be "the" one.
             withExtendedLifetime(instanceLock) {}

@@ -214,7 +214,9 @@ struct AppPolicyDecoder {
     private func decodeRouting(_ field: ConfigField) throws(VerificationError) -> AppPolicy.Routing {
         let o = try field.object()
         let modes = AppPolicy.RoutingMode.configWords
-        let receipt = try o.required("receipt").oneOf(modes)
+        let receiptField = try o.required("receipt")
+        // `rollout` answers per account (the plan below); nil here until the plan is read.
+        let receiptMode = try receiptField.oneOf(modes.map { ($0.0, Optional($0.1)) } + [("rollout", nil)])
         let transactionIdField = try o.required("transactionId")
         let transactionId = try transactionIdField.oneOf(modes)
         let signedTransaction = try o.required("signedTransaction").oneOf(modes)
@@ -227,12 +229,18 @@ struct AppPolicyDecoder {
             }
             sampleRate = rate
         }
+        let rolloutField = o.optional("rollout")
+        let rollout = try rolloutField.map { (f) throws(VerificationError) in try AppPolicy.Rollout.decode(f) }
         try o.finish()
         if transactionId != .serverAPI {
             throw transactionIdField.fail("a transaction id can only be verified through the Server API (serverAPI)")
         }
-        return AppPolicy.Routing(receipt: receipt, transactionId: transactionId, signedTransaction: signedTransaction,
-                                  cutoverSampleRate: sampleRate)
+        if receiptMode == nil, rollout == nil { throw receiptField.fail("rollout needs a rollout plan (routing.rollout)") }
+        if receiptMode != nil, let rolloutField { throw rolloutField.fail("only a receipt routing of rollout takes a plan") }
+        var routing = AppPolicy.Routing(receipt: receiptMode ?? rollout!.outsideCohort, transactionId: transactionId,
+                                        signedTransaction: signedTransaction, cutoverSampleRate: sampleRate)
+        routing.rollout = rollout
+        return routing
     }
 
     private func decodeNoncePolicy(_ field: ConfigField) throws(VerificationError) -> AppPolicy.NoncePolicy {
