@@ -52,7 +52,8 @@ public final class GatewayService: Sendable {
             retention: RetentionEndpoint(apps: apps, ledger: ledger, signers: offerSigners,
                                          verifiers: parts.jwsVerifiers ?? parts.notifications?.verifiers ?? AppVerifiers(),
                                          logger: logger, now: now),
-            comparisons: parts.comparisons)
+            comparisons: parts.comparisons,
+            rollouts: (ledger as? any RolloutController.Store).map { RolloutController(ledger: $0, logger: logger, now: now) })
     }
 
     /// For shutdown, once the server takes no more requests: waits for the shadow comparisons

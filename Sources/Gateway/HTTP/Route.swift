@@ -21,6 +21,8 @@ struct GatewayEndpoints: Sendable {
     let retention: RetentionEndpoint
     /// Where the comparison routes read from; nil: they answer 404.
     let comparisons: (any ComparisonLedger)?
+    /// Receipt rollouts (GET …/rollout); nil: that route answers 404.
+    let rollouts: RolloutController?
 
     func comparisonLedger() throws(VerificationError) -> any ComparisonLedger {
         guard let comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
@@ -267,6 +269,13 @@ extension Route {
                 responses: ["200": .ok("CutoverImpact")]),
               handler: .app(pathApp) { endpoints, request, app, _ throws(VerificationError) in
                   try await CutoverImpactEndpoint.answer(request, app: app, ledger: try endpoints.comparisonLedger())
+              }),
+        Route(method: "GET", path: "/v1/apps/{bundleId}/rollout", name: "rollout",
+              operation: OpenAPIOperation(
+                summary: "The app's receipt rollout: its step and percentage, whether it is paused, what its guard says of the step now, the plan, the timeline of advances and rollbacks with their reasons, and each step's verdict",
+                responses: ["200": .ok("Rollout"), "404": .error("unknown app (UNKNOWN_APP), or its receipts are not routed by a rollout (ROLLOUT_NOT_CONFIGURED)")]),
+              handler: .app(pathApp) { endpoints, _, app, _ throws(VerificationError) in
+                  try await RolloutEndpoint.answer(app, controller: endpoints.rollouts)
               }),
     ]
 }
