@@ -137,6 +137,12 @@ final class RolloutTests: XCTestCase {
         XCTAssertEqual(event["purchases"], .array([.string(refunded.originalTransactionId)]), rolledBack.jsonText)
         XCTAssertTrue(event["reason"]?.stringValue?.contains("would lose access") == true, rolledBack.jsonText)
         XCTAssertEqual(rolledBack["paused"], .bool(true), "no automatic advance after a rollback")
+        let page = try await gw.send("GET", "\(gw.harness.gatewayURL)/dashboard?app=\(gw.bundleId)")
+        XCTAssertEqual(page.status, 200)
+        XCTAssertTrue(page.text.contains("<strong id=\"rollout-percent\">0 %</strong>"), page.text)
+        XCTAssertTrue(page.text.contains("<td>rolledBack: 5 % → 0 %</td><td>guard</td>"), "the timeline names the rollback")
+        XCTAssertTrue(page.text.contains("<td class=\"id\">\(refunded.originalTransactionId)</td>"), "and the purchase")
+        XCTAssertTrue(page.text.contains("<td>5 %</td>") && page.text.contains("<td>rolledBack</td>"), "the step's verdict")
 
         // The grant made under the Server API path stands; the account is answered by verifyReceipt again.
         let entitlements = try await gw.entitlements(Self.insider)

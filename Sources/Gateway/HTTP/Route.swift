@@ -155,7 +155,7 @@ extension Route {
               // The app comes from the query (the page has one URL for every app); its own key opens it.
               handler: .app({ request, _ throws(VerificationError) in try DashboardEndpoint.bundleId(request) }) {
                   endpoints, request, app, _ throws(VerificationError) in
-                  try await DashboardEndpoint.answer(request, app: app, ledger: try endpoints.comparisonLedger())
+                  try await DashboardEndpoint.answer(request, app: app, ledger: try endpoints.comparisonLedger(), rollouts: endpoints.rollouts)
               }),
         Route(method: "POST", path: "/v1/apps/{bundleId}/nonces", name: "nonces",
               operation: OpenAPIOperation(summary: "Issue a single-use nonce bound to an account, to send with a receipt",

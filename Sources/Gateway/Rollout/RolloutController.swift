@@ -33,9 +33,6 @@ public struct RolloutController: Sendable {
         public var events: [RolloutEvent]
     }
 
-    /// The comparisons the guard reads at most (the newest since the step began).
-    static let comparisonsRead = 1000
-
     static func plan(_ app: AppPolicy) throws(VerificationError) -> AppPolicy.Rollout {
         guard let plan = app.routing.rollout else {
             throw VerificationError(.rolloutNotConfigured, "\(app.bundleId): receipts are not routed by a rollout")
@@ -119,8 +116,7 @@ public struct RolloutController: Sendable {
     private func judged(_ app: AppPolicy, _ plan: AppPolicy.Rollout) async throws(VerificationError)
         -> (RolloutState, RolloutGuard.Judgment) {
         let state = try await current(app)
-        let comparisons = try await ledger.comparisons(ComparisonQuery(bundleId: app.bundleId, from: state.stepStartedAt,
-                                                                       limit: Self.comparisonsRead))
+        let (comparisons, _) = try await DashboardEndpoint.load(app.bundleId, from: state.stepStartedAt, to: nil, ledger: ledger)
         return (state, RolloutGuard(plan: plan, app: app).judge(state, comparisons: comparisons, now: now()))
     }
 
