@@ -14,12 +14,6 @@ extension AppPolicy {
             public var minimumDwellSeconds: Int64
             /// Distinct purchase chains compared since the step began, at least, before it may advance.
             public var minimumComparedChains: Int
-
-            public init(percent: Int, minimumDwellSeconds: Int64, minimumComparedChains: Int) {
-                self.percent = percent
-                self.minimumDwellSeconds = minimumDwellSeconds
-                self.minimumComparedChains = minimumComparedChains
-            }
         }
 
         /// The adapter migrated from (answers accounts outside the cohort) and the one migrated to.

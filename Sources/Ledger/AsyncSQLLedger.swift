@@ -308,6 +308,10 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
         try await read { (l) throws(VerificationError) in try l.rolloutEvents(bundleId: bundleId, limit: limit) }
     }
 
+    public func rolloutRollbacks(bundleId: String) async throws(VerificationError) -> Int {
+        try await read { (l) throws(VerificationError) in try l.rolloutRollbacks(bundleId: bundleId) }
+    }
+
     // MARK: ComparisonLedger
 
     public func recordComparison(_ comparison: PurchaseComparison) async throws(VerificationError) {

@@ -72,4 +72,6 @@ public protocol RolloutLedger: Sendable {
         async throws(VerificationError) -> Bool
     /// The app's changes, newest first, at most `limit`.
     func rolloutEvents(bundleId: String, limit: Int) async throws(VerificationError) -> [RolloutEvent]
+    /// How many times the app's rollout was rolled back, by anyone.
+    func rolloutRollbacks(bundleId: String) async throws(VerificationError) -> Int
 }

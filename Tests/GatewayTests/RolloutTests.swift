@@ -97,6 +97,8 @@ final class RolloutTests: XCTestCase {
 
         let again = try await rollout(gw, .advance)
         XCTAssertEqual(again["percent"], .int(50), again.jsonText)
+        let metrics = try await gw.get("/metrics").text
+        XCTAssertTrue(metrics.contains("iapgw_rollout_percent{app=\"\(gw.bundleId)\"} 50\n"), metrics)
         try await afterAChangeIsRead()
         let insiderAt50 = try await answeringAdapter(gw, Self.insider, GatewayE2E.monthly)
         XCTAssertEqual(insiderAt50, "serverAPI", "raising the percentage never moves a cohort account back")
@@ -137,6 +139,9 @@ final class RolloutTests: XCTestCase {
         XCTAssertEqual(event["purchases"], .array([.string(refunded.originalTransactionId)]), rolledBack.jsonText)
         XCTAssertTrue(event["reason"]?.stringValue?.contains("would lose access") == true, rolledBack.jsonText)
         XCTAssertEqual(rolledBack["paused"], .bool(true), "no automatic advance after a rollback")
+        let metrics = try await gw.get("/metrics").text
+        XCTAssertTrue(metrics.contains("iapgw_rollout_percent{app=\"\(gw.bundleId)\"} 0\n"), metrics)
+        XCTAssertTrue(metrics.contains("iapgw_rollout_rollbacks_total{app=\"\(gw.bundleId)\"} 1\n"), metrics)
         let page = try await gw.send("GET", "\(gw.harness.gatewayURL)/dashboard?app=\(gw.bundleId)")
         XCTAssertEqual(page.status, 200)
         XCTAssertTrue(page.text.contains("<strong id=\"rollout-percent\">0 %</strong>"), page.text)

@@ -57,4 +57,13 @@ extension SQLLedger {
             }
         }
     }
+
+    public func rolloutRollbacks(bundleId: String) throws(VerificationError) -> Int {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("SELECT COUNT(*) FROM rollout_events WHERE bundle_id = ? AND action = ?",
+                                 .text(bundleId), .text(RolloutEvent.Action.rolledBack.rawValue)) { (row) throws(VerificationError) in
+                Int(try row.requiredInteger(0))
+            }.first ?? 0
+        }
+    }
 }
