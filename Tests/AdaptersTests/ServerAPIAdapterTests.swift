@@ -146,7 +146,7 @@ final class ServerAPIAdapterTests: XCTestCase {
         let sub = "Auto-Renewable Subscription"
         try scriptInfo(.production, "1850", ServerAPIFixture.transaction("1850", type: sub))
         let policy = RefusingTransactions()
-        let (adapter, app) = (try fx.adapter(), try fx.app())
+        let (adapter, app) = (try fx.adapter(), fx.app())
         let error = await expectVerificationError { () async throws(VerificationError) in
             try await adapter.verify(.transactionId("1850"), for: app, policy: policy)
         }

@@ -36,7 +36,7 @@ struct RevocationRuling: Sendable {
 
     /// Inside the claim: the presented purchase's chain refunded or revoked by a fact newer than the evidence.
     func refuseIfRevokedSince(_ claimed: ClaimOutcome) throws(VerificationError) {
-        guard let presented, let state = claimed.newerFacts[presented.chain], state == .refunded || state == .revoked else { return }
+        guard let presented, let state = claimed.newerFacts[presented.chain], state.isTakenBack else { return }
         throw VerificationError(.transactionRevoked,
                                 "transaction \(ClientExcerpt.of(presented.transactionId)) was \(state.rawValue) after this evidence was signed")
     }

@@ -59,7 +59,7 @@ extension SQLLedger {
             """, .text(bundleId), .text(chain)) { (row) throws(VerificationError) in try row.requiredInteger(0) }.first ?? 0
         if ended > 0 { return true }
         return try storedState(bundleId: bundleId, originalTransactionId: chain, connection)
-            .map { $0.state == .refunded || $0.state == .revoked } ?? false
+            .map { $0.state.isTakenBack } ?? false
     }
 
     @discardableResult
