@@ -12,12 +12,7 @@ import XCTest
 final class ReconcilerClockTests: XCTestCase {
     func testAReceiptsExpiryIsPastForTheReconcilerExactlyWhenTheEntitlementReadSaysExpired() async throws {
         let gw = try await GatewayE2E.start(self)
-        var apps = gw.harness.parts.apps
-        apps[gw.bundleId]?.serverAPI = nil
-        _ = try gw.buy(owner: "device-uma")
-        let receipt = try gw.simulator.receipt(owner: "device-uma", bundleId: gw.bundleId)
-        let claimed = try await gw.verifyReceipt(receipt, account: "uma")
-        XCTAssertEqual(claimed.status, 200, claimed.text)
+        let (apps, claimed) = try await gw.legacyOnlySubscriber(owner: "device-uma", account: "uma")
         let bought = try XCTUnwrap(claimed.json["transactions"]?.arrayValue?.first)
         let chain = try XCTUnwrap(bought["originalTransactionId"]?.stringValue)
         let purchased = try XCTUnwrap(bought["purchaseDate"]?.intValue)
