@@ -7,8 +7,9 @@ import IAPCore
 import Ledger
 
 /// POST /v1/apps/{bundleId}/verify: evidence verified by an adapter (or the migration router),
-/// judged by the purchase checks, claimed in the ledger, audited, and answered with the account's
-/// entitlements as they stand now.
+/// ruled on once (`PurchaseRuling`), claimed in the ledger and judged inside the claim
+/// (`VerifyJudge`: the verdict and the attempt's one audit record), and answered with the
+/// account's entitlements as they stand now.
 struct VerifyEndpoint: Sendable {
     let adapters: AdapterRegistry
     let ledger: any Ledger
