@@ -27,6 +27,7 @@ sqlite_base = load("sqlite-baseline.json") or {}
 pg_base = load("pg-baseline.json")
 retention = load("retention.json") or {}
 webhooks = load("webhooks.json")
+scale = load("scale-out.json")
 peer = bench.get("python_peer") or {}
 openssl = bench.get("openssl_speed_ecdsap256_verify_per_s")
 
@@ -156,6 +157,22 @@ if webhooks:
 else:
     row(7, "webhook backlog drain: not measured (bench-webhooks failed or was not run)", None, "s",
         "2 × the burst's length", None, None, "≤ 1.0")
+if scale:
+    for key, label in (("reclaims", "re-claims"), ("grants", "new grants")):
+        f = scale.get(key) or {}
+        r = ratio(f.get("postgres_pair"), f.get("sqlite"))
+        row(8, f"POST /verify {label}, two instances on one PostgreSQL (16 connections in all, p99 "
+            f"{fmt_ms(f.get('p99_ms_postgres'))} ms; errors {f.get('errors', '?')})", f.get("postgres_pair"), "req/s",
+            f"one instance on SQLite (p99 {fmt_ms(f.get('p99_ms_sqlite'))} ms)", f.get("sqlite"), r, "≥ 0.8",
+            without_errors(at_least(r, 0.8), f.get("errors", 1)))
+        half = f.get("half_load") or {}
+        p99 = half.get("p99_ms")
+        row(8, f"POST /verify {label} p99, the PostgreSQL pair offered half its peak ({half.get('offered_each_per_s', '?')}/s "
+            f"to each, evenly paced; errors {half.get('errors', '?')})", p99, "ms", "goal", 10.0, ratio(p99, 10.0), "≤ 10 ms",
+            None if p99 is None else p99 <= 10 and half.get("errors") == 0 and half.get("kept_pace") is True)
+else:
+    row(8, "scaling out on PostgreSQL: not measured (scale-out failed or was not run)", None, "req/s",
+        "one instance on SQLite", None, None, "≥ 0.8")
 # Peak RSS (VmHWM, reset before each load) of the process serving it. Re-claims: the demo (gateway +
 # simulator, no pool); new grants: `iapgw serve` alone (the simulator that signed the pool is gone);
 # notifications: `iapgw serve` alone, posted the same notifications again on another empty database

@@ -14,6 +14,8 @@
 #   6. POST /v1/retention (realtime retention request, answered with a signed offer): p50, p99 / Apple's ~700 ms deadline
 #   7. webhook delivery after a notification burst at peak intake, receiver answering in 20 ms: the backlog's
 #      drain time / 2 × the burst's length; deliveries/s / concurrency ÷ latency; writer commits/s while idle
+#   8. re-claims and new grants of two instances on one PostgreSQL / one instance on SQLite, same cores and
+#      run; each p99 with the pair at half its peak
 # The PostgreSQL figures come from a throwaway cluster (initdb in a temp dir, loopback, a free port,
 # its socket in the temp dir) stopped and deleted at exit.
 # Environment: IAPGW_BENCH_NOTIFICATIONS (count, default 3000), PG_BIN (default /usr/lib/postgresql/15/bin).
@@ -106,6 +108,10 @@ within 600 "$iapgw" bench-retention --count 3000 --connections 8 --json "$work/r
 section "7. webhooks: a burst of $count notifications at peak intake, receiver answering in 20 ms, concurrency 32 (Benchmarks/webhooks-load.sh)"
 IAPGW_BENCH_JSON="$work/webhooks.json" within 900 bash Benchmarks/webhooks-load.sh "$count" 16 20 32 | sed 's/^/   /' \
   || echo "   FAILED: bench-webhooks (output above)"
+
+section "8. scaling out: two instances on one PostgreSQL against one on SQLite, same cores (Benchmarks/scale-out.sh $((2 * seconds)))"
+within 1800 bash Benchmarks/scale-out.sh $((2 * seconds)) --json "$work/scale-out.json" | sed 's/^/   /' \
+  || echo "   FAILED: scale-out (output above)"
 
 section "summary"
 mkdir -p Benchmarks/results

@@ -16,6 +16,8 @@ public final class DemoHarness: Sendable {
         public var allowedEnvironments: [String] = ["Production", "Sandbox"]
         public var sandboxAccounts: [String] = []
         public var receiptRouting = "legacy"
+        /// The receipt routing's `rollout` plan, as plain-XML elements (with `receiptRouting = "rollout"`).
+        public var rolloutPlanXML: String?
         public var signedTransactionRouting = "serverAPI"
         public var nonceRequired = true
         public var familySharing = "allow"
@@ -190,6 +192,7 @@ public final class DemoHarness: Sendable {
                     <receipt>\(o.receiptRouting)</receipt>
                     <transactionId>serverAPI</transactionId>
                     <signedTransaction>\(o.signedTransactionRouting)</signedTransaction>
+                    \(o.rolloutPlanXML.map { "<rollout>\($0)</rollout>" } ?? "")
                 </routing>
                 <noncePolicy>
                     <requiredForReceipts type="bool">\(o.nonceRequired)</requiredForReceipts>

@@ -80,9 +80,10 @@ public struct GatewayAssembly: Sendable {
                                         commitWait: max(.seconds(1), budget - storageDeadline),
                                         webhookAudience: Self.webhookAudience(configuration.apps), logger: logger)
         // Known differences are declared by each source's newest mapping file, whichever adapters compare.
-        let migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: mappings.sources.compactMap(mappings.latest)),
+        var migration = MigrationRouter(comparator: PurchaseComparator(mappingFiles: mappings.sources.compactMap(mappings.latest)),
                                         store: ledger, logger: logger,
                                         onShadowDropped: { metrics.recordLostWrite("shadow_comparison") })
+        migration.rollouts = RolloutRouting(ledger: ledger, logger: logger)
         return GatewayParts(apps: configuration.apps, adapters: registry, ledger: ledger,
                             notifications: NotificationDecoder(signed: registry.capability((any SignedNotificationDecoding).self),
                                                                environment: environment, verifiers: jwsVerifiers),
@@ -142,6 +143,10 @@ public struct GatewayAssembly: Sendable {
                                 identity: identity, leaseMillis: gateway.webhooks.leaseSeconds * 1000, logger: logger,
                                 now: parts.now)
         }
+        let rollouts = (parts.ledger as? any RolloutController.Store).map {
+            RolloutGuardSchedule(apps: parts.apps, controller: RolloutController(ledger: $0, logger: logger, now: parts.now),
+                                 logger: logger)
+        }
         return Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await processor.run() }
@@ -149,6 +154,7 @@ public struct GatewayAssembly: Sendable {
                 group.addTask { await maintenance.run() }
                 group.addTask { await sweep.run() }
                 if let finisher { group.addTask { await finisher.run() } }
+                if let rollouts { group.addTask { await rollouts.run() } }
             }
             // Held until the dispatcher has stopped: then another instance may be "the" one.
             withExtendedLifetime(instanceLock) {}

@@ -100,3 +100,27 @@ extension GatewayParts {
         return try await DashboardEndpoint.report(app: try app(bundleId), ledger: comparisons)
     }
 }
+
+extension GatewayParts {
+    /// `iapgw rollout`: drives an app's receipt rollout by hand, as the gateway's guard does on its
+    /// own; prints what `GET /v1/apps/{bundleId}/rollout` answers after the action.
+    public func rollout(bundleId: String, action: RolloutAction) async throws(VerificationError) -> JSONValue {
+        guard let store = ledger as? any RolloutController.Store else {
+            throw VerificationError(.invalidConfiguration, "rollouts need the gateway's own ledger")
+        }
+        let app = try app(bundleId)
+        let controller = RolloutController(ledger: store, logger: logger, now: now)
+        switch action {
+        case .status: break
+        case .advance: _ = try await controller.advance(app)
+        case .pause: _ = try await controller.pause(app)
+        case .rollback: _ = try await controller.rollback(app)
+        }
+        return RolloutEndpoint.json(try await controller.status(app), now: now())
+    }
+}
+
+/// What `iapgw rollout` does.
+public enum RolloutAction: String, CaseIterable, Sendable {
+    case status, advance, pause, rollback
+}

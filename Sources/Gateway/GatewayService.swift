@@ -36,7 +36,9 @@ public final class GatewayService: Sendable {
         endpoints = GatewayEndpoints(
             readiness: ReadinessEndpoint(apps: apps, ledger: ledger, environment: parts.environment, logger: logger),
             metrics: MetricsEndpoint(metrics: parts.metrics, ledger: ledger, comparisons: parts.comparisons,
-                                     bundleIds: apps.keys.sorted(), chainCaches: chainCaches, logWriter: logger.writer),
+                                     bundleIds: apps.keys.sorted(),
+                                     rolloutApps: apps.values.filter { $0.routing.rollout != nil }.map(\.bundleId).sorted(),
+                                     chainCaches: chainCaches, logWriter: logger.writer),
             openAPI: OpenAPIDocument.json(evidence: parts.adapters.evidenceForms),
             idempotency: IdempotencyKeys(ledger: ledger, retentionHours: parts.idempotencyKeyHours, now: now),
             nonces: NoncesEndpoint(ledger: ledger, now: now),
@@ -52,7 +54,8 @@ public final class GatewayService: Sendable {
             retention: RetentionEndpoint(apps: apps, ledger: ledger, signers: offerSigners,
                                          verifiers: parts.jwsVerifiers ?? parts.notifications?.verifiers ?? AppVerifiers(),
                                          logger: logger, now: now),
-            comparisons: parts.comparisons)
+            comparisons: parts.comparisons,
+            rollouts: (ledger as? any RolloutController.Store).map { RolloutController(ledger: $0, logger: logger, now: now) })
     }
 
     /// For shutdown, once the server takes no more requests: waits for the shadow comparisons

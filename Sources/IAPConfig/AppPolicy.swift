@@ -133,6 +133,9 @@ public struct AppPolicy: Sendable, Equatable {
             case compare
             /// Off the request, for a sample (`cutoverSampleRate`) of requests.
             case cutover
+            /// Off the request, every request: a rollout cohort's (the adapter migrated from beside
+            /// the one migrated to; `Rollout.insideCohort`).
+            case cohort
         }
 
         /// The adapter whose outcome answers the request.
@@ -192,6 +195,9 @@ public struct AppPolicy: Sendable, Equatable {
         public var modes: [EvidenceKind: RoutingMode]
         /// In `cutover`, the share (0...1) of requests also verified through verifyReceipt as a spot check.
         public var cutoverSampleRate: Double
+        /// Receipts in `rollout`: the plan (`receipt` is then how accounts outside the cohort are
+        /// answered; `RolloutRouting` picks per account).
+        public var rollout: Rollout?
         public init(receipt: RoutingMode, transactionId: RoutingMode, signedTransaction: RoutingMode,
                     cutoverSampleRate: Double = 0) {
             self.cutoverSampleRate = cutoverSampleRate

@@ -4,7 +4,8 @@ extension AppPolicyDecoder {
     /// `routing`: one entry per kind of evidence (receipts, transaction ids and signed transactions
     /// each required; any other kind a known adapter verifies may be routed too). An entry is a
     /// preset word (`legacy`, `serverAPI`, `shadow`, `compare`, `cutover`: what they have always
-    /// meant), an adapter id (that adapter alone), or `{answering, compared, beside}` naming two
+    /// meant; for receipts also `rollout`, with its plan in `routing.rollout`), an adapter id (that
+    /// adapter alone), or `{answering, compared, beside}` naming two
     /// adapters and how the second runs beside the first. Every adapter named must be known to the
     /// gateway (`adapters`) and verify the kind it is routed.
     func decodeRouting(_ field: ConfigField) throws(VerificationError) -> AppPolicy.Routing {
@@ -12,9 +13,15 @@ extension AppPolicyDecoder {
         var modes: [AppPolicy.EvidenceKind: AppPolicy.RoutingMode] = [:]
         let routable = AppPolicy.EvidenceKind.configured
             + adapters.evidenceKinds.filter { !AppPolicy.EvidenceKind.configured.contains($0) }
+        // Receipts in `rollout` answer per account (the plan below): no mode here until the plan is read.
+        var receiptRollout: ConfigField?
         for kind in routable {
             let configured = AppPolicy.EvidenceKind.configured.contains(kind)
             guard let entry = configured ? try o.required(kind.rawValue) : o.optional(kind.rawValue) else { continue }
+            if kind == .receipt, case .string("rollout") = entry.node.value {
+                receiptRollout = entry
+                continue
+            }
             let mode = try decodeRoutingMode(entry)
             if let problem = adapters.problem(routing: kind, to: mode) { throw entry.fail(problem) }
             modes[kind] = mode
@@ -28,9 +35,19 @@ extension AppPolicyDecoder {
             }
             sampleRate = rate
         }
+        let rolloutField = o.optional("rollout")
+        let rollout = try rolloutField.map { (f) throws(VerificationError) in try AppPolicy.Rollout.decode(f) }
         try o.finish()
+        if let receiptRollout {
+            guard let rollout, let rolloutField else { throw receiptRollout.fail("rollout needs a rollout plan (routing.rollout)") }
+            if let problem = adapters.problem(routing: .receipt, to: rollout.insideCohort) { throw rolloutField.fail(problem) }
+            modes[.receipt] = rollout.outsideCohort
+        } else if let rolloutField {
+            throw rolloutField.fail("only a receipt routing of rollout takes a plan")
+        }
         var routing = AppPolicy.Routing(modes: modes)
         routing.cutoverSampleRate = sampleRate
+        routing.rollout = rollout
         return routing
     }
 

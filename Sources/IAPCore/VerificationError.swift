@@ -195,6 +195,11 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
         /// A request with an `Idempotency-Key` whose first request is still being answered (409):
         /// try again after `Retry-After`.
         public static let idempotencyKeyInFlight = Code(rawValue: "IDEMPOTENCY_KEY_IN_FLIGHT")
+        /// The app's receipt routing is not a `rollout`: it has no rollout to show or move (404).
+        public static let rolloutNotConfigured = Code(rawValue: "ROLLOUT_NOT_CONFIGURED")
+        /// A rollout change that cannot be made now: another change came first, the step's guard
+        /// does not hold, or there is no step to move to (409).
+        public static let rolloutConflict = Code(rawValue: "ROLLOUT_CONFLICT")
         /// The gateway broke one of its own invariants (a bug, or a stored row that no longer matches
         /// the schema): nothing was granted, and trying again will not help until an operator looks.
         public static let internalError = Code(rawValue: "INTERNAL_ERROR")
@@ -214,7 +219,8 @@ public struct VerificationError: Error, Equatable, Sendable, CustomStringConvert
             .unauthenticated, .unknownApp, .notFound, .methodNotAllowed, .transactionBoundToOtherAccount, .nonceInvalid,
             .nonceReused, .nonceRequired, .appAccountTokenMismatch, .unknownProduct, .productTypeMismatch,
             .priceMismatch, .transactionRevoked, .familySharingNotAllowed, .noTransactions, .offerNotAllowed, .storageUnavailable,
-            .storageOutcomeUnknown, .idempotencyKeyReused, .idempotencyKeyInFlight, .internalError,
+            .storageOutcomeUnknown, .idempotencyKeyReused, .idempotencyKeyInFlight, .rolloutNotConfigured, .rolloutConflict,
+            .internalError,
         ]
     }
 }

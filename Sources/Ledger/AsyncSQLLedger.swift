@@ -11,7 +11,7 @@ import Synchronization
 /// (engine codes such as `SQLite 13: database or disk is full` go to the log, with the request id),
 /// and of readiness, which reflects whether writes succeed.
 public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger, ReconciliationLedger, FinishLedger,
-    Sendable {
+    RolloutLedger, Sendable {
     /// The synchronous ledger the calls run on (tests and command-line tools read it directly).
     public let ledger: SQLLedger
     public let executor: StorageExecutor
@@ -289,6 +289,27 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
         try await write { (l) throws(VerificationError) in
             try l.markConsumptionAnswered(bundleId: bundleId, transactionId: transactionId, at: now)
         }
+    }
+
+    // MARK: RolloutLedger
+
+    public func rolloutState(bundleId: String) async throws(VerificationError) -> RolloutState? {
+        try await read { (l) throws(VerificationError) in try l.rolloutState(bundleId: bundleId) }
+    }
+
+    public func changeRollout(expected: RolloutState?, next: RolloutState, event: RolloutEvent, webhooks: [WebhookEvent])
+        async throws(VerificationError) -> Bool {
+        try await write { (l) throws(VerificationError) in
+            try l.changeRollout(expected: expected, next: next, event: event, webhooks: webhooks)
+        }
+    }
+
+    public func rolloutEvents(bundleId: String, limit: Int) async throws(VerificationError) -> [RolloutEvent] {
+        try await read { (l) throws(VerificationError) in try l.rolloutEvents(bundleId: bundleId, limit: limit) }
+    }
+
+    public func rolloutRollbacks(bundleId: String) async throws(VerificationError) -> Int {
+        try await read { (l) throws(VerificationError) in try l.rolloutRollbacks(bundleId: bundleId) }
     }
 
     // MARK: ComparisonLedger

@@ -3,7 +3,7 @@ import IAPCore
 
 /// The finish outbox: purchases the gateway granted and must tell the App Store it delivered
 /// (Finish Transaction, for apps whose policy has `finishTransactions`). A claim writes its rows in
-/// its own transaction (`PurchaseClaim.finishNewlyGranted`), so a row exists only for a durable
+/// its own transaction (`PurchaseClaim.finishIfNewlyGranted`), so a row exists only for a durable
 /// grant; the finisher leases what is due, sends it, and records the outcome. Guarantees:
 /// - at most one row per transaction of an app, however often it is claimed;
 /// - a row marked finished is never leased again (never sent twice after Apple's success);

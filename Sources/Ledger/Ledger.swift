@@ -38,11 +38,10 @@ public protocol Ledger: Sendable {
     func purgeIdempotentAnswers(expiredBy now: Int64) async throws(VerificationError) -> Int
 
     /// Binds every transaction's purchase to the claiming account, records the transactions, stores
-    /// the entitlements and appends the claim's audit record, all in one atomic step, and answers
-    /// with the account's stored entitlements of the claimed chains as of that step. If any purchase
-    /// belongs to another account nothing is written and `TRANSACTION_BOUND_TO_OTHER_ACCOUNT` is
-    /// thrown; if the presented transaction's chain was refunded or revoked by a fact newer than the
-    /// claim's, `TRANSACTION_REVOKED`.
+    /// the entitlements, hands what it did to the claim's judge and writes the judge's audit record
+    /// and answer, all in one atomic step, and answers with its outcome. If any purchase belongs to
+    /// another account nothing is written and `TRANSACTION_BOUND_TO_OTHER_ACCOUNT` is thrown; a
+    /// judge's refusal is thrown the same way, with nothing written.
     func claim(_ claim: PurchaseClaim) async throws(VerificationError) -> ClaimOutcome
 
     /// The stored entitlements of one account of one app, ordered by original transaction id.
@@ -102,62 +101,72 @@ public struct PurchaseClaim: Sendable {
     /// When Apple stated each chain's facts (by originalTransactionId): the newest `signedDate` of
     /// the evidence, or `now` for a live answer. A notification signed later wins over the claim.
     public var factTimes: [String: Int64]
-    /// The transaction the client presented (nil: a receipt, which presents no single one). Its
-    /// chain refunded or revoked by a fact newer than `factTimes` refuses the whole claim: an old
-    /// signed transaction replayed after its refund grants nothing.
-    public var presentedTransactionId: String?
-    /// Appended to the audit trail inside the claim: a grant is never stored without its record.
-    public var audit: AuditRecord?
-    /// Builds the call's answer from the claim's outcome as the claim reads it back, inside the
-    /// claim's transaction: its verdict is `audit`'s (the trail says what the answer says) and its
-    /// body is stored under `idempotency` and returned as `ClaimOutcome.answer`. nil: `audit` is
-    /// written with the verdict it has.
-    public var answer: (@Sendable (ClaimOutcome) -> ClaimAnswer)?
-    /// The call's `Idempotency-Key`: `answer`'s body is stored under it in the claim's transaction
+    /// Decides the call's answer and its one audit record from what the claim did, inside the
+    /// claim's transaction (see `ClaimJudge`). nil: the claim answers with its outcome alone and
+    /// audits nothing (tools, tests).
+    public var judge: (any ClaimJudge)?
+    /// The call's `Idempotency-Key`: the judge's body is stored under it in the claim's transaction
     /// (a key answered first by another call is `IdempotentWrite.answeredElsewhere`, and nothing of
     /// this claim is written).
     public var idempotency: IdempotentWrite?
-    /// Queue each newly granted, unrevoked transaction for Finish Transaction in the claim's own
-    /// transaction (the app's `finishTransactions`; see `FinishLedger`).
-    public var finishNewlyGranted = false
+    /// The transactions to queue for Finish Transaction, in the claim's own transaction, if this
+    /// claim grants them for the first time (see `FinishLedger`). Which ones is the caller's
+    /// decision (the app's `finishTransactions`, never a refunded or revoked purchase); the ledger
+    /// only leaves out local-test ones, which no App Store can be told of.
+    public var finishIfNewlyGranted: Set<String> = []
     /// Ownership keys bound to the account without a transaction of their own: what the app's own
     /// purchase grants (grandfathering), one key per product, so one app purchase serves one account.
     public var appPurchaseKeys: [String] = []
 
     public init(bundleId: String, account: String, transactions: [CanonicalTransaction],
-                entitlements: [Entitlement], now: Int64, factTimes: [String: Int64] = [:],
-                presentedTransactionId: String? = nil, audit: AuditRecord? = nil) {
+                entitlements: [Entitlement], now: Int64, factTimes: [String: Int64] = [:]) {
         self.factTimes = factTimes
-        self.presentedTransactionId = presentedTransactionId
-        self.audit = audit
         self.bundleId = bundleId
         self.account = account
         self.transactions = transactions
         self.entitlements = entitlements
         self.now = now
     }
+
+    /// When Apple stated the facts of `chain` (`factTimes`, else `now`).
+    public func factTime(of chain: String) -> Int64 { factTimes[chain] ?? now }
 }
 
-/// Which transactions a claim granted for the first time. Each transactionId is granted once:
-/// the gateway delivers consumables and other one-off effects only for `newlyGranted`.
+/// What a claim did, as it reads it back inside its transaction: which transactions it granted for
+/// the first time (each transactionId is granted once: the gateway delivers consumables and other
+/// one-off effects only for `newlyGranted`), which it had granted before, the stored entitlements,
+/// and which chains a fact newer than the claim's decides. The ledger reports; it judges nothing.
 public struct ClaimOutcome: Hashable, Sendable {
     public var newlyGranted: [String]
     public var alreadyGranted: [String]
     /// The account's stored entitlements of the claimed chains right after the claim (a newer
     /// notification's facts included), ordered by original transaction id.
     public var entitlements: [Entitlement] = []
-    /// The body `PurchaseClaim.answer` built (nil without one).
-    public var answer: String?
+    /// The stored lifecycle state of each claimed chain whose facts Apple stated after the claim's
+    /// (`factTimes`: a notification signed after a device-signed transaction), by original
+    /// transaction id: those facts, not the claim's, decide the chain's stored entitlement.
+    public var newerFacts: [String: Entitlement.State] = [:]
+    /// What the claim's judge answered (nil without one).
+    public var answer: ClaimAnswer?
+}
+
+/// The caller's decision about a claim, made inside the claim's transaction from its outcome: the
+/// answer's body (stored under the claim's `idempotency` key in that transaction, so a retry is
+/// answered the same) and the attempt's one audit record (a grant is never stored without it).
+/// A judge that throws refuses the claim: nothing of it is written.
+public protocol ClaimJudge: Sendable {
+    func judge(_ outcome: ClaimOutcome) throws(VerificationError) -> ClaimAnswer
 }
 
 /// A claim's answer, decided once inside the claim from what it stored.
-public struct ClaimAnswer: Sendable {
-    public var verdict: AuditVerdict
+public struct ClaimAnswer: Hashable, Sendable {
+    /// The attempt's audit record, with the verdict the body states.
+    public var audit: AuditRecord
     /// The answer's body (JSON text).
     public var body: String
 
-    public init(verdict: AuditVerdict, body: String) {
-        self.verdict = verdict
+    public init(audit: AuditRecord, body: String) {
+        self.audit = audit
         self.body = body
     }
 }

@@ -7,10 +7,11 @@ import IAPCore
 import UpstreamHTTP
 
 /// `iapgw-dev demo`: the local App Store simulator and the gateway on loopback, a demo app configured
-/// through real files under var/demo (its receipts in `shadow` routing), two purchases made, and
+/// through real files under var/demo (its receipts in a `rollout` routing), two purchases made, and
 /// copy-paste curl commands that walk an old-app receipt flow and a new-app transaction flow end to
-/// end; then the migration: a few old-app receipts (one with a planted disagreement) compared in
-/// shadow, a small batch compare, the verdict and the dashboard. `--once` walks them itself.
+/// end; then a short rollout that rolls itself back on a planted disagreement, and the migration: a
+/// few old-app receipts (one with a planted disagreement) compared in shadow, a small batch compare,
+/// the verdict and the dashboard. `--once` walks them itself.
 struct DemoCommand: Subcommand {
     let name = "demo"
     let summary = "run the gateway against the built-in App Store simulator, with curl commands to try"
@@ -26,8 +27,10 @@ struct DemoCommand: Subcommand {
 
     func run(_ args: inout CommandLineArguments) async throws -> Int32 {
         var options = DemoHarness.Options()
-        // Old app versions' receipts: verifyReceipt answers, the Server API path is compared beside it.
-        options.receiptRouting = "shadow"
+        // Old app versions' receipts in a rollout: at 0 % verifyReceipt answers everyone with the
+        // Server API compared beside it (as in shadow); a cohort is moved to the Server API step by step.
+        options.receiptRouting = "rollout"
+        options.rolloutPlanXML = DemoRollout.planXML
         options.gatewayPort = try args.value("--port").map { try Self.port($0) } ?? 8080
         options.simulatorPort = try args.value("--sim-port").map { try Self.port($0) } ?? 8090
         let directory = URL(fileURLWithPath: try args.value("--dir") ?? "var/demo", isDirectory: true)
@@ -73,9 +76,11 @@ struct DemoCommand: Subcommand {
         let status: Int32
         if once {
             let flows = try await Self.walkFlows(demo, receipt: alice.receiptBase64, bob: bob)
+            let rollout = try await DemoRollout.walk(demo)
             let migration = try await Self.walkMigration(demo, directory: directory, check: true)
-            status = flows == 0 && migration ? 0 : 1
+            status = flows == 0 && rollout && migration ? 0 : 1
         } else {
+            _ = try await DemoRollout.walk(demo)
             _ = try await Self.walkMigration(demo, directory: directory, check: false)
             status = await Self.printInstructions(demo, receiptFile: receiptFile, signedFile: signedFile, bob: bob)
         }
@@ -119,6 +124,9 @@ struct DemoCommand: Subcommand {
             # Refund Bob's purchase in the simulator, then ask again (refunds never grant)
             curl -s -X POST \(demo.simulator.baseURL.absoluteString)/admin/transactions/\(bob.transactionId)/refund
             curl -s \(auth) -d '{"account":"bob","transactionId":"\(bob.transactionId)"}' \(app)/verify
+
+            # The rollout: its step, guard and timeline (iapgw rollout status|advance|pause|rollback --app \(demo.bundleId))
+            curl -s \(auth) \(app)/rollout
 
             # The migration: the shadow comparisons and the batch above, the verdict and who a cutover would affect
             curl -s \(auth) \(app)/cutover-impact
@@ -187,7 +195,8 @@ struct DemoCommand: Subcommand {
             return (r.status, (try? StrictJSON().parse(r.body)) ?? .null)
         }
         var ok = true
-        print("\nmigration: old-app receipts in shadow routing (verifyReceipt answers, the Server API is compared beside it)")
+        let comparedBefore = try await demo.parts.migrationReport(bundleId: demo.bundleId).overall.total
+        print("\nmigration: old-app receipts outside the rollout's cohort (verifyReceipt answers, the Server API is compared beside it)")
         let owners: [(String, String, TransactionType)] = [
             ("carol", "com.example.demo.pro.monthly", .autoRenewable), ("dave", "com.example.demo.removeads", .nonConsumable),
             ("erin", "com.example.demo.coins100", .consumable), ("frank", "com.example.demo.removeads", .nonConsumable),
@@ -212,7 +221,8 @@ struct DemoCommand: Subcommand {
         }
         // Shadow comparisons are stored off the request: wait for them (bounded).
         let deadline = Date().addingTimeInterval(10)
-        while (try await demo.parts.migrationReport(bundleId: demo.bundleId).overall.total) < owners.count + 1, Date() < deadline {
+        while (try await demo.parts.migrationReport(bundleId: demo.bundleId).overall.total) < comparedBefore + owners.count,
+              Date() < deadline {
             try await Task.sleep(for: .milliseconds(50))
         }
 

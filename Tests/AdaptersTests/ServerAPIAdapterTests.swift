@@ -139,6 +139,24 @@ final class ServerAPIAdapterTests: XCTestCase {
         XCTAssertEqual(error?.code, .bundleIdMismatch)
     }
 
+    /// The transaction id path asks the claim's policy about the transaction Apple returned, as the
+    /// signed transaction, app transaction, receipt and order paths do, and before it asks Apple
+    /// anything more (the chain's statuses): a transaction the policy refuses is refused.
+    func testATransactionIdWhoseTransactionThePolicyRefusesIsRefusedBeforeItsStatusesAreRead() async throws {
+        let sub = "Auto-Renewable Subscription"
+        try scriptInfo(.production, "1850", ServerAPIFixture.transaction("1850", type: sub))
+        let policy = RefusingTransactions()
+        let (adapter, app) = (try fx.adapter(), fx.app())
+        let error = await expectVerificationError { () async throws(VerificationError) in
+            try await adapter.verify(.transactionId("1850"), for: app, policy: policy)
+        }
+        XCTAssertEqual(error?.code, .bundleIdMismatch)
+        XCTAssertEqual(policy.asked, [EvidenceIdentity(bundleId: ServerAPIFixture.bundleId, environment: .production,
+                                                       kind: .transaction)])
+        XCTAssertEqual(fx.server.requests.map(\.path), ["/production/inApps/v1/transactions/1850"],
+                       "no status lookup for a refused transaction")
+    }
+
     func testMissingKeyIsInvalidConfigurationNamingTheReference() async throws {
         let app = fx.app(serverAPI: .some(.init(issuerId: ServerAPIFixture.issuerId, keyId: ServerAPIFixture.keyId,
                                                 privateKey: SecretReference(.environmentVariable("IAPGW_TEST_P8_ABSENT")))))
@@ -190,5 +208,20 @@ final class ServerAPIAdapterTests: XCTestCase {
         }
         XCTAssertEqual(error?.code, .upstreamUnavailable)
         XCTAssertEqual(error?.retryAfterSeconds, 4)
+    }
+}
+
+/// A policy that accepts every environment and refuses every transaction it is asked about,
+/// recording what it was asked.
+private final class RefusingTransactions: EvidencePolicy {
+    private let identities = LockedBox([EvidenceIdentity]())
+    var asked: [EvidenceIdentity] { identities.withLock { $0 } }
+
+    func accepts(_ environment: AppStoreEnvironment) -> Bool { true }
+
+    func admit(_ identity: EvidenceIdentity) throws(VerificationError) {
+        identities.withLock { $0.append(identity) }
+        guard identity.kind == .transaction else { return }
+        throw VerificationError(.bundleIdMismatch, "the policy refuses this transaction")
     }
 }

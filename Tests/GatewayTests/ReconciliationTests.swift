@@ -2,6 +2,7 @@ import Adapters
 import AppStoreSimulator
 import Foundation
 @testable import Gateway
+import IAPConfig
 import IAPCore
 import Ledger
 import TestSupport
@@ -80,13 +81,7 @@ final class ReconciliationTests: XCTestCase {
 
     func testLegacyOnlyAppFollowsItsStoredReceiptReverifiedAfterARefund() async throws {
         let gw = try await GatewayE2E.start(self)
-        var apps = gw.harness.parts.apps
-        apps[gw.bundleId]?.serverAPI = nil
-        // verifyReceipt returns a latest_receipt (which the gateway keeps sealed) for subscribers.
-        _ = try gw.buy(owner: "device-dora")
-        let receipt = try gw.simulator.receipt(owner: "device-dora", bundleId: gw.bundleId)
-        let claimed = try await gw.verifyReceipt(receipt, account: "dora")
-        XCTAssertEqual(claimed.status, 200, claimed.text)
+        let (apps, claimed) = try await gw.legacyOnlySubscriber(owner: "device-dora", account: "dora")
         let transactionId = try XCTUnwrap(claimed.json["transactions"]?.arrayValue?.first?["transactionId"]?.stringValue)
         let reconciler = try gw.harness.parts.reconciler(apps: apps)
 
@@ -193,6 +188,18 @@ func runPass(_ reconciler: Reconciler, since: Int64? = nil) async throws -> Reco
 }
 
 extension GatewayE2E {
+    /// A subscriber whose receipt the gateway verified, and the gateway's apps with this one
+    /// legacy-only (no Server API credentials): reconciliation re-verifies its stored receipt
+    /// (verifyReceipt returns a latest_receipt, which the gateway keeps sealed, for subscribers).
+    func legacyOnlySubscriber(owner: String, account: String) async throws -> (apps: [String: AppPolicy], claimed: GatewayAnswer) {
+        var apps = harness.parts.apps
+        apps[bundleId]?.serverAPI = nil
+        _ = try buy(owner: owner)
+        let claimed = try await verifyReceipt(try simulator.receipt(owner: owner, bundleId: bundleId), account: account)
+        XCTAssertEqual(claimed.status, 200, claimed.text)
+        return (apps, claimed)
+    }
+
     /// Waits (bounded) until the gateway's inbox has nothing due, draining it here too: the
     /// background worker may hold an entry in its transaction when this looks.
     func waitUntilInboxIsDrained() async throws {

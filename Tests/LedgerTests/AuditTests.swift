@@ -1,7 +1,6 @@
 import AppleTrust
 import Foundation
 import IAPCore
-import Synchronization
 import XCTest
 @testable import Ledger
 
@@ -26,33 +25,37 @@ final class AuditTests: LedgerTestCase {
         XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.other", limit: 10), [])
     }
 
-    func testClaimAppendsItsAuditRecordInTheSameStep() throws {
+    func testClaimAppendsItsJudgesAuditRecordInTheSameStep() throws {
         let ledger = try openLedger()
         let granted = record(evidenceSHA256: SHA256Digest.lowercaseHex("evidence"))
         var purchase = claim("alice", [transaction("1000", original: "1000")])
-        purchase.audit = granted
+        purchase.judge = RecordingJudge(audit: granted)
         _ = try ledger.claim(purchase)
         XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10), [granted])
     }
 
-    /// The claim's audit verdict is decided from the entitlements it reads back (a newer
-    /// notification's facts included), in the same step: here a chain stored expired.
-    func testClaimAuditsTheVerdictDecidedFromTheEntitlementsItReadsBack() throws {
+    /// The judge is handed the entitlements the claim reads back (a newer notification's facts
+    /// included), in the same step: here a chain stored expired; its answer is the claim's.
+    func testTheJudgeDecidesFromTheEntitlementsTheClaimReadsBack() throws {
         let ledger = try openLedger()
         var purchase = claim("alice", [transaction("1000", original: "1000")],
                              entitlements: [entitlement("alice", original: "1000", state: .expired)])
-        purchase.audit = record(evidenceSHA256: SHA256Digest.lowercaseHex("evidence"), verdict: .refused)
-        let seen = Mutex<[Entitlement]?>(nil)
-        purchase.answer = { claimed in
-            seen.withLock { $0 = claimed.entitlements }
-            return ClaimAnswer(verdict: claimed.entitlements.contains { $0.state == .active } ? .granted : .notGranted,
-                               body: "{}")
-        }
+        let judge = RecordingJudge(audit: record(evidenceSHA256: SHA256Digest.lowercaseHex("evidence"), verdict: .notGranted))
+        purchase.judge = judge
         let outcome = try ledger.claim(purchase)
-        XCTAssertEqual(seen.withLock { $0 }, outcome.entitlements)
-        XCTAssertEqual(outcome.answer, "{}")
+        var handed = try XCTUnwrap(judge.seen.withLock { $0 }.first)
+        handed.answer = outcome.answer
+        XCTAssertEqual(handed, outcome)
+        XCTAssertEqual(outcome.answer?.body, "{}")
         XCTAssertEqual(outcome.entitlements.map(\.state), [.expired])
         XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10).map(\.verdict), [.notGranted])
+    }
+
+    /// A claim without a judge audits nothing: the record is the judge's to give.
+    func testAClaimWithoutAJudgeWritesNoAuditRecord() throws {
+        let ledger = try openLedger()
+        _ = try ledger.claim(claim("alice", [transaction("1000", original: "1000")]))
+        XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10), [])
     }
 
     /// Migration 11 widens the verdict CHECK (SQLite: a rebuilt table): rows written before it read
@@ -97,7 +100,7 @@ final class AuditTests: LedgerTestCase {
         let ledger = try openLedger()
         _ = try ledger.claim(claim("bob", [transaction("1000", original: "1000")]))
         var stolen = claim("alice", [transaction("1000", original: "1000")])
-        stolen.audit = record(evidenceSHA256: SHA256Digest.lowercaseHex("evidence"))
+        stolen.judge = RecordingJudge(audit: record(evidenceSHA256: SHA256Digest.lowercaseHex("evidence")))
         XCTAssertEqual(errorCode { () throws(VerificationError) in _ = try ledger.claim(stolen) },
                        .transactionBoundToOtherAccount)
         XCTAssertEqual(try ledger.auditRecords(bundleId: "com.example.app", limit: 10), [])
@@ -106,7 +109,7 @@ final class AuditTests: LedgerTestCase {
     func testClaimWithAMalformedAuditDigestWritesNothing() throws {
         let ledger = try openLedger()
         var purchase = claim("alice", [transaction("1000", original: "1000")])
-        purchase.audit = record(evidenceSHA256: "not-a-digest")
+        purchase.judge = RecordingJudge(audit: record(evidenceSHA256: "not-a-digest"))
         XCTAssertEqual(errorCode { () throws(VerificationError) in _ = try ledger.claim(purchase) }, .internalError)
         XCTAssertNil(try ledger.owner(bundleId: "com.example.app", originalTransactionId: "1000"))
     }

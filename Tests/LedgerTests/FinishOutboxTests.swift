@@ -12,7 +12,8 @@ final class FinishOutboxTests: LedgerTestCase {
     private func finishing(_ account: String, _ transactions: [CanonicalTransaction],
                            entitlements: [Entitlement] = []) -> PurchaseClaim {
         var purchase = claim(account, transactions, entitlements: entitlements)
-        purchase.finishNewlyGranted = true
+        // As the gateway asks: every transaction but the refunded and revoked ones.
+        purchase.finishIfNewlyGranted = Set(transactions.filter { $0.revocationDate == nil }.map(\.transactionId))
         return purchase
     }
 

@@ -17,7 +17,7 @@ final class IdempotentAnswerTests: LedgerTestCase {
         var purchase = claim(account, [transaction(id, original: id)], entitlements: [entitlement(account, original: id)],
                              bundleId: bundleId, now: now)
         purchase.idempotency = write
-        purchase.answer = { claimed in ClaimAnswer(verdict: .granted, body: #"{"newlyGranted":\#(claimed.newlyGranted)}"#) }
+        purchase.judge = RecordingJudge(audit: auditRecord("a")) { claimed in #"{"newlyGranted":\#(claimed.newlyGranted)}"# }
         return purchase
     }
 
@@ -27,7 +27,7 @@ final class IdempotentAnswerTests: LedgerTestCase {
         XCTAssertEqual(outcome.newlyGranted, ["1000"])
         let stored = try XCTUnwrap(try ledger.idempotentAnswer(bundleId: "com.example.app", key: "k1", now: now + 1))
         XCTAssertEqual(stored, StoredAnswer(requestSHA256: SHA256Digest.lowercaseHex("a"), status: 200, body: #"{"newlyGranted":["1000"]}"#))
-        XCTAssertEqual(stored.body, outcome.answer)
+        XCTAssertEqual(stored.body, outcome.answer?.body)
         // Keys are per app.
         XCTAssertNil(try ledger.idempotentAnswer(bundleId: "com.example.other", key: "k1", now: now + 1))
     }

@@ -1,5 +1,6 @@
 import Foundation
 import IAPCore
+import Synchronization
 import XCTest
 @testable import Ledger
 
@@ -87,6 +88,35 @@ class LedgerTestCase: XCTestCase {
                bundleId: String = "com.example.app", now: Int64 = 1_700_000_000_000) -> PurchaseClaim {
         PurchaseClaim(bundleId: bundleId, account: account, transactions: transactions, entitlements: entitlements,
                       now: now)
+    }
+
+    /// A claim's judge that answers with `audit` and `body`, recording the outcome it was handed.
+    final class RecordingJudge: ClaimJudge {
+        let audit: AuditRecord
+        let body: @Sendable (ClaimOutcome) -> String
+        let seen = Mutex<[ClaimOutcome]>([])
+        /// Thrown instead of answering, when set.
+        let refusal: VerificationError?
+
+        init(audit: AuditRecord, refusal: VerificationError? = nil, body: @escaping @Sendable (ClaimOutcome) -> String = { _ in "{}" }) {
+            self.audit = audit
+            self.refusal = refusal
+            self.body = body
+        }
+
+        func judge(_ outcome: ClaimOutcome) throws(VerificationError) -> ClaimAnswer {
+            seen.withLock { $0.append(outcome) }
+            if let refusal { throw refusal }
+            return ClaimAnswer(audit: audit, body: body(outcome))
+        }
+    }
+
+    func auditRecord(_ evidence: String, time: Int64 = 1_700_000_000_000, verdict: AuditVerdict = .granted,
+                     errorCode: VerificationError.Code? = nil) -> AuditRecord {
+        AuditRecord(time: time, bundleId: "com.example.app", account: "alice", evidenceKind: "signedTransaction",
+                    evidenceSHA256: String(repeating: evidence, count: 64 / evidence.count), transactionIds: ["1000", "1001"],
+                    productIds: ["com.example.pro"], environment: "Production", verdict: verdict, errorCode: errorCode,
+                    adapter: "serverAPI", latencyMicros: 1234)
     }
 
     /// The error `body` throws, failing the test if it does not throw.

@@ -13,7 +13,11 @@ extension ServerAPIAdapter {
         let info = try await client.getTransactionInfo(transactionId: transactionId,
                                                        order: try Self.order(policy, app: context.policy))
         let transaction = try await verifiedTransaction(info.signedTransactionInfo, answeredBy: info.environment, context)
-        try collected.add(try normalizer.normalize(transaction: transaction.raw))
+        let normalized = try normalizer.normalize(transaction: transaction.raw)
+        // Before Apple is asked anything more about it (its chain's renewals), as on every other path.
+        try policy.admit(EvidenceIdentity(bundleId: normalized.bundleId, appAppleId: normalized.appAppleId,
+                                          environment: normalized.environment, kind: .transaction))
+        try collected.add(normalized)
         try await addRenewals(for: [transaction], client: client, environment: info.environment, context, into: &collected)
     }
 

@@ -16,13 +16,14 @@ struct MetricsEndpoint: Sendable {
     /// The log's output writer (none when the log goes elsewhere, e.g. captured by tests: 0 dropped).
     let logWriter: LogWriter?
 
+    /// `rolloutApps`: the apps whose receipts are routed by a rollout (their step and rollbacks are gauges).
     init(metrics: GatewayMetrics, ledger: any Ledger & NotificationLedger, comparisons: (any ComparisonLedger)?,
-         bundleIds: [String], chainCaches: [ChainCacheCounts], logWriter: LogWriter?) {
+         bundleIds: [String], rolloutApps: [String] = [], chainCaches: [ChainCacheCounts], logWriter: LogWriter?) {
         self.metrics = metrics
         self.chainCaches = chainCaches
         self.logWriter = logWriter
         storageGauges = StorageGauges { () async throws(VerificationError) -> String in
-            try await Self.storageGauges(ledger: ledger, comparisons: comparisons, bundleIds: bundleIds)
+            try await Self.storageGauges(ledger: ledger, comparisons: comparisons, bundleIds: bundleIds, rolloutApps: rolloutApps)
         }
     }
 
@@ -34,7 +35,7 @@ struct MetricsEndpoint: Sendable {
     /// Gauges read from the ledger: inbox and outbox depth, and per app the migration comparisons
     /// and how many agreed (app labels are configured bundle ids: bounded).
     static func storageGauges(ledger: any Ledger & NotificationLedger, comparisons: (any ComparisonLedger)?,
-                              bundleIds: [String]) async throws(VerificationError) -> String {
+                              bundleIds: [String], rolloutApps: [String] = []) async throws(VerificationError) -> String {
         let inbox = try await ledger.inboxDepth()
         var out = "# HELP iapgw_inbox_entries Notification inbox entries by state.\n# TYPE iapgw_inbox_entries gauge\n"
         out += "iapgw_inbox_entries{state=\"pending\"} \(inbox.pending)\n"
@@ -42,6 +43,17 @@ struct MetricsEndpoint: Sendable {
         out += "iapgw_inbox_entries{state=\"parked\"} \(inbox.parked)\n"
         out += "# HELP iapgw_outbox_depth Webhook events not yet delivered.\n# TYPE iapgw_outbox_depth gauge\n"
         out += "iapgw_outbox_depth \(try await ledger.outboxDepth())\n"
+        if let rollouts = ledger as? any RolloutLedger, !rolloutApps.isEmpty {
+            out += "# HELP iapgw_rollout_percent The share of accounts a receipt rollout answers by the Server API now.\n"
+                + "# TYPE iapgw_rollout_percent gauge\n"
+            var rollbacks = "# HELP iapgw_rollout_rollbacks_total Rollbacks of a receipt rollout (by its guard or an operator).\n"
+                + "# TYPE iapgw_rollout_rollbacks_total counter\n"
+            for bundleId in rolloutApps {
+                out += "iapgw_rollout_percent{app=\"\(bundleId)\"} \(try await rollouts.rolloutState(bundleId: bundleId)?.percent ?? 0)\n"
+                rollbacks += "iapgw_rollout_rollbacks_total{app=\"\(bundleId)\"} \(try await rollouts.rolloutRollbacks(bundleId: bundleId))\n"
+            }
+            out += rollbacks
+        }
         if let comparisons {
             out += "# HELP iapgw_comparisons Stored migration comparisons by app and outcome.\n# TYPE iapgw_comparisons gauge\n"
             for bundleId in bundleIds {

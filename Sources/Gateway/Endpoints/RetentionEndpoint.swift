@@ -121,6 +121,6 @@ struct AccountKnowledge {
         return AccountKnowledge(account: account, entitlements: entitlements,
                                 chainState: current.first { $0.originalTransactionId == originalTransactionId }?.state,
                                 tenureDays: first.map { max(0, now - $0) / 86_400_000 },
-                                hasRefund: current.contains { $0.state == .refunded || $0.state == .revoked })
+                                hasRefund: current.contains { $0.state.isTakenBack })
     }
 }

@@ -15,9 +15,9 @@ enum ErrorResponses {
         case .unauthenticated: 401
         // Authenticated and well-formed, but the policy does not give this account this offer.
         case .offerNotAllowed: 403
-        case .unknownApp, .notFound, .orderNotFound: 404
+        case .unknownApp, .notFound, .orderNotFound, .rolloutNotConfigured: 404
         case .methodNotAllowed: 405
-        case .transactionBoundToOtherAccount, .idempotencyKeyInFlight: 409
+        case .transactionBoundToOtherAccount, .idempotencyKeyInFlight, .rolloutConflict: 409
         case .inputTooLarge: 413
         case .invalidConfiguration, .invalidMapping, .internalError: 500
         // Apple refused our credentials or answered something unusable: not the client's evidence.

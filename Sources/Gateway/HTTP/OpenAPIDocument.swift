@@ -1,5 +1,6 @@
 import Adapters
 import IAPCore
+import Ledger
 
 /// What the OpenAPI document says of one route, declared with the route (`Route.all`). Path
 /// parameters come from the route's path, the key requirement from its handler, and the answers
@@ -311,6 +312,20 @@ enum OpenAPIDocument {
                     "legacyState": impactState, "serverAPIState": impactState, "legacyExpiresDate": integer,
                     "serverAPIExpiresDate": integer, "comparisonId": string,
                 ])),
+            ]),
+            "Rollout": object([
+                "bundleId": string, "from": string, "to": string, "percent": integer, "step": integer,
+                "steps": array(object(["percent": integer, "minimumDwellSeconds": integer, "minimumComparedChains": integer])),
+                "stepStartedAt": integer, "paused": .object(["type": "boolean"]), "autoAdvance": .object(["type": "boolean"]),
+                "guardIntervalSeconds": integer,
+                "guard": object(["holds": .object(["type": "boolean"]), "findings": array(string), "purchases": array(string)]),
+                "events": array(object([
+                    "at": integer,
+                    "action": .object(["type": "string", "enum": .array(RolloutEvent.Action.allCases.map { .string($0.rawValue) })]),
+                    "actor": .object(["type": "string", "enum": .array(RolloutEvent.Actor.allCases.map { .string($0.rawValue) })]),
+                    "fromPercent": integer, "toPercent": integer, "reason": string, "purchases": array(string),
+                ])),
+                "stepVerdicts": array(object(["percent": integer, "from": integer, "to": integer, "verdict": string, "reason": string])),
             ]),
             "ComparedPurchase": object([
                 "originalTransactionId": string, "productId": string, "productType": string,

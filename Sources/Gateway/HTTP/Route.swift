@@ -21,6 +21,8 @@ struct GatewayEndpoints: Sendable {
     let retention: RetentionEndpoint
     /// Where the comparison routes read from; nil: they answer 404.
     let comparisons: (any ComparisonLedger)?
+    /// Receipt rollouts (GET …/rollout); nil: that route answers 404.
+    let rollouts: RolloutController?
 
     func comparisonLedger() throws(VerificationError) -> any ComparisonLedger {
         guard let comparisons else { throw VerificationError(.notFound, "comparisons are not enabled") }
@@ -153,7 +155,7 @@ extension Route {
               // The app comes from the query (the page has one URL for every app); its own key opens it.
               handler: .app({ request, _ throws(VerificationError) in try DashboardEndpoint.bundleId(request) }) {
                   endpoints, request, app, _ throws(VerificationError) in
-                  try await DashboardEndpoint.answer(request, app: app, ledger: try endpoints.comparisonLedger())
+                  try await DashboardEndpoint.answer(request, app: app, ledger: try endpoints.comparisonLedger(), rollouts: endpoints.rollouts)
               }),
         Route(method: "POST", path: "/v1/apps/{bundleId}/nonces", name: "nonces",
               operation: OpenAPIOperation(summary: "Issue a single-use nonce bound to an account, to send with a receipt",
@@ -267,6 +269,13 @@ extension Route {
                 responses: ["200": .ok("CutoverImpact")]),
               handler: .app(pathApp) { endpoints, request, app, _ throws(VerificationError) in
                   try await CutoverImpactEndpoint.answer(request, app: app, ledger: try endpoints.comparisonLedger())
+              }),
+        Route(method: "GET", path: "/v1/apps/{bundleId}/rollout", name: "rollout",
+              operation: OpenAPIOperation(
+                summary: "The app's receipt rollout: its step and percentage, whether it is paused, what its guard says of the step now, the plan, the timeline of advances and rollbacks with their reasons, and each step's verdict",
+                responses: ["200": .ok("Rollout"), "404": .error("unknown app (UNKNOWN_APP), or its receipts are not routed by a rollout (ROLLOUT_NOT_CONFIGURED)")]),
+              handler: .app(pathApp) { endpoints, _, app, _ throws(VerificationError) in
+                  try await RolloutEndpoint.answer(app, controller: endpoints.rollouts)
               }),
     ]
 }

@@ -20,7 +20,8 @@ enum DashboardEndpoint {
         try queryParameters["app"].value(in: request.query) ?? ""
     }
 
-    static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger) async throws(VerificationError) -> HTTPResponse {
+    static func answer(_ request: HTTPRequest, app: AppPolicy, ledger: any ComparisonLedger, rollouts: RolloutController? = nil)
+        async throws(VerificationError) -> HTTPResponse {
         try queryParameters.refuseUnknown(in: request.query)
         let format = try queryParameters["format"].value(in: request.query) ?? "html"
         var window = request.query
@@ -35,6 +36,7 @@ enum DashboardEndpoint {
                 ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"),
             ], body: Array(MigrationReportCSV.render(report).utf8))
         }
+        let rollout = app.routing.rollout == nil ? nil : try await rollouts?.status(app)
         return HTTPResponse(status: 200, headers: [
             ("Content-Type", "text/html; charset=utf-8"),
             // The header repeats the page's own policy, so even a proxy that strips <meta> cannot loosen it.
@@ -42,7 +44,7 @@ enum DashboardEndpoint {
             ("Cache-Control", "no-store"),
             ("X-Content-Type-Options", "nosniff"),
             ("Referrer-Policy", "no-referrer"),
-        ], body: Array(MigrationReportHTML.render(report).utf8))
+        ], body: Array(MigrationReportHTML.render(report, rollout: rollout, now: rollouts?.now() ?? 0).utf8))
     }
 
     /// The report (verdict, failures, cutover impact) over the app's comparisons in the window.

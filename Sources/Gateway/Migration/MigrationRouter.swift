@@ -22,6 +22,8 @@ public struct MigrationRouter: Sendable {
     let random: @Sendable () -> Double
     /// The comparisons the answers do not wait for; drained at shutdown.
     let shadowWork: ShadowQueue
+    /// Per-account receipt routing of apps in a rollout; nil: routing is the app file's alone.
+    var rollouts: RolloutRouting?
 
     public init(comparator: PurchaseComparator, store: any ComparisonLedger, logger: Logger = .disabled,
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
@@ -56,6 +58,7 @@ public struct MigrationRouter: Sendable {
 
     func run(_ evidence: PurchaseEvidence, account: String, app: AppPolicy, adapters: AdapterRegistry,
              evidenceSHA256: String) async throws(VerificationError) -> Answer {
+        let app = await rollouts?.route(app, account: account) ?? app
         guard let mode = app.routing[evidence.kind], let (comparedId, beside) = mode.compared,
               let generations = mode.generations else {
             throw VerificationError(.invalidConfiguration, "\(app.bundleId): \(evidence.kind) routing is not a migration mode")
@@ -74,9 +77,9 @@ public struct MigrationRouter: Sendable {
                                      digest: evidenceSHA256, account: account)
             await store(comparison)
             return Answer(outcome: s, answeringAdapter: serverAPI.id, comparison: comparison)
-        case .shadow, .cutover:
+        case .shadow, .cutover, .cohort:
             let primaryResult = await Self.attempt(answering, evidence, account, app)
-            if beside == .shadow || random() < app.routing.cutoverSampleRate {
+            if beside != .cutover || random() < app.routing.cutoverSampleRate {
                 let router = self
                 shadowWork.submit {
                     let secondaryResult = await Self.attempt(compared, evidence, account, app)

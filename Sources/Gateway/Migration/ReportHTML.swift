@@ -8,7 +8,8 @@ import IAPCore
 public enum MigrationReportHTML {
     public static let contentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
-    public static func render(_ report: MigrationReport) -> String {
+    /// `rollout`: the app's receipt rollout, shown first when the app is in one.
+    public static func render(_ report: MigrationReport, rollout: RolloutController.Status? = nil, now: Int64 = 0) -> String {
         var html = """
         <!DOCTYPE html>
         <html lang="en"><head><meta charset="utf-8">
@@ -19,6 +20,7 @@ public enum MigrationReportHTML {
         <h1>Migration report: <span class="app">\(escape(report.bundleId))</span></h1>
 
         """
+        if let rollout { html += rolloutSection(rollout, now: now) }
         html += verdictSection(report)
         html += impactSection(report)
         html += failuresSection(report)

@@ -69,6 +69,10 @@ public final class WebhookDispatcher: Sendable {
         if let v = event.revocationType { o["revocationType"] = .string(v.rawValue) }
         if let v = event.revocationPercentage { o["revocationPercentage"] = .int(v) }
         if let v = event.commitmentExpiresDate { o["commitmentExpiresDate"] = .int(v) }
+        if let v = event.rollout {
+            o["rollout"] = .object(["fromPercent": .int(Int64(v.fromPercent)), "toPercent": .int(Int64(v.toPercent)),
+                                    "reason": .string(v.reason), "purchases": .array(v.purchases.map { .string($0) })])
+        }
         if let account { o["account"] = .string(account) }
         return JSONValue.object(o).jsonText
     }

@@ -16,7 +16,7 @@ struct OfferEligibility {
     init(entitlements: [Entitlement], group: Set<String>, policy: AppPolicy, now: Int64) {
         let current = entitlements.map { EntitlementAccess.current($0, now: now) }
         inGroup = current.filter { group.contains($0.productId) }
-        hasRefund = current.contains { $0.state == .refunded || $0.state == .revoked }
+        hasRefund = current.contains { $0.state.isTakenBack }
         grantsAccessNow = inGroup.contains { EntitlementAccess.grantsAccess($0.state, policy: policy.gracePeriodPolicy) }
         transactionId = (inGroup.first ?? current.first)?.originalTransactionId
     }

@@ -39,7 +39,9 @@ public struct ClaimPolicy: EvidencePolicy {
 }
 
 /// One reason to refuse a verified purchase, after its signature and before it is bound or granted.
-/// The gateway runs a list of these, like certificate policies: each small, each one reason.
+/// The gateway runs a list of these, like certificate policies: each small, each one reason. (What
+/// the app's own purchase grants and what is refunded are decisions handed on, not only refusals:
+/// `PurchaseRuling` makes them, around this list.)
 public protocol PurchaseCheck: Sendable {
     func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError)
 }
@@ -47,25 +49,11 @@ public protocol PurchaseCheck: Sendable {
 extension Array where Element == any PurchaseCheck {
     /// The checks every claim passes, in the order their refusals are most useful to a caller.
     public static var standard: [any PurchaseCheck] {
-        [NonEmptyCheck(), IdentityCheck(), CatalogCheck(), FamilySharingCheck(),
-         AppAccountTokenCheck(), RevocationCheck()]
+        [IdentityCheck(), CatalogCheck(), FamilySharingCheck(), AppAccountTokenCheck()]
     }
 
     public func run(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
         for check in self { try check.check(outcome, context) }
-    }
-}
-
-/// Evidence that proves no purchase grants nothing: refused rather than answered "ok, nothing".
-public struct NonEmptyCheck: PurchaseCheck {
-    public init() {}
-    public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
-        // An app transaction is the app's own purchase: what it grants is the grandfathering rule's;
-        // a receipt without in-app purchases still proves a grandfathered download.
-        guard !outcome.transactions.isEmpty || context.evidenceKind.isAppTransaction
-                || !GrandfatheringGrant.entitlements(outcome, context).isEmpty else {
-            throw VerificationError(.noTransactions, "the evidence carries no in-app purchase")
-        }
     }
 }
 
@@ -140,24 +128,5 @@ public struct AppAccountTokenCheck: PurchaseCheck {
                                         "transaction \(ClientExcerpt.of(t.transactionId)) was bought with another account's appAccountToken")
             }
         }
-    }
-}
-
-/// Evidence whose presented purchases are all refunded or revoked grants nothing, and says so with
-/// the same refusal for every kind of evidence: the transaction a client presents on its own (a
-/// transaction ID, a signed transaction), even when the rest of its chain came with it, and a
-/// receipt whose every purchase is refunded or revoked. (A receipt that still holds a live purchase
-/// keeps its refunded ones: they are answered as `revoked`, never granted.)
-public struct RevocationCheck: PurchaseCheck {
-    public init() {}
-    public func check(_ outcome: AdapterOutcome, _ context: ClaimContext) throws(VerificationError) {
-        if context.evidenceKind == .receipt {
-            guard !outcome.transactions.isEmpty, outcome.transactions.allSatisfy({ $0.revocationDate != nil }) else { return }
-            throw VerificationError(.transactionRevoked, "every purchase in the receipt was refunded or revoked")
-        }
-        let presented = outcome.presentedTransactionId.flatMap { id in outcome.transactions.first { $0.transactionId == id } }
-            ?? (outcome.transactions.count == 1 ? outcome.transactions.first : nil)
-        guard let t = presented, let date = t.revocationDate else { return }
-        throw VerificationError(.transactionRevoked, "transaction \(ClientExcerpt.of(t.transactionId)) was revoked at \(date)")
     }
 }

@@ -3,9 +3,10 @@ import IAPCore
 import Ledger
 
 /// The `verdict` of a 200 verify answer, the same for every kind of evidence: decided here alone,
-/// from the answer's entitlements as they stand now (`EntitlementAccess`). Evidence whose presented
-/// purchases are all refunded or revoked gets no verdict: it is refused, 422 `TRANSACTION_REVOKED`
-/// (`RevocationCheck`), for a receipt as for a transaction id or a signed transaction.
+/// once per answer (by `VerifyJudge`, inside the claim), from the answer's entitlements as they
+/// stand now (`EntitlementAccess`). Evidence whose presented purchases are all refunded or revoked
+/// gets no verdict: it is refused, 422 `TRANSACTION_REVOKED` (`RevocationRuling`), for a receipt as
+/// for a transaction id or a signed transaction.
 public enum VerifyVerdict: String, Sendable, CaseIterable {
     /// At least one purchase chain of the evidence grants access now, or is a consumable (`credited`:
     /// credit it for `newlyGranted` only, which a repeated claim answers `alreadyGranted`).

@@ -53,7 +53,9 @@ extension Reconciler {
         for (chain, transaction) in latestByChain.sorted(by: { $0.key < $1.key }) {
             var transaction = transaction
             if transaction.environment == nil { transaction.environment = outcome.environment }
-            let expired = transaction.expiresDate.flatMap { $0 <= now ? $0 : nil }
+            // Past as every reader of access judges it, so the event's date is the expiry exactly
+            // when the entitlement read already says expired.
+            let expired = transaction.expiresDate.flatMap { EntitlementAccess.ended($0, now: now) ? $0 : nil }
             let signedDate = [transaction.purchaseDate, transaction.revocationDate, expired].compactMap { $0 }.max() ?? 0
             let raw = JSONValue.object(["source": .string("verifyReceipt"), "originalTransactionId": .string(chain)])
             if try await enqueueReconciled(app: app, chain: chain, signedDate: signedDate, transaction: transaction,

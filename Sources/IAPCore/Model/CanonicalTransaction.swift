@@ -109,6 +109,10 @@ public struct Entitlement: Codable, Hashable, Sendable {
         /// A consumable: credited once, for the claim that answers it in `newlyGranted`, and no
         /// lasting access (a pack of coins is not a lifetime unlock). Only a refund moves it (to `refunded`).
         case credited
+
+        /// Apple took the purchase back (a refund, or Family Sharing or a revocation ending it):
+        /// what every reader of a stored state asks to know whether a purchase was taken back.
+        public var isTakenBack: Bool { self == .refunded || self == .revoked }
     }
     public var account: String
     public var productId: String

@@ -88,7 +88,9 @@ public enum EntitlementAccess {
                             notificationType: periodEndedNotificationType, subtype: nil, occurredAt: periodEnd)
     }
 
-    static func ended(_ periodEnd: Int64, now: Int64) -> Bool {
+    /// Whether a period that ends at `periodEnd` is over at `now` (`clockSkewAllowanceMillis`
+    /// early): every reader that asks "is this date past" for access asks here.
+    public static func ended(_ periodEnd: Int64, now: Int64) -> Bool {
         let (end, overflow) = periodEnd.subtractingReportingOverflow(clockSkewAllowanceMillis)
         return overflow || now >= end
     }

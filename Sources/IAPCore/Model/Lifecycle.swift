@@ -69,6 +69,8 @@ public struct WebhookEvent: Codable, Hashable, Sendable {
     public enum Kind: String, Codable, Sendable {
         case entitlementChanged, consumableRefunded, refundDeclined, consumptionRequested, priceIncrease,
              renewalPreferenceChanged, unknownNotification, test, consentRescinded
+        /// The gateway's own: a receipt rollout's guard rolled it back (`rollout` says from where, and why).
+        case rolloutRolledBack = "rollout.rolledBack"
     }
     public var kind: Kind
     /// Stable per (event, chain): a redelivered notification yields the same key.
@@ -88,6 +90,34 @@ public struct WebhookEvent: Codable, Hashable, Sendable {
     public var revocationPercentage: Int64?
     /// A monthly plan's commitment end, beside the monthly `expiresDate`.
     public var commitmentExpiresDate: Int64?
+    /// A rollout's change (`rolloutRolledBack`).
+    public var rollout: RolloutNotice? = nil
+}
+
+/// What a rollout event tells the app backend: the cohort's share before and after, why, and the
+/// purchase chains (original transaction ids) the reason names.
+public struct RolloutNotice: Codable, Hashable, Sendable {
+    public var fromPercent: Int
+    public var toPercent: Int
+    public var reason: String
+    public var purchases: [String]
+
+    public init(fromPercent: Int, toPercent: Int, reason: String, purchases: [String]) {
+        self.fromPercent = fromPercent
+        self.toPercent = toPercent
+        self.reason = reason
+        self.purchases = purchases
+    }
+}
+
+extension WebhookEvent {
+    /// A rollout's rollback, once per change (`key`: the app's rollout revision it made).
+    public static func rolloutRolledBack(bundleId: String, key: String, at: Int64, _ notice: RolloutNotice) -> WebhookEvent {
+        WebhookEvent(kind: .rolloutRolledBack, idempotencyKey: key, bundleId: bundleId, originalTransactionId: nil,
+                     transactionId: nil, productId: nil, state: nil, expiresDate: nil, notificationType: "ROLLOUT",
+                     subtype: nil, occurredAt: at, revocationType: nil, revocationPercentage: nil,
+                     commitmentExpiresDate: nil, rollout: notice)
+    }
 }
 
 /// What applying one event did: the chain's new state (nil: unchanged or no chain), the events to

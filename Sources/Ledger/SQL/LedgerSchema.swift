@@ -5,7 +5,7 @@
 enum LedgerSchema {
     static func migrations(_ dialect: SQLDialect) -> [String] {
         let d = dialect.ddl
-        return [v1(d), v2(d), v3(d), v4(d), v5, v6(d), v7, v8(d), v9, v10(d), v11(dialect), v12(d), v13(d), v14, v15(dialect)]
+        return [v1(d), v2(d), v3(d), v4(d), v5, v6(d), v7, v8(d), v9, v10(d), v11(dialect), v12(d), v13(d), v14, v15(dialect), v16(d)]
     }
 
     /// Times are integer milliseconds since 1970. Nonces are stored as the SHA-256 of their value,
@@ -258,6 +258,34 @@ enum LedgerSchema {
                 WHERE delivered_at IS NULL;
             CREATE INDEX webhook_outbox_pending_by_chain ON webhook_outbox (bundle_id, chain_id, seq)
                 WHERE delivered_at IS NULL;
+            """
+    }
+
+    /// Each app's rollout step, read by every instance to route an account the same way, and the
+    /// timeline of its advances and rollbacks (`RolloutLedger`).
+    static func v16(_ d: SQLDialect.DDLWords) -> String {
+        """
+            CREATE TABLE rollouts (
+                bundle_id TEXT PRIMARY KEY,
+                step \(d.integer) NOT NULL,
+                percent \(d.integer) NOT NULL CHECK (percent BETWEEN 0 AND 100),
+                step_started_at \(d.integer) NOT NULL,
+                paused \(d.integer) NOT NULL,
+                revision \(d.integer) NOT NULL,
+                updated_at \(d.integer) NOT NULL
+            )\(d.withoutRowID);
+            CREATE TABLE rollout_events (
+                seq \(d.autoincrementKey),
+                bundle_id TEXT NOT NULL,
+                at \(d.integer) NOT NULL,
+                action TEXT NOT NULL,
+                actor TEXT NOT NULL,
+                from_percent \(d.integer) NOT NULL,
+                to_percent \(d.integer) NOT NULL,
+                reason TEXT NOT NULL,
+                purchases_json TEXT NOT NULL
+            );
+            CREATE INDEX rollout_events_by_app ON rollout_events (bundle_id, at);
             """
     }
 }

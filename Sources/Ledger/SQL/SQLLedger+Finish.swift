@@ -4,11 +4,12 @@ import IAPCore
 extension SQLLedger {
     // MARK: Finish outbox (see FinishLedger)
 
-    /// Inside a claim: queues a newly granted transaction for Finish Transaction. Refunded or revoked
-    /// transactions are never queued, nor local-test ones (Xcode, LocalTesting: no App Store to tell).
+    /// Inside a claim: queues a newly granted transaction for Finish Transaction if the claim asks
+    /// for it (`PurchaseClaim.finishIfNewlyGranted`); never a local-test one (Xcode, LocalTesting:
+    /// no App Store to tell).
     static func queueFinish(_ transaction: CanonicalTransaction, key: String, in claim: PurchaseClaim,
                             _ connection: any SQLConnection) throws(VerificationError) {
-        guard claim.finishNewlyGranted, transaction.revocationDate == nil,
+        guard claim.finishIfNewlyGranted.contains(transaction.transactionId),
               let environment = transaction.environment, environment == .production || environment == .sandbox
         else { return }
         try connection.run("""
@@ -58,7 +59,7 @@ extension SQLLedger {
             """, .text(bundleId), .text(chain)) { (row) throws(VerificationError) in try row.requiredInteger(0) }.first ?? 0
         if ended > 0 { return true }
         return try storedState(bundleId: bundleId, originalTransactionId: chain, connection)
-            .map { $0.state == .refunded || $0.state == .revoked } ?? false
+            .map { $0.state.isTakenBack } ?? false
     }
 
     @discardableResult

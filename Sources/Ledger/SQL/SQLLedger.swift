@@ -92,7 +92,6 @@ public final class SQLLedger: Sendable {
             try connection.serializeTransaction(on: Self.chainLock(bundleId: claim.bundleId, originalTransactionId: chain))
         }
         var reads = ClaimReads()
-        try refuseIfRevokedSinceFacts(claim, &reads, connection)
         for key in Set(claim.appPurchaseKeys).sorted() { try bind(key, in: claim, &reads, connection) }
         var seen = Set<String>()
         for transaction in claim.transactions where seen.insert(transaction.transactionId).inserted {
@@ -108,19 +107,21 @@ public final class SQLLedger: Sendable {
         for entitlement in claim.entitlements {
             try store(entitlement, in: claim, &reads, connection)
         }
+        for chain in chains.sorted() {
+            if let state = try reads.state(chain, bundleId: claim.bundleId, connection),
+               state.lastSignedDate > claim.factTime(of: chain) {
+                outcome.newerFacts[chain] = state.state
+            }
+        }
         outcome.entitlements = try Self.entitlements(bundleId: claim.bundleId, account: claim.account, connection)
             .filter { chains.contains($0.originalTransactionId) }
-        let answer = claim.answer?(outcome)
-        if var audit = claim.audit {
-            if let answer { audit.verdict = answer.verdict }
-            try Self.insertAudit(audit, connection)
+        guard let judge = claim.judge else { return outcome }
+        let answer = try judge.judge(outcome)
+        try Self.insertAudit(answer.audit, connection)
+        if let write = claim.idempotency {
+            try Self.storeAnswer(write, bundleId: claim.bundleId, status: 200, body: answer.body, now: claim.now, connection)
         }
-        if let answer {
-            if let write = claim.idempotency {
-                try Self.storeAnswer(write, bundleId: claim.bundleId, status: 200, body: answer.body, now: claim.now, connection)
-            }
-            outcome.answer = answer.body
-        }
+        outcome.answer = answer
         return outcome
     }
 
@@ -138,18 +139,6 @@ public final class SQLLedger: Sendable {
             states[chain] = .some(stored)
             return stored
         }
-    }
-
-    private func refuseIfRevokedSinceFacts(_ claim: PurchaseClaim, _ reads: inout ClaimReads,
-                                           _ connection: any SQLConnection) throws(VerificationError) {
-        guard let id = claim.presentedTransactionId,
-              let presented = claim.transactions.first(where: { $0.transactionId == id }) else { return }
-        let chain = presented.originalTransactionId ?? presented.transactionId
-        guard let state = try reads.state(chain, bundleId: claim.bundleId, connection),
-              state.lastSignedDate > (claim.factTimes[chain] ?? 0),
-              state.state == .refunded || state.state == .revoked else { return }
-        throw VerificationError(.transactionRevoked,
-                                "transaction \(ClientExcerpt.of(id)) was \(state.state.rawValue) after this evidence was signed")
     }
 
     private static let boundElsewhere = VerificationError(.transactionBoundToOtherAccount,
@@ -222,7 +211,7 @@ public final class SQLLedger: Sendable {
         // Facts are ordered by when Apple stated them, on both paths: a notification signed after
         // this evidence (a refund the device-signed transaction cannot know of) decides the chain,
         // and an older fact never overwrites a newer row.
-        let factTime = claim.factTimes[entitlement.originalTransactionId] ?? claim.now
+        let factTime = claim.factTime(of: entitlement.originalTransactionId)
         if let state = try reads.state(entitlement.originalTransactionId, bundleId: claim.bundleId, connection),
            state.lastSignedDate > factTime {
             try Self.storeOwnerEntitlement(state, connection)
