@@ -7,5 +7,5 @@ import CommandLineSupport
 prepareStandardDescriptors()
 await runCommandLine(tool: "iapgw", subcommands: [
     ServeCommand(), ReconcileCommand(), NotificationsCommand(), JWSCommand(), ReceiptCommand(), MappingsCommand(),
-    ConfigCommand(), CompareCommand(), AuditCommand(),
+    ConfigCommand(), CompareCommand(), AuditCommand(), BackupCommand(), RestoreCommand(), MigrateStorageCommand(),
 ])
