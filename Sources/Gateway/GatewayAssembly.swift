@@ -97,7 +97,8 @@ public struct GatewayAssembly: Sendable {
                                                             storage: gateway.storage, logger: logger),
                             environment: environment, logger: logger, migration: migration, comparisons: ledger,
                             metrics: metrics, upstreamBudget: budget, jwsVerifiers: jwsVerifiers,
-                            idempotencyKeyHours: try gateway.background.overridden(by: environment).idempotencyKeyHours)
+                            idempotencyKeyHours: try gateway.background.overridden(by: environment).idempotencyKeyHours,
+                            expiryGauges: ExpiryGauges.text(apps: configuration.apps, tlsCertificateFile: gateway.tls?.certificateFile))
     }
 
     /// The apps whose webhook events are stored: those with a receiver (`AppPolicy.webhook`).

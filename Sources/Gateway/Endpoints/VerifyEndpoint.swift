@@ -63,6 +63,7 @@ struct VerifyEndpoint: Sendable {
             audit.latencyMicros = Int64((DispatchTime.now().uptimeNanoseconds - started) / 1000)
             await recordAudit(audit, log)
             metrics.recordRefusal(code: error.code.rawValue)
+            metrics.recordAppleFailure(app: app.bundleId, code: error.code)
             throw error
         }
     }
