@@ -14,6 +14,7 @@ swift build -c release --product iapgw --static-swift-stdlib >&2
 binary="$(swift build -c release --product iapgw --static-swift-stdlib --show-bin-path)/iapgw"
 
 root="$(mktemp -d)"
+chmod 0755 "$root"
 trap 'rm -rf "$root"' EXIT
 install -D -m 0755 "$binary" "$root/usr/bin/iapgw"
 strip --strip-unneeded "$root/usr/bin/iapgw"
@@ -31,10 +32,16 @@ install -D -m 0644 Config/apps/com.example.demo.plist "$doc/examples/com.example
 install -m 0644 Packaging/examples/low-port.conf Config/prometheus/iapgw-rules.yml Config/grafana/iapgw-dashboard.json \
     "$doc/examples/"
 
-# Depends: the Debian package of each shared library the binary loads.
-depends="$(ldd "$binary" | awk '/=> \//{print $3}' | xargs -r realpath | sort -u | xargs -r dpkg -S 2>/dev/null \
-    | cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g')"
-[ -n "$depends" ] || { echo "package.sh: cannot tell the binary's library packages" >&2; exit 1; }
+# Depends: the Debian package of each shared library the binary links (its ELF NEEDED entries).
+depends=""
+for lib in $(readelf -d "$binary" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+    path="$(ldd "$binary" | awk -v lib="$lib" '$1 == lib { print $3 } $1 ~ ("/" lib "$") { print $1 }')"
+    [ -n "$path" ] || { echo "package.sh: $lib is not found on this machine" >&2; exit 1; }
+    owner="$(dpkg -S "$path" 2>/dev/null || dpkg -S "$(realpath "$path")" 2>/dev/null || true)"
+    [ -n "$owner" ] || { echo "package.sh: no Debian package owns $path" >&2; exit 1; }
+    depends="$depends ${owner%%:*}"
+done
+depends="$(echo $depends | tr ' ' '\n' | sort -u | paste -sd, | sed 's/,/, /g')"
 
 install -d "$root/DEBIAN"
 install -m 0755 Packaging/debian/postinst Packaging/debian/prerm Packaging/debian/postrm "$root/DEBIAN/"
