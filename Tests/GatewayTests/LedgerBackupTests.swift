@@ -50,11 +50,7 @@ final class LedgerBackupTests: XCTestCase {
     /// open (an `sqlite3` shell); the ledger in use is left as it was. Once nothing uses it, the
     /// restore replaces it and keeps the old file aside.
     func testRestoreRefusesALedgerInUse() async throws {
-        let gw = try await GatewayE2E.start(self)
-        try await Self.claim(on: gw, accounts: ["alice"], into: AnsweredClaims())
-        let backupFile = gw.harness.directory.appendingPathComponent("ledger.backup").path
-        let backup = try await Self.iapgw(["backup", "--from", "sqlite:" + gw.sqlitePath, "--to", backupFile])
-        XCTAssertEqual(backup.status, 0, backup.stderr)
+        let (gw, backupFile) = try await gatewayWithABackup(of: "alice")
         try await Self.claim(on: gw, accounts: ["bob"], into: AnsweredClaims())
 
         let refused = try await Self.iapgw(["restore", "--from", backupFile, "--to", "sqlite:" + gw.sqlitePath])
@@ -81,11 +77,7 @@ final class LedgerBackupTests: XCTestCase {
 
     /// A backup that fails its integrity check is never restored.
     func testACorruptBackupIsRefusedBeforeAnythingIsReplaced() async throws {
-        let gw = try await GatewayE2E.start(self)
-        try await Self.claim(on: gw, accounts: ["alice"], into: AnsweredClaims())
-        let backupFile = gw.harness.directory.appendingPathComponent("ledger.backup").path
-        let backup = try await Self.iapgw(["backup", "--from", "sqlite:" + gw.sqlitePath, "--to", backupFile])
-        XCTAssertEqual(backup.status, 0, backup.stderr)
+        let (gw, backupFile) = try await gatewayWithABackup(of: "alice")
         // Overwrite a page in the middle of the file: the b-trees no longer agree with their pages.
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: backupFile))
         let size = try handle.seekToEnd()
@@ -99,6 +91,16 @@ final class LedgerBackupTests: XCTestCase {
     }
 
     // MARK: Helpers
+
+    /// A gateway whose ledger holds `account`'s claim, and a backup of it taken with `iapgw backup`.
+    private func gatewayWithABackup(of account: String) async throws -> (GatewayE2E, String) {
+        let gw = try await GatewayE2E.start(self)
+        try await Self.claim(on: gw, accounts: [account], into: AnsweredClaims())
+        let backupFile = gw.harness.directory.appendingPathComponent("ledger.backup").path
+        let backup = try await Self.iapgw(["backup", "--from", "sqlite:" + gw.sqlitePath, "--to", backupFile])
+        XCTAssertEqual(backup.status, 0, backup.stderr)
+        return (gw, backupFile)
+    }
 
     /// One purchase per account, claimed over HTTP; each claim answered 200 adds its purchase's key.
     private static func claim(on gw: GatewayE2E, accounts: [String], into answered: AnsweredClaims) async throws {

@@ -162,7 +162,9 @@ public struct LedgerDigest: Sendable, Equatable {
 
     /// The shapes of every ledger table of a migrated SQLite file, refusing a file with a table
     /// the list does not name (a newer build's, or one added by hand): it would not be carried over.
-    static func shapes(on connection: any SQLConnection) throws(VerificationError) -> [TableShape] {
+    /// `upToDate` false: a file of an older schema (a backup from before an upgrade), whose tables
+    /// added since are absent rather than missing.
+    static func shapes(on connection: any SQLConnection, upToDate: Bool = true) throws(VerificationError) -> [TableShape] {
         let present = try connection.query("SELECT name FROM sqlite_master WHERE type = 'table'") {
             (row) throws(VerificationError) in try row.requiredText(0)
         }
@@ -171,7 +173,8 @@ public struct LedgerDigest: Sendable, Equatable {
             throw VerificationError(.storageUnavailable,
                                     "storage: the database has tables this build does not know (\(unknown.sorted().joined(separator: ", ")))")
         }
-        return try LedgerSchema.tables.map { (table) throws(VerificationError) in try TableShape.read(table, on: connection) }
+        let listed = upToDate ? LedgerSchema.tables : LedgerSchema.tables.filter(present.contains)
+        return try listed.map { (table) throws(VerificationError) in try TableShape.read(table, on: connection) }
     }
 
     static func of(_ shapes: [TableShape], on connection: any SQLConnection) throws(VerificationError) -> LedgerDigest {

@@ -117,7 +117,8 @@ public enum SQLiteBackup {
             try fill(copy)
             try copy.executeScript("PRAGMA journal_mode=\(journalMode)", operation: "configure the copy")
             try checkIntegrity(copy)
-            return try LedgerDigest.of(try LedgerDigest.shapes(on: copy), on: copy)
+            // A ledger the gateway has not migrated yet (a backup from an older build) is copied as it is.
+            return try LedgerDigest.of(try LedgerDigest.shapes(on: copy, upToDate: false), on: copy)
         }()
         try sync(partial)
         try beforeRename()

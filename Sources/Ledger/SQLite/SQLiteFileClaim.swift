@@ -20,7 +20,7 @@ import Darwin
 final class SQLiteFileClaim {
     private let descriptor: Int32
 
-    /// Nil with the reason when the file is in use.
+    /// The claim, or why the file is in use (or its lock cannot be opened).
     static func claim(_ path: String) -> Result<SQLiteFileClaim, VerificationError> {
         let fd = open(path + "-instance.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
