@@ -3,7 +3,7 @@
 # builds it (Scripts/package.sh), checks the unit with systemd-analyze verify, installs it with
 # apt-get, runs `iapgw config check /etc/iapgw` as the iapgw user, runs the unit's ExecStart line as
 # that user with the example config plus a test app (throwaway root, keys and secrets made here) and
-# waits for /readyz, stops it with SIGTERM (exit 0), takes a backup as that user, then `dpkg -r` and
+# waits for /readyz, stops it with SIGTERM (exit 0), backs up and restores as that user, then `dpkg -r` and
 # checks the ledger is still there. Under a running systemd it also starts the hardened unit itself.
 # Everything it installed is purged at the end; it refuses a machine where iapgw is installed already.
 set -euo pipefail
@@ -110,7 +110,12 @@ step "SIGTERM: clean exit"
 runuser -u iapgw -- /usr/bin/iapgw backup --config /etc/iapgw --to /var/lib/iapgw/backup.sqlite >"$work/backup.log" \
     || fail "iapgw backup as iapgw"
 [ "$(sqlite3 -readonly /var/lib/iapgw/backup.sqlite 'SELECT count(*) FROM nonces')" = 1 ] || fail "the backup lacks the nonce"
-step "iapgw backup as the iapgw user: $(cat "$work/backup.log" | head -c 120)…"
+step "iapgw backup as the iapgw user: $(head -c 120 "$work/backup.log")…"
+runuser -u iapgw -- /usr/bin/iapgw restore --from /var/lib/iapgw/backup.sqlite --config /etc/iapgw >/dev/null \
+    || fail "iapgw restore as iapgw"
+[ "$(stat -c '%U %a' /var/lib/iapgw/iapgw.sqlite)" = "iapgw 600" ] || fail "the restored ledger is not iapgw's, mode 0600"
+ls /var/lib/iapgw/iapgw.sqlite.replaced-* >/dev/null || fail "restore did not keep the replaced ledger"
+step "iapgw restore as the iapgw user (the gateway stopped): ok"
 
 if [ -d /run/systemd/system ]; then
     systemctl start iapgw.service || { journalctl -u iapgw --no-pager | tail -20; fail "systemctl start"; }

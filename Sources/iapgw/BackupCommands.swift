@@ -25,7 +25,7 @@ struct BackupCommand: Subcommand {
         let digest = try await LedgerFileArguments.onThreadOfItsOwn("backup", timeout) { () throws(VerificationError) in
             try SQLiteBackup.backup(from: source, to: file)
         }
-        print(JSONValue.object(["backup": .string(file), "tables": digest.json]).jsonText)
+        print(JSONValue.object(["tables": digest.json]).jsonText)
         return 0
     }
 }
@@ -38,7 +38,8 @@ struct RestoreCommand: Subcommand {
         usage: iapgw restore --from FILE (--to [sqlite:]PATH | --config DIR) [--timeout SECONDS]
           checks FILE (integrity, schema version), refuses while the ledger at PATH is in use (a gateway
           serving it, or any process with it open), keeps a ledger already there as PATH.replaced-<ms>,
-          and puts the backup in its place; prints each table's row count and SHA-256
+          and puts the backup in its place; prints each table's row count and SHA-256.
+          Run it as the gateway's user (runuser -u iapgw --): the restored file is the runner's, mode 0600.
         """
 
     func run(_ args: inout CommandLineArguments) async throws -> Int32 {
@@ -49,7 +50,7 @@ struct RestoreCommand: Subcommand {
         let digest = try await LedgerFileArguments.onThreadOfItsOwn("restore", timeout) { () throws(VerificationError) in
             try SQLiteBackup.restore(from: file, to: path)
         }
-        print(JSONValue.object(["restored": .string(path), "tables": digest.json]).jsonText)
+        print(JSONValue.object(["tables": digest.json]).jsonText)
         return 0
     }
 }
