@@ -36,7 +36,7 @@ if [ -z "${total:-}" ] || [ "$total" -eq 0 ]; then echo "tests: no test ran"; ex
 pg_bin="${IAPGW_PG_BIN:-/usr/lib/postgresql/15/bin}"
 if [ -x "$pg_bin/initdb" ]; then
     # The ledger's whole suite, and the gateway tests that run separate instances on one database.
-    pg_suites="LedgerTests|MultiInstanceTests|NotificationDurabilityTests|CrashResilienceTests|StorageDeadlineTests|WebhookCrashTests|IdempotencyKeyTests|OwnershipRuleTests|FinishCrashTests|WebhookConcurrencyTests|RolloutTests"
+    pg_suites="LedgerTests|MultiInstanceTests|NotificationDurabilityTests|CrashResilienceTests|StorageDeadlineTests|WebhookCrashTests|IdempotencyKeyTests|OwnershipRuleTests|FinishCrashTests|WebhookConcurrencyTests|RolloutTests|StorageMigrationTests|PrometheusAlertTests/testAReadOnlyDatabase"
     echo "== $pg_suites again on PostgreSQL =="
     url=$(IAPGW_PG_DIR="$pg_dir" Scripts/postgres.sh start)
     set +e

@@ -91,7 +91,8 @@ public struct GatewayAssembly: Sendable {
                                                             storage: gateway.storage, logger: logger),
                             environment: environment, logger: logger, migration: migration, comparisons: ledger,
                             metrics: metrics, upstreamBudget: budget, jwsVerifiers: jwsVerifiers,
-                            idempotencyKeyHours: try gateway.background.overridden(by: environment).idempotencyKeyHours)
+                            idempotencyKeyHours: try gateway.background.overridden(by: environment).idempotencyKeyHours,
+                            expiryGauges: ExpiryGauges.text(apps: configuration.apps, tlsCertificateFile: gateway.tls?.certificateFile))
     }
 
     /// Every app's routing names registered adapters that verify what they are routed (what the

@@ -32,6 +32,8 @@ public struct GatewayParts: Sendable {
     var jwsVerifiers: AppVerifiers?
     /// How long an answer stored under an `Idempotency-Key` is replayed (`background.idempotencyKeyHours`).
     var idempotencyKeyHours = GatewayConfig.Background().idempotencyKeyHours
+    /// `/metrics`' expiry dates (`ExpiryGauges`), read with the files they are about.
+    var expiryGauges = ""
 }
 
 extension GatewayParts {

@@ -33,12 +33,14 @@ public final class GatewayService: Sendable {
         authenticator = APIKeyAuthenticator(environment: parts.environment)
         let chainCaches: [MetricsEndpoint.ChainCacheCounts] = parts.jwsVerifiers.map { verifiers in [{ verifiers.chainCacheCounts }] } ?? []
         let offerSigners = OfferSigners(environment: parts.environment)
+        let readiness = ReadinessEndpoint(apps: apps, ledger: ledger, environment: parts.environment, logger: logger)
         endpoints = GatewayEndpoints(
-            readiness: ReadinessEndpoint(apps: apps, ledger: ledger, environment: parts.environment, logger: logger),
+            readiness: readiness,
             metrics: MetricsEndpoint(metrics: parts.metrics, ledger: ledger, comparisons: parts.comparisons,
                                      bundleIds: apps.keys.sorted(),
                                      rolloutApps: apps.values.filter { $0.routing.rollout != nil }.map(\.bundleId).sorted(),
-                                     chainCaches: chainCaches, logWriter: logger.writer),
+                                     chainCaches: chainCaches, logWriter: logger.writer, expiryGauges: parts.expiryGauges,
+                                     readiness: readiness),
             openAPI: OpenAPIDocument.json(evidence: parts.adapters.evidenceForms),
             idempotency: IdempotencyKeys(ledger: ledger, retentionHours: parts.idempotencyKeyHours, now: now),
             nonces: NoncesEndpoint(ledger: ledger, now: now),

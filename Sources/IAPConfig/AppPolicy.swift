@@ -92,6 +92,10 @@ public struct AppPolicy: Sendable, Equatable {
         public var keyId: String
         /// The `.p8` key (PEM), as a file or an environment variable.
         public var privateKey: SecretReference
+        /// When the team's key rotation retires this key (ms since 1970), if it set a date: Apple's
+        /// keys carry none (they stay valid until revoked), so this is the date `/metrics` exports
+        /// for the expiry alert.
+        public var retiresAt: Int64? = nil
     }
 
     public struct Product: Sendable, Equatable {

@@ -168,7 +168,7 @@ struct AppPolicyDecoder {
         return SecretReference(source, previous: previous)
     }
 
-    /// An In-App Purchase key `{issuerId, keyId, privateKey}` (`serverAPI`, `offerSigning`). An
+    /// An In-App Purchase key `{issuerId, keyId, privateKey, retiresAt?}` (`serverAPI`, `offerSigning`). An
     /// offer-signing key (`issuerOptional`) may leave `issuerId` out for `defaultIssuerId` (the
     /// Server API's).
     private func decodeKey(_ field: ConfigField, issuerOptional: Bool = false, defaultIssuerId: String? = nil)
@@ -181,11 +181,12 @@ struct AppPolicyDecoder {
             throw keyField.fail("not an App Store Connect key id (letters and digits)")
         }
         let privateKey = try decodeSecret(o.required("privateKey"))
+        let retiresAt = try o.optional("retiresAt").map { f throws(VerificationError) in try f.integer(in: 1...Int64.max) }
         let issuerId = try issuerField?.nonEmptyString() ?? defaultIssuerId
         try o.finish()
         guard let issuerId else { throw field.fail("issuerId is required when the app has no serverAPI") }
         guard UUID(uuidString: issuerId) != nil else { throw (issuerField ?? field).fail("issuerId is not a UUID") }
-        return AppPolicy.InAppPurchaseKey(issuerId: issuerId, keyId: keyId, privateKey: privateKey)
+        return AppPolicy.InAppPurchaseKey(issuerId: issuerId, keyId: keyId, privateKey: privateKey, retiresAt: retiresAt)
     }
 
     private func decodeCatalog(_ field: ConfigField) throws(VerificationError) -> [String: AppPolicy.Product] {

@@ -381,4 +381,8 @@ public final class AsyncSQLLedger: Ledger, NotificationLedger, ComparisonLedger,
     public func finishEntries(bundleId: String) async throws(VerificationError) -> [FinishEntry] {
         try await read { (l) throws(VerificationError) in try l.finishEntries(bundleId: bundleId) }
     }
+
+    public func finishOutboxDepth() async throws(VerificationError) -> FinishOutboxDepth {
+        try await read { (l) throws(VerificationError) in try l.finishOutboxDepth() }
+    }
 }

@@ -34,6 +34,10 @@ public protocol FinishLedger: Sendable {
 
     /// Every row of one app, oldest first (operators and tests).
     func finishEntries(bundleId: String) async throws(VerificationError) -> [FinishEntry]
+
+    /// Rows still to send, and rows that failed for good (Apple's final refusal; not those dropped
+    /// because their chain was refunded or revoked, which is the outcome wanted): for `/metrics`.
+    func finishOutboxDepth() async throws(VerificationError) -> FinishOutboxDepth
 }
 
 /// A row handed to the finisher: which transaction, where Apple keeps it, how often it was tried.
@@ -61,4 +65,13 @@ public struct FinishEntry: Hashable, Sendable {
     public var finishedAt: Int64?
     public var droppedAt: Int64?
     public var lastErrorCode: String?
+}
+
+public struct FinishOutboxDepth: Sendable, Equatable {
+    public var pending: Int
+    public var failed: Int
+
+    /// The code of a row dropped because its app's policy stopped finishing (`TransactionFinisher`):
+    /// a decision, not a failure, so not counted in `failed`.
+    public static let finishingTurnedOff = "FINISH_TRANSACTIONS_OFF"
 }

@@ -7,5 +7,6 @@ import CommandLineSupport
 prepareStandardDescriptors()
 await runCommandLine(tool: "iapgw", subcommands: [
     ServeCommand(), ReconcileCommand(), NotificationsCommand(), JWSCommand(), ReceiptCommand(), MappingsCommand(),
-    ConfigCommand(), CompareCommand(), AuditCommand(), RolloutCommand(),
+    ConfigCommand(), CompareCommand(), AuditCommand(), RolloutCommand(), BackupCommand(), RestoreCommand(),
+    MigrateStorageCommand(),
 ])

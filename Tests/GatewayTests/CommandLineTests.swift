@@ -3,7 +3,8 @@ import XCTest
 
 /// `iapgw` and `iapgw-dev` as an operator runs them (the built binaries).
 final class CommandLineTests: XCTestCase {
-    static let commands = ["serve", "reconcile", "notifications", "jws", "receipt", "mappings", "config", "compare", "audit"]
+    static let commands = ["serve", "reconcile", "notifications", "jws", "receipt", "mappings", "config", "compare", "audit", "backup", "restore",
+                           "migrate-storage"]
     static let devCommands = ["demo", "sim", "bench", "bench-notifications", "pace"]
 
     private struct Run { let status: Int32; let stdout: String; let stderr: String }

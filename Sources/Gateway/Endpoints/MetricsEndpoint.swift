@@ -15,21 +15,29 @@ struct MetricsEndpoint: Sendable {
     let chainCaches: [ChainCacheCounts]
     /// The log's output writer (none when the log goes elsewhere, e.g. captured by tests: 0 dropped).
     let logWriter: LogWriter?
+    /// The expiry dates of the trust roots, TLS certificate and keys (`ExpiryGauges`).
+    let expiryGauges: String
 
     /// `rolloutApps`: the apps whose receipts are routed by a rollout (their step and rollbacks are gauges).
     init(metrics: GatewayMetrics, ledger: any Ledger & NotificationLedger, comparisons: (any ComparisonLedger)?,
-         bundleIds: [String], rolloutApps: [String] = [], chainCaches: [ChainCacheCounts], logWriter: LogWriter?) {
+         bundleIds: [String], rolloutApps: [String] = [], chainCaches: [ChainCacheCounts], logWriter: LogWriter?,
+         expiryGauges: String = "", readiness: ReadinessEndpoint? = nil) {
         self.metrics = metrics
         self.chainCaches = chainCaches
         self.logWriter = logWriter
+        self.expiryGauges = expiryGauges
         storageGauges = StorageGauges { () async throws(VerificationError) -> String in
-            try await Self.storageGauges(ledger: ledger, comparisons: comparisons, bundleIds: bundleIds, rolloutApps: rolloutApps)
+            let health = await HealthGauges.read(ledger: ledger, readiness: readiness)
+            guard health.storageUp else { return health.text }
+            return health.text + (try await Self.storageGauges(ledger: ledger, comparisons: comparisons, bundleIds: bundleIds,
+                                                               rolloutApps: rolloutApps))
         }
     }
 
     func answer() async -> HTTPResponse {
         HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
-                     body: Array((metrics.prometheusText() + (await storageGauges.text()) + chainCacheGauges() + logGauges() + secretGauges()).utf8))
+                     body: Array((metrics.prometheusText() + (await storageGauges.text()) + chainCacheGauges() + logGauges()
+                                  + secretGauges() + expiryGauges).utf8))
     }
 
     /// Gauges read from the ledger: inbox and outbox depth, and per app the migration comparisons
@@ -53,6 +61,13 @@ struct MetricsEndpoint: Sendable {
                 rollbacks += "iapgw_rollout_rollbacks_total{app=\"\(bundleId)\"} \(try await rollouts.rolloutRollbacks(bundleId: bundleId))\n"
             }
             out += rollbacks
+        }
+        if let finishes = ledger as? any FinishLedger {
+            let depth = try await finishes.finishOutboxDepth()
+            out += "# HELP iapgw_finish_outbox_rows Finish Transaction rows still to send, and those that failed for good.\n"
+            out += "# TYPE iapgw_finish_outbox_rows gauge\n"
+            out += "iapgw_finish_outbox_rows{state=\"pending\"} \(depth.pending)\n"
+            out += "iapgw_finish_outbox_rows{state=\"failed\"} \(depth.failed)\n"
         }
         if let comparisons {
             out += "# HELP iapgw_comparisons Stored migration comparisons by app and outcome.\n# TYPE iapgw_comparisons gauge\n"

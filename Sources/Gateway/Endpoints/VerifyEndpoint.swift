@@ -52,6 +52,7 @@ struct VerifyEndpoint: Sendable {
         case .failure(let error):
             await recordAudit(attempt.refused(error.code))
             metrics.recordRefusal(code: error.code.rawValue)
+            metrics.recordAppleFailure(app: app.bundleId, code: error.code)
             throw error
         }
     }

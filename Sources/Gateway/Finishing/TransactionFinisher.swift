@@ -66,7 +66,7 @@ public final class TransactionFinisher: Sendable {
             guard let app = apps[row.bundleId], app.finishTransactions, let finishing else {
                 // The policy no longer finishes (the app's StoreKit finish() does): leave it to the app.
                 try await ledger.markFinishFailed(bundleId: row.bundleId, transactionId: row.transactionId,
-                                                  code: "FINISH_TRANSACTIONS_OFF", nextAttemptAt: now(), final: true, at: now())
+                                                  code: FinishOutboxDepth.finishingTurnedOff, nextAttemptAt: now(), final: true, at: now())
                 continue
             }
             // Once the lease may have run out (a renewal lost, or stalled on storage), another instance

@@ -1,3 +1,4 @@
+import IAPCore
 import Synchronization
 import UpstreamHTTP
 
@@ -36,6 +37,15 @@ public final class GatewayMetrics: Sendable {
         var lostWrites: [String: UInt64] = [:]     // what was not written
         var upstreamCalls: [UpstreamKey: UInt64] = [:]
         var upstreamLatency: [UpstreamSeries: Histogram] = [:]
+        var appleFailures: [AppleFailure: UInt64] = [:]
+    }
+
+    /// A verification Apple's answer failed, by app (a configured bundle id: bounded, and the
+    /// same label value as the storage gauges give it) and why.
+    private struct AppleFailure: Hashable, Comparable {
+        let app: String
+        let reason: String
+        static func < (a: Self, b: Self) -> Bool { (a.app, a.reason) < (b.app, b.reason) }
     }
 
     /// Endpoint and environment: the labels of an upstream latency series.
@@ -85,6 +95,19 @@ public final class GatewayMetrics: Sendable {
         state.withLock { $0.refusals[code, default: 0] += 1 }
     }
 
+    /// The refusals that are Apple's failing answers (5xx, timeouts, unreachable; credentials
+    /// refused), per app: what one app's broken key or shared secret looks like, apart from the rest.
+    func recordAppleFailure(app: String, code: VerificationError.Code) {
+        let reason: String
+        switch code {
+        case .upstreamUnavailable: reason = "unavailable"
+        case .upstreamCredentialsRejected: reason = "credentials_rejected"
+        case .upstreamInvalidResponse: reason = "invalid_response"
+        default: return
+        }
+        state.withLock { $0.appleFailures[AppleFailure(app: app, reason: reason), default: 0] += 1 }
+    }
+
     /// A ledger write that failed after the answer was decided (the audit row of a refusal, the sealed
     /// latest receipt of a grant): loud, but neither a refusal nor a reason to take the answer back,
     /// so it is counted apart from `iapgw_verification_refusals_total`. `what` is a code constant.
@@ -116,6 +139,8 @@ public final class GatewayMetrics: Sendable {
                 s.upstreamCalls) { "\($0.series.labels),outcome=\"\($0.outcome)\"" }
         histogram("iapgw_upstream_call_duration_seconds", "Latency of calls to Apple by endpoint and environment.",
                   s.upstreamLatency) { $0.labels }
+        counter("iapgw_apple_failures_total", "Verifications refused because Apple's answer failed, by app and reason.",
+                s.appleFailures) { "app=\"\($0.app)\",reason=\"\($0.reason)\"" }
         return out
     }
 }

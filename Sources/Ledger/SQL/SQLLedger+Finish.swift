@@ -106,4 +106,17 @@ extension SQLLedger {
             }
         }
     }
+
+    public func finishOutboxDepth() throws(VerificationError) -> FinishOutboxDepth {
+        try database.withConnection { (connection) throws(VerificationError) in
+            try connection.query("""
+                SELECT COALESCE(SUM(CASE WHEN finished_at IS NULL AND dropped_at IS NULL THEN 1 ELSE 0 END), 0),
+                       COALESCE(SUM(CASE WHEN dropped_at IS NOT NULL AND last_error_code NOT IN (?, ?) THEN 1 ELSE 0 END), 0)
+                FROM finish_outbox
+                """, .text(VerificationError.Code.transactionRevoked.rawValue), .text(FinishOutboxDepth.finishingTurnedOff)) {
+                (row) throws(VerificationError) in
+                FinishOutboxDepth(pending: Int(try row.requiredInteger(0)), failed: Int(try row.requiredInteger(1)))
+            }.first ?? FinishOutboxDepth(pending: 0, failed: 0)
+        }
+    }
 }

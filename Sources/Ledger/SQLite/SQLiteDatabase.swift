@@ -9,10 +9,10 @@ import Synchronization
 /// (`sqlite3_errstr`), never `sqlite3_errmsg`, which may quote schema details, and never values.
 final class SQLiteConnection: GroupCommitConnection {
     var dialect: SQLDialect { .sqlite }
-    fileprivate let handle: OpaquePointer
+    let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
 
-    fileprivate init(handle: OpaquePointer) { self.handle = handle }
+    init(handle: OpaquePointer) { self.handle = handle }
 
     /// False once SQLite is back in autocommit mode: no transaction open (or it rolled one back itself).
     var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
