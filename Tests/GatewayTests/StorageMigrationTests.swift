@@ -1,7 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import IAPCore
-import Ledger
+@testable import Ledger
 import TestSupport
 import XCTest
 
