@@ -32,10 +32,12 @@ final class RolloutTests: XCTestCase {
 
     /// The demo gateway with receipts in a rollout, on this run's engine (`storageURL`: another
     /// instance's ledger).
-    private func start(autoAdvance: Bool = false, storageURL: String? = nil) async throws -> GatewayE2E {
+    private func start(autoAdvance: Bool = false, storageURL: String? = nil,
+                       webhooks: WebhookReceiver? = nil) async throws -> GatewayE2E {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rollout-\(UUID().uuidString)")
         let storage = try TestStorage.fresh(in: directory, for: self)
-        return try await GatewayE2E.start(self) { options in
+        let gw = try await GatewayE2E.start(self) { options in
+            options.webhookURL = webhooks?.url
             options.receiptRouting = "rollout"
             options.rolloutPlanXML = Self.plan(autoAdvance: autoAdvance)
             options.nonceRequired = false
@@ -45,6 +47,8 @@ final class RolloutTests: XCTestCase {
                 options.storageURL = url
             }
         }
+        webhooks?.expectSecret(gw.harness.webhookSecret)
+        return gw
     }
 
     private func storageURL(of gw: GatewayE2E) -> String { gw.harness.options.storageURL ?? "sqlite:" + gw.sqlitePath }
@@ -118,7 +122,9 @@ final class RolloutTests: XCTestCase {
     /// A planted disagreement on a cohort account trips the guard: the step is rolled back within
     /// its interval, with the purchase named, and every grant made before stays.
     func testAPlantedDisagreementRollsBackOnItsOwnAndKeepsEveryGrant() async throws {
-        let gw = try await start()
+        let webhooks = WebhookReceiver()
+        try webhooks.start(self)
+        let gw = try await start(webhooks: webhooks)
         _ = try await rollout(gw, .advance)
         try await afterAChangeIsRead()
         let granted = try gw.buy(GatewayE2E.monthly, owner: "device-\(Self.insider)")
@@ -139,6 +145,16 @@ final class RolloutTests: XCTestCase {
         XCTAssertEqual(event["purchases"], .array([.string(refunded.originalTransactionId)]), rolledBack.jsonText)
         XCTAssertTrue(event["reason"]?.stringValue?.contains("would lose access") == true, rolledBack.jsonText)
         XCTAssertEqual(rolledBack["paused"], .bool(true), "no automatic advance after a rollback")
+        // The app backend hears of it: a signed rollout.rolledBack webhook naming the purchase.
+        let deadline = Date().addingTimeInterval(10)
+        while !webhooks.accepted.contains(where: { $0.kind == "rollout.rolledBack" }), Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let notice = try XCTUnwrap(webhooks.accepted.first { $0.kind == "rollout.rolledBack" }, "no rollout.rolledBack webhook")
+        XCTAssertTrue(notice.signatureValid)
+        XCTAssertEqual(notice.body["rollout"]?["fromPercent"], .int(5))
+        XCTAssertEqual(notice.body["rollout"]?["toPercent"], .int(0))
+        XCTAssertEqual(notice.body["rollout"]?["purchases"], .array([.string(refunded.originalTransactionId)]))
         let metrics = try await gw.get("/metrics").text
         XCTAssertTrue(metrics.contains("iapgw_rollout_percent{app=\"\(gw.bundleId)\"} 0\n"), metrics)
         XCTAssertTrue(metrics.contains("iapgw_rollout_rollbacks_total{app=\"\(gw.bundleId)\"} 1\n"), metrics)
