@@ -32,3 +32,13 @@ struct EntitlementsEndpoint: Sendable {
         return .object(object)
     }
 }
+
+extension EntitlementsEndpoint: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "GET", path: "/v1/apps/{bundleId}/accounts/{account}/entitlements", name: "entitlements",
+              operation: OpenAPIOperation(summary: "Current entitlements of an account", responses: ["200": .ok("Entitlements")]),
+              handler: .app(Route.pathApp) { endpoints, _, app, parameters throws(VerificationError) in
+                  try await endpoints.entitlements.answer(app: app, account: parameters["account", default: ""])
+              }),
+    ]
+}

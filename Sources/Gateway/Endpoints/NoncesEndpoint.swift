@@ -21,3 +21,14 @@ struct NoncesEndpoint: Sendable {
         JSONValue.object(["nonce": .string(nonce.value), "expiresAt": .int(nonce.expiresAt)]).jsonText
     }
 }
+
+extension NoncesEndpoint: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "POST", path: "/v1/apps/{bundleId}/nonces", name: "nonces",
+              operation: OpenAPIOperation(summary: "Issue a single-use nonce bound to an account, to send with a receipt",
+                                          requestBody: "NonceRequest", responses: ["200": .ok("Nonce")]),
+              handler: .keyed { endpoints, request, app, key throws(VerificationError) in
+                  try await endpoints.nonces.answer(request, app: app, key: key)
+              }),
+    ]
+}

@@ -62,3 +62,15 @@ struct ReadinessEndpoint: Sendable {
         return (notReady, stale)
     }
 }
+
+extension ReadinessEndpoint: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "GET", path: "/healthz", name: "healthz",
+              operation: OpenAPIOperation(summary: "Liveness", responses: ["200": .ok("Status")]),
+              handler: .open { _, _, _ in .json(200, #"{"status":"ok"}"#) }),
+        Route(method: "GET", path: "/readyz", name: "readyz",
+              operation: OpenAPIOperation(summary: "Readiness (storage answers within 1 s and takes writes)",
+                                          responses: ["200": .ok("Status"), "503": .error("not ready")]),
+              handler: .open { endpoints, _, _ throws(VerificationError) in try await endpoints.readiness.answer() }),
+    ]
+}

@@ -13,7 +13,6 @@ import Ledger
 /// (product, locale) and what the ledger knows of the chain's account (state, tenure, refunds);
 /// every answer and refusal is audited. Apple shows its default message for `{}` or any error.
 struct RetentionEndpoint: Sendable {
-    let apps: [String: AppPolicy]
     let ledger: any Ledger
     let signers: OfferSigners
     /// The app's one JWS verifier, the one notifications use.
@@ -21,8 +20,7 @@ struct RetentionEndpoint: Sendable {
     let logger: Logger
     let now: @Sendable () -> Int64
 
-    func answer(_ request: HTTPRequest, bundleId: String) async throws(VerificationError) -> HTTPResponse {
-        guard let app = apps[bundleId] else { throw VerificationError.unknownApp(bundleId) }
+    func answer(_ request: HTTPRequest, app: AppPolicy) async throws(VerificationError) -> HTTPResponse {
         let rules = app.retentionMessages
         let started = DispatchTime.now().uptimeNanoseconds
         // The evidence is the body as received: a malformed one is audited as refused like the rest.
@@ -123,4 +121,23 @@ struct AccountKnowledge {
                                 tenureDays: first.map { max(0, now - $0) / 86_400_000 },
                                 hasRefund: current.contains { $0.state == .refunded || $0.state == .revoked })
     }
+}
+
+extension RetentionEndpoint: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "POST", path: "/v1/retention/{bundleId}", name: "retention",
+              operation: OpenAPIOperation(
+                summary: "Retention Messaging API realtime URL (Apple calls it; signedPayload verified like a notification's): the RealtimeResponseBody the app's retentionMessages rules choose, {} for Apple's default message; every answer audited",
+                requestBody: "RealtimeRequest",
+                responses: [
+                    "200": .ok("RealtimeResponse"),
+                    "400": .error("a body that is not {\"signedPayload\"} (MALFORMED_REQUEST)"),
+                    "404": .error("unknown app (UNKNOWN_APP)"),
+                    "422": .error("a signature, identity or content check failed, or the request was signed more than 60 s ago (SIGNED_DATE_TOO_OLD: a replay); nothing is offered"),
+                    "503": .error("storage unavailable; Apple shows its default message"),
+                ]),
+              handler: .signed { endpoints, request, app throws(VerificationError) in
+                  try await endpoints.retention.answer(request, app: app)
+              }),
+    ]
 }

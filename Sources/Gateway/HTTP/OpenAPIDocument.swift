@@ -326,3 +326,12 @@ enum OpenAPIDocument {
         ]
     }
 }
+
+extension OpenAPIDocument: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "GET", path: "/openapi.json", name: "openapi",
+              operation: OpenAPIOperation(summary: "This document",
+                                          responses: ["200": .object(["description": "OpenAPI 3 document"])]),
+              handler: .open { endpoints, _, _ in .json(200, endpoints.openAPI) }),
+    ]
+}
