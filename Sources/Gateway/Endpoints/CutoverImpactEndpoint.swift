@@ -15,59 +15,69 @@ enum CutoverImpactEndpoint {
         let (comparisons, truncated) = try await DashboardEndpoint.load(app.bundleId, from: range.from, to: range.to, ledger: ledger)
         let report = MigrationReport(bundleId: app.bundleId, comparisons: comparisons, criteria: ReadinessCriteria(app: app),
                                      truncated: truncated)
-        return .json(200, json(report).jsonText)
+        return .json(200, answer.encode(report).jsonText)
     }
 
-    static func json(_ r: MigrationReport) -> JSONValue {
+    /// Per product, how many of its chains a cutover changes, and how.
+    struct ProductImpact: Sendable {
+        let productId: String
+        let changes: [MigrationReport.ImpactRow.Change: Int]
+    }
+
+    static func byProduct(_ r: MigrationReport) -> [ProductImpact] {
         var byProduct: [String: [MigrationReport.ImpactRow.Change: Int]] = [:]
         for row in r.impact { byProduct[row.productId, default: [:]][row.change, default: 0] += 1 }
-        return .object([
-            "bundleId": .string(r.bundleId),
-            "verdict": verdict(r),
-            "environments": .array(r.environments.map(environment)),
-            "refusedByBoth": .int(Int64(r.refusedByBoth)),
-            "truncated": .bool(r.truncated),
-            "byProduct": .array(byProduct.keys.sorted().map { product in
-                let c = byProduct[product]!
-                return .object(["productId": .string(product), "losesAccess": .int(Int64(c[.losesAccess] ?? 0)),
-                                "gainsAccess": .int(Int64(c[.gainsAccess] ?? 0)),
-                                "differentExpiry": .int(Int64(c[.differentExpiry] ?? 0))])
-            }),
-            "accounts": .array(r.impact.map(row)),
-        ])
+        return byProduct.keys.sorted().map { ProductImpact(productId: $0, changes: byProduct[$0]!) }
     }
 
-    static func verdict(_ r: MigrationReport) -> JSONValue {
-        var reasons: [String] = []
-        if case .notReady(let list) = r.verdict { reasons = list }
-        return .object(["ready": .bool(r.verdict.isReady), "label": .string(r.verdict.label),
-                        "environment": .string(r.criteria.primaryEnvironment),
-                        "unmet": .array(reasons.map(JSONValue.string))])
-    }
+    /// A path's state in an impact row: an entitlement state, or notFound where its answer lacks the chain.
+    private static let impactState = JSONShape<String>.oneOf(
+        Entitlement.State.allCases.map(\.rawValue) + [MigrationReport.ImpactRow.notFound]
+    ).described("the entitlement this path would answer; notFound: its answer lacks the purchase chain (a purchase the Server API does not know)")
 
-    static func environment(_ e: MigrationReport.EnvironmentVerdict) -> JSONValue {
-        .object([
-            "environment": .string(e.environment), "ready": .bool(e.isReady), "purchaseChains": .int(Int64(e.chains)),
-            "agreedChains": .int(Int64(e.agreedChains)), "disagreeingChains": .int(Int64(e.disagreeingChains)),
-            "unexplainedFailures": .int(Int64(e.unexplainedFailedChains)),
-            "explainedFailures": .int(Int64(e.explainedFailedChains)), "accounts": .int(Int64(e.accounts)),
-            "criteria": .array(e.criteria.map { .object(["met": .bool($0.met), "text": .string($0.text)]) }),
-        ])
-    }
-
-    static func row(_ row: MigrationReport.ImpactRow) -> JSONValue {
-        var o: [String: JSONValue] = [
-            "change": .string(row.change.rawValue), "environment": .string(row.environment),
-            "productId": .string(row.productId), "originalTransactionId": .string(row.originalTransactionId),
-            "comparisonId": .string(row.comparisonId),
-        ]
-        if let v = row.account { o["account"] = .string(v) }
-        o["legacyState"] = .string(row.legacyStateName)
-        o["serverAPIState"] = .string(row.serverAPIStateName)
-        if let v = row.legacyExpiresDate { o["legacyExpiresDate"] = .int(v) }
-        if let v = row.serverAPIExpiresDate { o["serverAPIExpiresDate"] = .int(v) }
-        return .object(o)
-    }
+    static let answer = JSONShape<MigrationReport>.object([
+        .required("bundleId", .string) { $0.bundleId },
+        .required("verdict", .object([
+            .required("ready", .boolean) { $0.verdict.isReady },
+            .required("label", .string) { $0.verdict.label },
+            .required("environment", .string) { $0.criteria.primaryEnvironment },
+            .required("unmet", .array(.string)) { r in if case .notReady(let list) = r.verdict { list } else { [] } },
+        ])) { $0 },
+        .required("environments", .array(.object([
+            .required("environment", .string) { $0.environment },
+            .required("ready", .boolean) { $0.isReady },
+            .required("purchaseChains", .count) { $0.chains },
+            .required("agreedChains", .count) { $0.agreedChains },
+            .required("disagreeingChains", .count) { $0.disagreeingChains },
+            .required("unexplainedFailures", .count) { $0.unexplainedFailedChains },
+            .required("explainedFailures", .count) { $0.explainedFailedChains },
+            .required("accounts", .count) { $0.accounts },
+            .required("criteria", .array(.object([
+                .required("met", .boolean) { $0.met },
+                .required("text", .string) { $0.text },
+            ]))) { $0.criteria },
+        ]))) { $0.environments },
+        .required("refusedByBoth", .count) { $0.refusedByBoth },
+        .required("truncated", .boolean) { $0.truncated },
+        .required("byProduct", .array(.object([
+            .required("productId", .string) { $0.productId },
+            .required("losesAccess", .count) { $0.changes[.losesAccess] ?? 0 },
+            .required("gainsAccess", .count) { $0.changes[.gainsAccess] ?? 0 },
+            .required("differentExpiry", .count) { $0.changes[.differentExpiry] ?? 0 },
+        ]))) { byProduct($0) },
+        .required("accounts", .array(.object([
+            .required("change", .cases) { $0.change },
+            .required("environment", .string) { $0.environment },
+            .optional("account", .string) { $0.account },
+            .required("productId", .string) { $0.productId },
+            .required("originalTransactionId", .string) { $0.originalTransactionId },
+            .required("legacyState", impactState) { $0.legacyStateName },
+            .required("serverAPIState", impactState) { $0.serverAPIStateName },
+            .optional("legacyExpiresDate", .integer) { $0.legacyExpiresDate },
+            .optional("serverAPIExpiresDate", .integer) { $0.serverAPIExpiresDate },
+            .required("comparisonId", .string) { $0.comparisonId },
+        ]))) { $0.impact },
+    ]).named("CutoverImpact")
 }
 
 extension CutoverImpactEndpoint: RouteDeclaring {
@@ -76,7 +86,7 @@ extension CutoverImpactEndpoint: RouteDeclaring {
               operation: OpenAPIOperation(
                 summary: "The cutover verdict (every unmet criterion, per environment) and who would lose or gain access or see another expiry if the app's receipts switched to the Server API now",
                 query: CutoverImpactEndpoint.queryParameters,
-                responses: ["200": .ok("CutoverImpact")]),
+                responses: ["200": .ok(answer)]),
               handler: .app(Route.pathApp) { endpoints, request, app, _ throws(VerificationError) in
                   try await CutoverImpactEndpoint.answer(request, app: app, ledger: try endpoints.comparisonLedger())
               }),

@@ -47,9 +47,14 @@ struct NotificationsEndpoint: Sendable {
             rawBody: Data(decoded.storedBody), event: decoded.event))
         log.info("notification_accepted", ["bundleId": app.bundleId, "type": decoded.notificationType.rawValue,
                                            "duplicate": String(!fresh)])
-        return .json(200, JSONValue.object(["status": .string(fresh ? "accepted" : "duplicate"),
-                                            "notificationId": .string(decoded.id)]).jsonText)
+        return .json(200, Self.answer.encode((fresh ? "accepted" : "duplicate", decoded.id)).jsonText)
     }
+
+    /// Stored durably now (accepted) or before (duplicate), under its id.
+    static let answer = JSONShape<(status: String, notificationId: String)>.object([
+        .required("status", .oneOf(["accepted", "duplicate"])) { $0.status },
+        .required("notificationId", .string) { $0.notificationId },
+    ]).named("NotificationAccepted")
 }
 
 extension NotificationsEndpoint: RouteDeclaring {
@@ -59,7 +64,7 @@ extension NotificationsEndpoint: RouteDeclaring {
                 summary: "App Store Server Notifications (V2 signedPayload, or V1 with the shared secret); 200 once stored durably, a genuine notification of a type or shape not acted on yet included (forwarded to the webhook as an event of its own). Apple does not retry a 4xx: it answers only what is forged, foreign or malformed (README, Notification answers)",
                 requestBody: "Notification",
                 responses: [
-                    "200": .ok("NotificationAccepted"),
+                    "200": .ok(answer),
                     "400": .error("a body that is not strict JSON or not a notification's shape (MALFORMED_REQUEST)"),
                     "401": .error("V1 notification without the shared secret", headers: ["WWW-Authenticate"]),
                     "404": .error("unknown app (UNKNOWN_APP)"),

@@ -147,23 +147,14 @@ struct VerifyEndpoint: Sendable {
             let revoked = Set(outcome.transactions.filter { $0.revocationDate != nil }.map(\.transactionId))
             let stored = VerifyEndpoint.standing(claim.entitlements, chains: chains, now: now)
             let verdict = VerifyVerdict.of(stored, policy: app.gracePeriodPolicy)
-            var answer: [String: JSONValue] = [
-                "account": .string(account),
-                "verdict": .string(verdict.rawValue),
-                "adapter": .string(outcome.adapter.rawValue),
-                "environment": .string(outcome.environment.rawValue),
-                "mappingVersion": .string(outcome.mappingVersion),
-                "transactions": .array(outcome.transactions.map(\.jsonValue)),
-                "renewals": .array(outcome.renewals.map(\.jsonValue)),
-                "newlyGranted": .array(claim.newlyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
-                "alreadyGranted": .array(claim.alreadyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
-                "revoked": .array(outcome.transactions.map(\.transactionId).filter { revoked.contains($0) }.map(JSONValue.string)),
-                "entitlements": .array(stored.map { EntitlementsEndpoint.json($0, policy: app) }),
-            ]
-            if let comparison { answer["comparison"] = MigrationRouter.json(comparison) }
-            if let appTransaction { answer["appTransaction"] = appTransaction.jsonValue }
-            if let grandfathered { answer["grandfathered"] = .bool(grandfathered) }
-            return ClaimAnswer(verdict: verdict.audited, body: JSONValue.object(answer).jsonText)
+            let answer = Answer(
+                account: account, verdict: verdict, outcome: outcome,
+                newlyGranted: claim.newlyGranted.filter { !revoked.contains($0) },
+                alreadyGranted: claim.alreadyGranted.filter { !revoked.contains($0) },
+                revoked: outcome.transactions.map(\.transactionId).filter { revoked.contains($0) },
+                entitlements: stored.map { EntitlementsEndpoint.Shown($0, policy: app) },
+                comparison: comparison, appTransaction: appTransaction, grandfathered: grandfathered)
+            return ClaimAnswer(verdict: verdict.audited, body: VerifyEndpoint.answerShape.encode(answer).jsonText)
         }
     }
 
