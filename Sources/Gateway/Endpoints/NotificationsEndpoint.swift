@@ -67,7 +67,7 @@ extension NotificationsEndpoint: RouteDeclaring {
                     "200": .ok(answer),
                     "400": .error("a body that is not strict JSON or not a notification's shape (MALFORMED_REQUEST)"),
                     "401": .error("V1 notification without the shared secret", headers: ["WWW-Authenticate"]),
-                    "404": .error("unknown app (UNKNOWN_APP)"),
+                    "404": .error("unknown app (UNKNOWN_APP), or notifications not enabled (NOT_FOUND)"),
                     "422": .error("forged or foreign: a signature, identity or content check failed; nothing was stored"),
                     "500": .error("the gateway's configuration or an internal fault"),
                     "502": .error("V1: Apple refused the gateway's shared secret"),

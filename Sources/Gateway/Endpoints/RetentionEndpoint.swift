@@ -151,7 +151,6 @@ extension RetentionEndpoint: RouteDeclaring {
                 responses: [
                     "200": .ok(answer),
                     "400": .error("a body that is not {\"signedPayload\"} (MALFORMED_REQUEST)"),
-                    "404": .error("unknown app (UNKNOWN_APP)"),
                     "422": .error("a signature, identity or content check failed, or the request was signed more than 60 s ago (SIGNED_DATE_TOO_OLD: a replay); nothing is offered"),
                     "503": .error("storage unavailable; Apple shows its default message"),
                 ]),

@@ -53,7 +53,6 @@ extension VerifyEndpoint: RouteDeclaring {
                 responses: [
                     "200": .ok(answerShape),
                     "409": .error("bound to another account (TRANSACTION_BOUND_TO_OTHER_ACCOUNT)"),
-                    "413": .error("body too large (INPUT_TOO_LARGE)"),
                     "422": .error("the evidence was refused, its content included (see the error code)"),
                     "500": .error("the gateway's configuration or an internal fault (INVALID_CONFIGURATION, INTERNAL_ERROR); not retryable"),
                     "502": .error("Apple refused the gateway's credentials (UPSTREAM_CREDENTIALS_REJECTED) or answered in a shape the gateway cannot use (UPSTREAM_INVALID_RESPONSE)"),

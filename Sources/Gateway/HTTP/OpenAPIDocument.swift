@@ -91,6 +91,15 @@ enum OpenAPIDocument {
         }
         parameters += declared.query.map(\.openAPI)
         var responses = declared.responses
+        // Beside what the route declares for the same status.
+        func adding(_ status: String, _ description: String, headers: [String] = []) {
+            let declared = responses[status]?.json["description"]?.stringValue
+            responses[status] = .error([declared, description].compactMap { $0 }.joined(separator: "; "), headers: headers)
+        }
+        // Unless the route states it itself, in its own (more precise) words.
+        func sharing(_ status: String, _ description: String, headers: [String] = []) {
+            if responses[status] == nil { responses[status] = .error(description, headers: headers) }
+        }
         if route.takesIdempotencyKey {
             parameters.append(.object([
                 "name": .string(IdempotencyKeys.header), "in": "header", "required": .bool(false),
@@ -104,11 +113,6 @@ enum OpenAPIDocument {
                     "schema": .object(["type": "string", "enum": .array(["true"])])])])
                 responses["200"] = .object(ok)
             }
-            // Beside what the route declares for the same status.
-            func adding(_ status: String, _ description: String, headers: [String] = []) {
-                let declared = responses[status]?.json["description"]?.stringValue
-                responses[status] = .error([declared, description].compactMap { $0 }.joined(separator: "; "), headers: headers)
-            }
             adding("409", "a request with the same Idempotency-Key is still being answered (IDEMPOTENCY_KEY_IN_FLIGHT); see Retry-After",
                    headers: ["Retry-After"])
             adding("422", "the Idempotency-Key was first sent with another request (IDEMPOTENCY_KEY_REUSED)")
@@ -120,11 +124,12 @@ enum OpenAPIDocument {
         }
         if route.requiresAppKey {
             op["security"] = .array([.object(["apiKey": .array([])])])
-            responses["400"] = .error("a request the route cannot read (MALFORMED_REQUEST)")
-            responses["401"] = .error("missing or wrong API key (UNAUTHENTICATED); WWW-Authenticate: Bearer",
-                                      headers: ["WWW-Authenticate"])
-            responses["404"] = .error("unknown app (UNKNOWN_APP)")
+            sharing("401", "missing or wrong API key (UNAUTHENTICATED); WWW-Authenticate: Bearer", headers: ["WWW-Authenticate"])
         }
+        if route.namesApp { sharing("404", "unknown app (UNKNOWN_APP)") }
+        // Every route that reads a path parameter, a query or a body refuses one it cannot read.
+        if !parameters.isEmpty || declared.requestBody != nil { sharing("400", "a request the route cannot read (MALFORMED_REQUEST)") }
+        if declared.requestBody != nil { sharing("413", "body too large (INPUT_TOO_LARGE)") }
         responses["405"] = .error("another method on this path (METHOD_NOT_ALLOWED); Allow names this one", headers: ["Allow"])
         op["responses"] = .object(responses.mapValues(\.json))
         return .object(op)

@@ -58,6 +58,12 @@ struct Route: Sendable {
         }
     }
 
+    /// Whether a request names an app the route looks up (UNKNOWN_APP when it is not configured).
+    var namesApp: Bool {
+        if case .open = handler { return false }
+        return true
+    }
+
     var takesIdempotencyKey: Bool {
         if case .keyed = handler { return true }
         return false
