@@ -53,6 +53,7 @@ struct JSONShape<Value>: Sendable {
         if !required.isEmpty { schema["required"] = .array(required) }
         return JSONShape(schema: .object(schema), components: components) { value in
             var object: [String: JSONValue] = [:]
+            object.reserveCapacity(members.count)
             for member in members { object[member.name] = member.encode(value) }
             return .object(object)
         }

@@ -66,17 +66,22 @@ struct ErrorEnvelopeMiddleware: Middleware {
 /// Where the shared steps end: the matched route's own steps (app lookup, key, `Idempotency-Key`)
 /// around its endpoint; a path no route has is NOT_FOUND, a method the path does not take is
 /// METHOD_NOT_ALLOWED with `Allow`.
-struct RouteDispatcher: Sendable {
+/// A class: one reference per request, not a copy of every endpoint.
+final class RouteDispatcher: Sendable {
     let endpoints: GatewayEndpoints
     /// Each route's own steps, by route name, built once.
     let routeSteps: [String: MiddlewareChain]
 
+    init(endpoints: GatewayEndpoints, routeSteps: [String: MiddlewareChain]) {
+        self.endpoints = endpoints
+        self.routeSteps = routeSteps
+    }
+
     func respond(_ request: HTTPRequest, context: RequestContext) async throws(VerificationError) -> HTTPResponse {
         switch context.match {
         case .route(let route, _):
-            let endpoints = endpoints
             return try await routeSteps[route.name, default: MiddlewareChain([])].run(request, context: context) {
-                (request, context) throws(VerificationError) in try await route.respond(endpoints, request, context)
+                (request, context) throws(VerificationError) in try await route.respond(self.endpoints, request, context)
             }
         case .methodNotAllowed(let allowed):
             var response = ErrorResponses.response(VerificationError(.methodNotAllowed, "this path takes \(allowed) only"),

@@ -11,7 +11,7 @@ protocol RouteDeclaring {
 /// One route of the gateway, declared once by its endpoint: the dispatcher matches it, its access
 /// decides its own steps (`steps`), the metrics and logs name it, and the OpenAPI document
 /// describes it, so none of them can know a route the others do not.
-struct Route: Sendable {
+final class Route: Sendable {
     /// The `{name}` segments of the path, by name (percent-decoded).
     typealias Parameters = [String: String]
     /// Where a request names its app.
