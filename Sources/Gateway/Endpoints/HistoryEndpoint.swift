@@ -73,8 +73,8 @@ public struct HistoryEndpoint: Sendable {
             "what Apple answered, in order: verifyReceipt statuses (\"21007 0\") or Server API failures (\"HTTP 404 errorCode 4040010\")")) {
             $0.appleStatus
         },
-        .required("verdict", JSONShape<String>.oneOf(["granted", "notGranted", "refused"]).described(
-            "what the attempt was answered: the 200's verdict (granted, notGranted), or refused with code")) { $0.verdict.rawValue },
+        .required("verdict", JSONShape<AuditVerdict>.cases.described(
+            "what the attempt was answered: the 200's verdict (granted, notGranted), or refused with code")) { $0.verdict },
         .optional("code", .string) { $0.errorCode?.rawValue },
         .optional("adapter", .string) { $0.adapter },
         .optional("account", .string) { $0.account },
