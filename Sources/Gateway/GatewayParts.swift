@@ -38,10 +38,7 @@ public struct GatewayParts: Sendable {
 
 extension GatewayParts {
     /// The app's policy, or UNKNOWN_APP: what every per-app action checks first.
-    func app(_ bundleId: String) throws(VerificationError) -> AppPolicy {
-        guard let app = apps[bundleId] else { throw VerificationError.unknownApp(bundleId) }
-        return app
-    }
+    func app(_ bundleId: String) throws(VerificationError) -> AppPolicy { try apps.app(bundleId) }
 
     /// The reconciler of this gateway; `apps` overrides its policies (tests, a single-app CLI run).
     public func reconciler(apps: [String: AppPolicy]? = nil, options: Reconciler.Options = Reconciler.Options(),

@@ -9,32 +9,31 @@ import UpstreamHTTP
 
 /// The gateway's HTTP API as a plain async function from request to response: no sockets here, so
 /// every route is testable in-process, and `iapgw serve` only puts `HTTPServer` in front of it.
-/// It routes, authenticates and turns refusals into JSON errors; each route's work is its endpoint's.
+/// Every request runs one chain of small steps (`Middleware`): its request id, its upstream budget,
+/// its metrics and its error envelope, then its route's own steps (app lookup, key, `Idempotency-Key`)
+/// and its endpoint. Each step owns its one job; each route's work is its endpoint's.
 public final class GatewayService: Sendable {
     public let apps: [String: AppPolicy]
-    let logger: Logger
     /// Its shadow work is drained at shutdown.
     let migration: MigrationRouter?
     public let metrics: GatewayMetrics
-    /// All the upstream work one request does (every call, attempt and retry wait) ends within this.
-    let upstreamBudget: Duration
 
-    let authenticator: APIKeyAuthenticator
-    let endpoints: GatewayEndpoints
+    /// The steps every request takes, outermost first, around `dispatcher`.
+    let chain: MiddlewareChain
+    let dispatcher: RouteDispatcher
 
     /// The router of the gateway `parts` make up, each endpoint handed the parts it uses.
     public init(_ parts: GatewayParts) {
         let (apps, ledger, logger, now) = (parts.apps, parts.ledger, parts.logger, parts.now)
         self.apps = apps
-        self.logger = logger
         self.migration = parts.migration
         self.metrics = parts.metrics
-        self.upstreamBudget = parts.upstreamBudget
-        authenticator = APIKeyAuthenticator(environment: parts.environment)
+        let authenticator = APIKeyAuthenticator(environment: parts.environment)
+        let idempotency = IdempotencyKeys(ledger: ledger, retentionHours: parts.idempotencyKeyHours, now: now)
         let chainCaches: [MetricsEndpoint.ChainCacheCounts] = parts.jwsVerifiers.map { verifiers in [{ verifiers.chainCacheCounts }] } ?? []
         let offerSigners = OfferSigners(environment: parts.environment)
         let readiness = ReadinessEndpoint(apps: apps, ledger: ledger, environment: parts.environment, logger: logger)
-        endpoints = GatewayEndpoints(
+        let endpoints = GatewayEndpoints(
             readiness: readiness,
             metrics: MetricsEndpoint(metrics: parts.metrics, ledger: ledger, comparisons: parts.comparisons,
                                      bundleIds: apps.keys.sorted(),
@@ -42,7 +41,6 @@ public final class GatewayService: Sendable {
                                      chainCaches: chainCaches, logWriter: logger.writer, expiryGauges: parts.expiryGauges,
                                      readiness: readiness),
             openAPI: OpenAPIDocument.json(evidence: parts.adapters.evidenceForms),
-            idempotency: IdempotencyKeys(ledger: ledger, retentionHours: parts.idempotencyKeyHours, now: now),
             nonces: NoncesEndpoint(ledger: ledger, now: now),
             verify: VerifyEndpoint(adapters: parts.adapters, ledger: ledger, checks: parts.checks, migration: parts.migration,
                                    sealer: parts.sealer, metrics: parts.metrics, logger: logger, now: now),
@@ -50,14 +48,20 @@ public final class GatewayService: Sendable {
             offerSignatures: OfferSignaturesEndpoint(ledger: ledger, signers: offerSigners, now: now),
             history: HistoryEndpoint(ledger: ledger, now: now),
             orders: parts.orderLookup(),
-            notifications: NotificationsEndpoint(apps: apps, decoder: parts.notifications,
+            notifications: NotificationsEndpoint(decoder: parts.notifications,
                                                  legacy: parts.adapters.capability((any ReceiptReverifying).self),
                                                  ledger: ledger, metrics: parts.metrics, logger: logger, now: now),
-            retention: RetentionEndpoint(apps: apps, ledger: ledger, signers: offerSigners,
+            retention: RetentionEndpoint(ledger: ledger, signers: offerSigners,
                                          verifiers: parts.jwsVerifiers ?? parts.notifications?.verifiers ?? AppVerifiers(),
                                          logger: logger, now: now),
             comparisons: parts.comparisons,
             rollouts: (ledger as? any RolloutController.Store).map { RolloutController(ledger: $0, logger: logger, now: now) })
+        chain = MiddlewareChain([RequestIdMiddleware(), RequestBudgetMiddleware(budget: parts.upstreamBudget),
+                                 MetricsMiddleware(metrics: parts.metrics), ErrorEnvelopeMiddleware(logger: logger)])
+        let routeSteps = Route.all.map { route in
+            (route.name, MiddlewareChain(route.steps(apps: apps, authenticator: authenticator, idempotency: idempotency)))
+        }
+        dispatcher = RouteDispatcher(endpoints: endpoints, routeSteps: Dictionary(uniqueKeysWithValues: routeSteps))
     }
 
     /// For shutdown, once the server takes no more requests: waits for the shadow comparisons
@@ -66,64 +70,19 @@ public final class GatewayService: Sendable {
         await migration?.shadowWork.drain()
     }
 
-    /// The one entry point: route, authenticate, run, and turn every refusal into its JSON error.
+    /// The one entry point: every request through the chain, every refusal answered as its JSON error.
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        // Every log line of this request, from any component, carries its id; every upstream call made
-        // for it ends within its one budget (work moved off the request, in detached tasks, does not).
-        await Logger.$requestId.withValue(request.requestId) {
-            await UpstreamDeadline.within(upstreamBudget) { await handleWithinRequest(request) }
-        }
-    }
-
-    private func handleWithinRequest(_ request: HTTPRequest) async -> HTTPResponse {
-        let log = logger
-        let started = DispatchTime.now().uptimeNanoseconds
-        let route = Route.match(method: request.method, segments: request.pathSegments)
-        var response: HTTPResponse
-        do {
-            response = try await dispatch(route, request)
-        } catch {
-            response = ErrorResponses.response(error, requestId: request.requestId)
-            // A refused client is routine (info); a gateway that cannot serve anyone (bad config, Apple
-            // refusing our credentials, storage down) must reach an operator's alerting.
-            let level: Logger.Level = response.status >= 500 ? (response.status == 503 ? .warning : .error) : .info
-            var fields = ["route": route.name, "code": error.code.rawValue, "status": String(response.status)]
-            // The client got a plain sentence for a 5xx; what really happened is for the operator.
-            if response.status >= 500 { fields["detail"] = error.message }
-            log.log(level, "request_refused", fields)
-        }
-        metrics.record(route: route.name, status: response.status,
-                       micros: (DispatchTime.now().uptimeNanoseconds - started) / 1000)
-        return response
-    }
-
-    private func dispatch(_ match: Route.Match, _ request: HTTPRequest) async throws(VerificationError) -> HTTPResponse {
-        switch match {
-        case .route(let route, let parameters):
-            switch route.handler {
-            case .open(let handle):
-                return try await handle(endpoints, request, parameters)
-            case .app(let app, let handle):
-                return try await handle(endpoints, request, try authorizedApp(try app(request, parameters), request), parameters)
-            case .keyed(let handle):
-                let app = try authorizedApp(try Route.pathApp(request, parameters), request)
-                return try await endpoints.idempotency.answer(request, app: app, route: route.name) { (key) throws(VerificationError) in
-                    try await handle(endpoints, request, app, key)
-                }
+        let context = RequestContext(match: Route.match(method: request.method, segments: request.pathSegments))
+        let dispatcher = dispatcher
+        let answer = await Result.of { () throws(VerificationError) in
+            try await chain.run(request, context: context) { (request, context) throws(VerificationError) in
+                try await dispatcher.respond(request, context: context)
             }
-        case .methodNotAllowed(let allowed):
-            var response = ErrorResponses.response(VerificationError(.methodNotAllowed, "this path takes \(allowed) only"),
-                                                   requestId: request.requestId)
-            response.headers.append(("Allow", allowed))
-            return response
-        case .notFound:
-            throw VerificationError(.notFound, "no such route")
         }
-    }
-
-    private func authorizedApp(_ bundleId: String, _ request: HTTPRequest) throws(VerificationError) -> AppPolicy {
-        guard let app = apps[bundleId] else { throw VerificationError.unknownApp(bundleId) }
-        try authenticator.authenticate(request, app: app)
-        return app
+        // The envelope answers every refusal below it; one thrown above it still gets its JSON error.
+        switch answer {
+        case .success(let response): return response
+        case .failure(let error): return ErrorResponses.response(error, requestId: request.requestId)
+        }
     }
 }

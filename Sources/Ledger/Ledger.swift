@@ -172,7 +172,7 @@ public struct ClaimAnswer: Hashable, Sendable {
 }
 
 /// What an audited request was answered (the audit_log `verdict` column).
-public enum AuditVerdict: String, Codable, Hashable, Sendable {
+public enum AuditVerdict: String, Codable, Hashable, Sendable, CaseIterable {
     /// Answered 200: a verify answer's `granted` (something grants access now), or a retention answer.
     case granted
     /// Answered 200 with verdict `notGranted`: genuine and bound to the account, nothing grants access now.

@@ -33,7 +33,7 @@ final class ReadinessTests: XCTestCase {
 
         let notReady = try await probe.answer()
         XCTAssertEqual(notReady.status, 503)
-        XCTAssertEqual(String(decoding: notReady.body, as: UTF8.self), #"{"status":"not ready","reason":"configuration"}"#)
+        XCTAssertEqual(try StrictJSON().parse(notReady.body), .object(["status": "not ready", "reason": "configuration"]))
 
         readable.withLock { $0 = true }
         XCTAssertTrue(files.refreshNow(within: .seconds(10)))

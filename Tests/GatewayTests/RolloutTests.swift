@@ -117,6 +117,9 @@ final class RolloutTests: XCTestCase {
         XCTAssertEqual(route.status, 200, route.text)
         XCTAssertEqual(route.json["percent"], .int(50))
         XCTAssertEqual(route.json["stepVerdicts"]?.arrayValue?.map { $0["verdict"]?.stringValue }, ["held", "running"], route.text)
+        let document = try await gw.get("/openapi.json")
+        XCTAssertEqual(SchemaValidator(document: document.json).problems(route.json, component: "Rollout"), [],
+                       "the answer is what the document declares: \(route.text)")
     }
 
     /// A planted disagreement on a cohort account trips the guard: the step is rolled back within

@@ -41,73 +41,107 @@ public struct HistoryEndpoint: Sendable {
     /// The history as the route and `iapgw audit` show it.
     public static func json(_ history: SupportHistory, bundleId: String, subject: SupportSubject, policy: AppPolicy,
                             now: Int64) -> JSONValue {
-        var object: [String: JSONValue] = [
-            "bundleId": .string(bundleId),
-            "attempts": .array(history.attempts.map(json)),
-            "chains": .array(history.chains.map { json($0, policy: policy, now: now) }),
-            "truncated": .bool(history.truncated),
-        ]
-        switch subject {
-        case .account(let account): object["account"] = .string(account)
-        case .transaction(let id): object["transactionId"] = .string(id)
-        }
-        return .object(object)
+        answer.encode(Shown(history: history, bundleId: bundleId, subject: subject,
+                            chains: history.chains.map { chain in
+                                (chain, chain.entitlement.map { EntitlementsEndpoint.Shown(EntitlementAccess.current($0, now: now),
+                                                                                           policy: policy) })
+                            }))
     }
 
-    static func json(_ a: AuditRecord) -> JSONValue {
-        var o: [String: JSONValue] = [
-            "time": .int(a.time), "evidenceKind": .string(a.evidenceKind),
-            "evidenceSHA256Prefix": .string(String(a.evidenceSHA256.prefix(digestPrefixLength))),
-            "verdict": .string(a.verdict.rawValue),
-            "transactionIds": .array(a.transactionIds.map(JSONValue.string)),
-            "productIds": .array(a.productIds.map(JSONValue.string)),
-        ]
-        if let v = a.account { o["account"] = .string(v) }
-        if let v = a.requestId { o["requestId"] = .string(v) }
-        if let v = a.clientVersion { o["clientVersion"] = .string(v) }
-        if let v = a.environment { o["environment"] = .string(v) }
-        if let v = a.appleStatus { o["appleStatus"] = .string(v) }
-        if let v = a.errorCode { o["code"] = .string(v.rawValue) }
-        if let v = a.adapter { o["adapter"] = .string(v) }
-        return .object(o)
+    struct Shown: Sendable {
+        let history: SupportHistory
+        let bundleId: String
+        let subject: SupportSubject
+        /// Each chain with its entitlement as it stands at the answer's time.
+        let chains: [(chain: PurchaseChainHistory, entitlement: EntitlementsEndpoint.Shown?)]
     }
 
-    static func json(_ c: PurchaseChainHistory, policy: AppPolicy, now: Int64) -> JSONValue {
-        var o: [String: JSONValue] = [
-            "originalTransactionId": .string(c.originalTransactionId), "owner": .string(c.owner),
-            "boundAt": .int(c.boundAt),
-            "grants": .array(c.grants.map { (g) -> JSONValue in
-                var grant: [String: JSONValue] = [
-                    "transactionId": .string(g.transaction.transactionId), "productId": .string(g.transaction.productId),
-                    "firstGrantedAt": .int(g.firstGrantedAt), "updatedAt": .int(g.updatedAt),
-                    "source": .string(g.transaction.source),
-                ]
-                if let v = g.transaction.purchaseDate { grant["purchaseDate"] = .int(v) }
-                if let v = g.transaction.expiresDate { grant["expiresDate"] = .int(v) }
-                if let v = g.transaction.revocationDate { grant["revocationDate"] = .int(v) }
-                if let v = g.transaction.revocationReason { grant["revocationReason"] = .int(v.rawValue) }
-                if let v = g.transaction.environment { grant["environment"] = .string(v.rawValue) }
-                return .object(grant)
-            }),
-            "notifications": .array(c.notifications.map { (n) -> JSONValue in
-                var note: [String: JSONValue] = [
-                    "notificationType": .string(n.notificationType), "signedDate": .int(n.signedDate),
-                    "receivedAt": .int(n.receivedAt), "environment": .string(n.environment), "status": .string(n.status),
-                ]
-                if let v = n.subtype { note["subtype"] = .string(v) }
-                return .object(note)
-            }),
-        ]
-        if let e = c.entitlement {
-            o["entitlement"] = EntitlementsEndpoint.json(EntitlementAccess.current(e, now: now), policy: policy)
-        }
-        if let s = c.subscription {
-            var sub: [String: JSONValue] = ["state": .string(s.state.rawValue), "productId": .string(s.productId),
-                                            "source": .string(s.source), "lastSignedDate": .int(s.lastSignedDate)]
-            if let v = s.expiresDate { sub["expiresDate"] = .int(v) }
-            if let v = s.autoRenewStatus { sub["autoRenewStatus"] = .int(v.rawValue) }
-            o["subscription"] = .object(sub)
-        }
-        return .object(o)
-    }
+    static let attempt = JSONShape<AuditRecord>.object([
+        .required("time", .integer) { $0.time },
+        .optional("requestId", .string) { $0.requestId },
+        .required("evidenceKind", .string) { $0.evidenceKind },
+        .required("evidenceSHA256Prefix", JSONShape<String>.string.described(
+            "the first 16 hex digits of the evidence's SHA-256; the evidence itself is never kept")) {
+            String($0.evidenceSHA256.prefix(digestPrefixLength))
+        },
+        .optional("clientVersion", JSONShape<String>.string.described(
+            "the app backend's X-Client-Version header, at most 64 printable ASCII characters (quotes, backslashes, apostrophes, backticks and markup as ?)")) {
+            $0.clientVersion
+        },
+        .optional("environment", .string) { $0.environment },
+        .optional("appleStatus", JSONShape<String>.string.described(
+            "what Apple answered, in order: verifyReceipt statuses (\"21007 0\") or Server API failures (\"HTTP 404 errorCode 4040010\")")) {
+            $0.appleStatus
+        },
+        .required("verdict", JSONShape<AuditVerdict>.cases.described(
+            "what the attempt was answered: the 200's verdict (granted, notGranted), or refused with code")) { $0.verdict },
+        .optional("code", .string) { $0.errorCode?.rawValue },
+        .optional("adapter", .string) { $0.adapter },
+        .optional("account", .string) { $0.account },
+        .required("transactionIds", .array(.string)) { $0.transactionIds },
+        .required("productIds", .array(.string)) { $0.productIds },
+    ])
+
+    static let grant = JSONShape<PurchaseChainHistory.Grant>.object([
+        .required("transactionId", .string) { $0.transaction.transactionId },
+        .required("productId", .string) { $0.transaction.productId },
+        .required("firstGrantedAt", .integer) { $0.firstGrantedAt },
+        .required("updatedAt", .integer) { $0.updatedAt },
+        .optional("purchaseDate", .integer) { $0.transaction.purchaseDate },
+        .optional("expiresDate", .integer) { $0.transaction.expiresDate },
+        .optional("revocationDate", .integer) { $0.transaction.revocationDate },
+        .optional("revocationReason", .integer) { $0.transaction.revocationReason?.rawValue },
+        .optional("environment", .string) { $0.transaction.environment?.rawValue },
+        .required("source", .string) { $0.transaction.source },
+    ])
+
+    static let subscription = JSONShape<SubscriptionState>.object([
+        .required("state", .cases) { $0.state },
+        .required("productId", .string) { $0.productId },
+        .optional("expiresDate", .integer) { $0.expiresDate },
+        .optional("autoRenewStatus", .integer) { $0.autoRenewStatus?.rawValue },
+        .required("source", .string) { $0.source },
+        .required("lastSignedDate", .integer) { $0.lastSignedDate },
+    ])
+
+    static let notification = JSONShape<PurchaseChainHistory.Notification>.object([
+        .required("notificationType", .string) { $0.notificationType },
+        .optional("subtype", .string) { $0.subtype },
+        .required("signedDate", .integer) { $0.signedDate },
+        .required("receivedAt", .integer) { $0.receivedAt },
+        .required("environment", .string) { $0.environment },
+        .required("status", .oneOf(["processed", "parked", "pending"])) { $0.status },
+    ])
+
+    static let chain = JSONShape<(chain: PurchaseChainHistory, entitlement: EntitlementsEndpoint.Shown?)>.object([
+        .required("originalTransactionId", .string) { $0.chain.originalTransactionId },
+        .required("owner", .string) { $0.chain.owner },
+        .required("boundAt", .integer) { $0.chain.boundAt },
+        .required("grants", .array(grant)) { $0.chain.grants },
+        .optional("entitlement", EntitlementsEndpoint.entitlement) { $0.entitlement },
+        .optional("subscription", subscription) { $0.chain.subscription },
+        .required("notifications", .array(notification)) { $0.chain.notifications },
+    ])
+
+    static let answer = JSONShape<Shown>.object([
+        .required("bundleId", .string) { $0.bundleId },
+        .optional("account", .string) { if case .account(let account) = $0.subject { account } else { nil } },
+        .optional("transactionId", .string) { if case .transaction(let id) = $0.subject { id } else { nil } },
+        .required("truncated", .boolean) { $0.history.truncated },
+        .required("attempts", .array(attempt)) { $0.history.attempts },
+        .required("chains", .array(chain)) { $0.chains },
+    ]).named("History")
+}
+
+extension HistoryEndpoint: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "GET", path: "/v1/apps/{bundleId}/accounts/{account}/history", name: "history",
+              operation: OpenAPIOperation(
+                summary: "Support history of an account: its verification attempts since `since` (ms; newest first, at most `limit`, default 100, up to 1000), each with request id, evidence kind, the evidence's SHA-256 prefix, X-Client-Version, environment, Apple's status, verdict and code; and each purchase chain it owns with grants (renewals, refunds), state and notifications",
+                query: HistoryEndpoint.queryParameters,
+                responses: ["200": .ok(answer)]),
+              handler: .app(Route.pathApp) { endpoints, request, app, parameters throws(VerificationError) in
+                  try await endpoints.history.answer(request, app: app, account: parameters["account", default: ""])
+              }),
+    ]
 }

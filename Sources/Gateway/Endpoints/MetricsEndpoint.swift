@@ -103,3 +103,12 @@ struct MetricsEndpoint: Sendable {
             + "iapgw_secret_files_stale \(SecretFiles.shared.staleFiles)\n"
     }
 }
+
+extension MetricsEndpoint: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "GET", path: "/metrics", name: "metrics",
+              operation: OpenAPIOperation(summary: "Prometheus metrics",
+                                          responses: ["200": .object(["description": "text/plain metrics"])]),
+              handler: .open { endpoints, _, _ in await endpoints.metrics.answer() }),
+    ]
+}

@@ -17,7 +17,21 @@ struct NoncesEndpoint: Sendable {
         return .json(200, Self.body(nonce))
     }
 
-    @Sendable private static func body(_ nonce: IssuedNonce) -> String {
-        JSONValue.object(["nonce": .string(nonce.value), "expiresAt": .int(nonce.expiresAt)]).jsonText
-    }
+    @Sendable private static func body(_ nonce: IssuedNonce) -> String { answer.encode(nonce).jsonText }
+
+    static let answer = JSONShape<IssuedNonce>.object([
+        .required("nonce", .string) { $0.value },
+        .required("expiresAt", .integer) { $0.expiresAt },
+    ]).named("Nonce")
+}
+
+extension NoncesEndpoint: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "POST", path: "/v1/apps/{bundleId}/nonces", name: "nonces",
+              operation: OpenAPIOperation(summary: "Issue a single-use nonce bound to an account, to send with a receipt",
+                                          requestBody: "NonceRequest", responses: ["200": .ok(answer)]),
+              handler: .keyed { endpoints, request, app, key throws(VerificationError) in
+                  try await endpoints.nonces.answer(request, app: app, key: key)
+              }),
+    ]
 }

@@ -9,7 +9,6 @@ import Ledger
 /// only. Answers 200 only once the notification is durably in the inbox; a duplicate delivery
 /// answers 200 and changes nothing. Processing happens later, off the request (`NotificationProcessor`).
 struct NotificationsEndpoint: Sendable {
-    let apps: [String: AppPolicy]
     /// nil: notifications are not enabled (the route answers 404).
     let decoder: NotificationDecoder?
     /// Asked about the receipt a V1 notification carries; nil: V1 notifications are refused.
@@ -19,9 +18,8 @@ struct NotificationsEndpoint: Sendable {
     let logger: Logger
     let now: @Sendable () -> Int64
 
-    func answer(_ request: HTTPRequest, bundleId: String) async throws(VerificationError) -> HTTPResponse {
+    func answer(_ request: HTTPRequest, app: AppPolicy) async throws(VerificationError) -> HTTPResponse {
         let log = logger
-        guard let app = apps[bundleId] else { throw VerificationError.unknownApp(bundleId) }
         guard let decoder else { throw VerificationError(.notFound, "notifications are not enabled") }
         var decoded: DecodedNotification
         do throws(VerificationError) {
@@ -49,7 +47,34 @@ struct NotificationsEndpoint: Sendable {
             rawBody: Data(decoded.storedBody), event: decoded.event))
         log.info("notification_accepted", ["bundleId": app.bundleId, "type": decoded.notificationType.rawValue,
                                            "duplicate": String(!fresh)])
-        return .json(200, JSONValue.object(["status": .string(fresh ? "accepted" : "duplicate"),
-                                            "notificationId": .string(decoded.id)]).jsonText)
+        return .json(200, Self.answer.encode((fresh ? "accepted" : "duplicate", decoded.id)).jsonText)
     }
+
+    /// Stored durably now (accepted) or before (duplicate), under its id.
+    static let answer = JSONShape<(status: String, notificationId: String)>.object([
+        .required("status", .oneOf(["accepted", "duplicate"])) { $0.status },
+        .required("notificationId", .string) { $0.notificationId },
+    ]).named("NotificationAccepted")
+}
+
+extension NotificationsEndpoint: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "POST", path: "/v1/notifications/{bundleId}", name: "notifications",
+              operation: OpenAPIOperation(
+                summary: "App Store Server Notifications (V2 signedPayload, or V1 with the shared secret); 200 once stored durably, a genuine notification of a type or shape not acted on yet included (forwarded to the webhook as an event of its own). Apple does not retry a 4xx: it answers only what is forged, foreign or malformed (README, Notification answers)",
+                requestBody: "Notification",
+                responses: [
+                    "200": .ok(answer),
+                    "400": .error("a body that is not strict JSON or not a notification's shape (MALFORMED_REQUEST)"),
+                    "401": .error("V1 notification without the shared secret", headers: ["WWW-Authenticate"]),
+                    "404": .error("unknown app (UNKNOWN_APP), or notifications not enabled (NOT_FOUND)"),
+                    "422": .error("forged or foreign: a signature, identity or content check failed; nothing was stored"),
+                    "500": .error("the gateway's configuration or an internal fault"),
+                    "502": .error("V1: Apple refused the gateway's shared secret"),
+                    "503": .error("storage (or, for V1, Apple) unavailable; Apple retries"),
+                ]),
+              handler: .signed { endpoints, request, app throws(VerificationError) in
+                  try await endpoints.notifications.answer(request, app: app)
+              }),
+    ]
 }

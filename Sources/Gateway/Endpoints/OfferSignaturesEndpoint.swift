@@ -70,30 +70,46 @@ struct OfferSignaturesEndpoint: Sendable {
         let signer = try signers.signer(for: app)
         let nonce = UUID()
         let now = now()
-        let answer: [String: JSONValue]
+        let answer: Signed
         switch signature {
         case .promotionalV1(let offerId):
             let token = AppAccountToken.derive(bundleId: app.bundleId, account: account)
-            answer = ["format": "v1", "keyIdentifier": .string(signer.keyId), "nonce": .string(nonce.uuidString.lowercased()),
-                      "timestamp": .int(now),
-                      "signature": .string(try signer.promotionalOfferV1(productId: productId, offerId: offerId,
-                                                                          appAccountToken: token, nonce: nonce, timestamp: now))]
+            answer = Signed(format: "v1", signature: try signer.promotionalOfferV1(productId: productId, offerId: offerId,
+                                                                                    appAccountToken: token, nonce: nonce, timestamp: now),
+                            keyIdentifier: signer.keyId, nonce: nonce.uuidString.lowercased(), timestamp: now)
         case .promotionalV2(let offerId):
-            answer = ["format": "v2",
-                      "signature": .string(try signer.promotionalOfferV2(productId: productId, offerId: offerId,
-                                                                          transactionId: eligibility.transactionId,
-                                                                          nonce: nonce, issuedAt: now / 1000))]
+            answer = Signed(format: "v2", signature: try signer.promotionalOfferV2(productId: productId, offerId: offerId,
+                                                                                    transactionId: eligibility.transactionId,
+                                                                                    nonce: nonce, issuedAt: now / 1000))
         case .introductoryOfferEligibility(let allow):
             guard let transactionId = eligibility.transactionId else {
                 throw VerificationError(.offerNotAllowed, "the gateway knows no purchase of this account; Apple's eligibility signature names one")
             }
-            answer = ["format": "introductoryOfferEligibility",
-                      "signature": .string(try signer.introductoryOfferEligibility(productId: productId, allowIntroductoryOffer: allow,
-                                                                                    transactionId: transactionId,
-                                                                                    nonce: nonce, issuedAt: now / 1000))]
+            answer = Signed(format: "introductoryOfferEligibility",
+                            signature: try signer.introductoryOfferEligibility(productId: productId, allowIntroductoryOffer: allow,
+                                                                              transactionId: transactionId, nonce: nonce, issuedAt: now / 1000))
         }
-        return JSONValue.object(answer).jsonText
+        return Self.answer.encode(answer).jsonText
     }
+
+    /// A signature as StoreKit takes it; the key id, nonce and timestamp are v1's only (v2 and
+    /// eligibility carry them inside their JWS).
+    struct Signed: Sendable {
+        let format: String
+        let signature: String
+        var keyIdentifier: String?
+        var nonce: String?
+        var timestamp: Int64?
+    }
+
+    static let answer = JSONShape<Signed>.object([
+        .required("format", .oneOf(["v1", "v2", "introductoryOfferEligibility"])) { $0.format },
+        .required("signature", .string) { $0.signature },
+        .optional("keyIdentifier", .string) { $0.keyIdentifier },
+        .optional("nonce", .string) { $0.nonce },
+        .optional("timestamp", .integer) { $0.timestamp },
+    ]).described("v1: StoreKit 1's SKPaymentDiscount values (signature: base64 DER ECDSA P-256); v2 and introductoryOfferEligibility: a compact JWS for StoreKit 2")
+        .named("OfferSignature")
 }
 
 /// The offer signer of each app, made from its key the first time it is needed (a gateway whose
@@ -115,4 +131,22 @@ final class OfferSigners: Sendable {
         made.withLock { $0[app.bundleId] = signer }
         return signer
     }
+}
+
+extension OfferSignaturesEndpoint: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "POST", path: "/v1/apps/{bundleId}/offer-signatures", name: "offer_signatures",
+              operation: OpenAPIOperation(
+                summary: "Sign a subscription offer for StoreKit (promotional offer v1 or v2, introductory offer eligibility), only for an account and product the app's policy allows",
+                requestBody: "OfferSignatureRequest",
+                responses: [
+                    "200": .ok(answer),
+                    "403": .error("the app's policy does not give this account this offer (OFFER_NOT_ALLOWED)"),
+                    "500": .error("the offer signing key cannot be read (INVALID_CONFIGURATION)"),
+                    "503": .error("storage unavailable; see Retry-After"),
+                ]),
+              handler: .keyed { endpoints, request, app, key throws(VerificationError) in
+                  try await endpoints.offerSignatures.answer(request, app: app, key: key)
+              }),
+    ]
 }

@@ -25,23 +25,66 @@ struct OrderLookupEndpoint: Sendable {
         // Support's question names no account: every environment some claim of the app may use is asked.
         let outcome = try await orders.lookUpOrder(orderId, app: app, policy: ClaimPolicy(app: app, claimant: .apple))
         var owners: [String] = []
-        var transactions: [JSONValue] = []
+        var transactions: [(transaction: CanonicalTransaction, owner: String?)] = []
         for t in outcome.transactions {
-            var item: [String: JSONValue] = ["transaction": t.jsonValue]
-            if let owner = try await ledger.owner(bundleId: app.bundleId, originalTransactionId: t.originalTransactionId ?? t.transactionId) {
-                item["owner"] = .string(owner)
-                if !owners.contains(owner) { owners.append(owner) }
-            }
-            transactions.append(.object(item))
+            let owner = try await ledger.owner(bundleId: app.bundleId, originalTransactionId: t.originalTransactionId ?? t.transactionId)
+            if let owner, !owners.contains(owner) { owners.append(owner) }
+            transactions.append((t, owner))
         }
         var accounts: [JSONValue] = []
         for owner in owners {
             accounts.append(try await history.audit(app: app, subject: .account(owner), since: since, limit: limit))
         }
-        return .object([
-            "bundleId": .string(app.bundleId), "orderId": .string(orderId),
-            "environment": .string(outcome.environment.rawValue), "mappingVersion": .string(outcome.mappingVersion),
-            "transactions": .array(transactions), "accounts": .array(accounts),
-        ])
+        return Self.answer.encode(Found(bundleId: app.bundleId, orderId: orderId, outcome: outcome, transactions: transactions,
+                                        accounts: accounts))
     }
+
+    struct Found: Sendable {
+        let bundleId: String
+        let orderId: String
+        let outcome: AdapterOutcome
+        let transactions: [(transaction: CanonicalTransaction, owner: String?)]
+        /// Each owner's history, as `HistoryEndpoint.answer` encodes it.
+        let accounts: [JSONValue]
+    }
+
+    static let answer = JSONShape<Found>.object([
+        .required("bundleId", .string) { $0.bundleId },
+        .required("orderId", .string) { $0.orderId },
+        .required("environment", JSONShape<String>.string.described("where Apple knew the order (Production asked first)")) {
+            $0.outcome.environment.rawValue
+        },
+        .required("mappingVersion", .string) { $0.outcome.mappingVersion },
+        .required("transactions", .array(.object([
+            .required("transaction", .canonical(
+                "CanonicalTransaction, verified like any other JWS (pinned roots, chain, ES256, the app's bundle, app id and environments)")) {
+                $0.transaction
+            },
+            .optional("owner", JSONShape<String>.string.described(
+                "the account of this gateway its purchase chain is bound to; absent when none is")) { $0.owner },
+        ]))) { $0.transactions },
+        .required("accounts", .array(JSONShape.encoded(by: HistoryEndpoint.answer).described(
+            "each owner's history, once per account, as GET …/accounts/{account}/history answers it"))) { $0.accounts },
+    ]).named("OrderLookup")
+}
+
+extension OrderLookupEndpoint: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "GET", path: "/v1/apps/{bundleId}/orders/{orderId}", name: "order_lookup",
+              operation: OpenAPIOperation(
+                summary: "Support: the order ID of a customer's App Store receipt e-mail. Apple's transactions of the order (Look Up Order ID), each verified like any other JWS, with the account here that owns its purchase chain (absent when none does), and each such account's history as the history route shows it (`since`, `limit` as there)",
+                query: HistoryEndpoint.queryParameters,
+                responses: [
+                    "200": .ok(answer),
+                    "400": .error("an order id that is not 1 to 64 letters and digits, or a bad since/limit (MALFORMED_REQUEST)"),
+                    "404": .error("unknown app (UNKNOWN_APP), or an order Apple does not know in any environment the app allows (ORDER_NOT_FOUND)"),
+                    "422": .error("Apple's answer did not verify (a signature, chain or identity check failed)"),
+                    "500": .error("the app has no Server API credentials (INVALID_CONFIGURATION)"),
+                    "502": .error("Apple refused the gateway's credentials or answered in a shape the gateway cannot use"),
+                    "503": .error("Apple or storage unavailable; see Retry-After"),
+                ]),
+              handler: .app(Route.pathApp) { endpoints, request, app, parameters throws(VerificationError) in
+                  try await endpoints.orders.answer(request, app: app, orderId: parameters["orderId", default: ""])
+              }),
+    ]
 }

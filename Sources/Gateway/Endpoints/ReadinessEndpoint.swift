@@ -27,10 +27,21 @@ struct ReadinessEndpoint: Sendable {
         for problem in stale { logger.warning("secret_stale", problem) }
         guard problems.isEmpty else {
             for problem in problems { logger.error("not_ready", problem) }
-            return .json(503, #"{"status":"not ready","reason":"configuration"}"#)
+            return .json(503, Self.status.encode(Probe(status: "not ready", reason: "configuration")).jsonText)
         }
-        return .json(200, #"{"status":"ready"}"#)
+        return .json(200, Self.status.encode(Probe(status: "ready")).jsonText)
     }
+
+    /// A probe's answer; `reason` says what is not ready (never which file or secret: the probe is public).
+    struct Probe: Sendable {
+        let status: String
+        var reason: String?
+    }
+
+    static let status = JSONShape<Probe>.object([
+        .required("status", .oneOf(["ok", "ready", "not ready"])) { $0.status },
+        .optional("reason", .oneOf(["configuration"])) { $0.reason },
+    ]).named("Status")
 
     /// What the policies need and do not have (trust roots, secrets never read; never values), and
     /// the secret files served stale.
@@ -61,4 +72,16 @@ struct ReadinessEndpoint: Sendable {
         }
         return (notReady, stale)
     }
+}
+
+extension ReadinessEndpoint: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "GET", path: "/healthz", name: "healthz",
+              operation: OpenAPIOperation(summary: "Liveness", responses: ["200": .ok(status)]),
+              handler: .open { _, _, _ in .json(200, status.encode(Probe(status: "ok")).jsonText) }),
+        Route(method: "GET", path: "/readyz", name: "readyz",
+              operation: OpenAPIOperation(summary: "Readiness (storage answers within 1 s and takes writes)",
+                                          responses: ["200": .ok(status), "503": .json("not ready: the storage does not answer (the error envelope), or the configuration cannot serve (this)", status, orError: true)]),
+              handler: .open { endpoints, _, _ throws(VerificationError) in try await endpoints.readiness.answer() }),
+    ]
 }

@@ -13,7 +13,6 @@ import Ledger
 /// (product, locale) and what the ledger knows of the chain's account (state, tenure, refunds);
 /// every answer and refusal is audited. Apple shows its default message for `{}` or any error.
 struct RetentionEndpoint: Sendable {
-    let apps: [String: AppPolicy]
     let ledger: any Ledger
     let signers: OfferSigners
     /// The app's one JWS verifier, the one notifications use.
@@ -21,8 +20,7 @@ struct RetentionEndpoint: Sendable {
     let logger: Logger
     let now: @Sendable () -> Int64
 
-    func answer(_ request: HTTPRequest, bundleId: String) async throws(VerificationError) -> HTTPResponse {
-        guard let app = apps[bundleId] else { throw VerificationError.unknownApp(bundleId) }
+    func answer(_ request: HTTPRequest, app: AppPolicy) async throws(VerificationError) -> HTTPResponse {
         let rules = app.retentionMessages
         let started = DispatchTime.now().uptimeNanoseconds
         // The evidence is the body as received: a malformed one is audited as refused like the rest.
@@ -67,6 +65,7 @@ struct RetentionEndpoint: Sendable {
     /// The first rule whose every condition holds, and its RealtimeResponseBody; `none` / `{}`.
     private func choose(_ rules: [AppPolicy.RetentionRule], _ realtime: DecodedRealtimeRequestBody, _ account: AccountKnowledge?,
                         _ app: AppPolicy) throws(VerificationError) -> (String, JSONValue) {
+        let answer = Self.answer.encode
         for rule in rules {
             guard rule.productIds.isEmpty || rule.productIds.contains(realtime.productId), rule.matches(locale: realtime.userLocale) else { continue }
             if rule.needsAccount {
@@ -78,9 +77,9 @@ struct RetentionEndpoint: Sendable {
             }
             switch rule.answer {
             case .message(let id):
-                return ("message", .object(["message": .object(["messageIdentifier": .string(id)])]))
+                return ("message", answer(Realtime(message: id)))
             case .alternateProduct(let id, let productId):
-                return ("alternateProduct", .object(["alternateProduct": .object(["messageIdentifier": .string(id), "productId": .string(productId)])]))
+                return ("alternateProduct", answer(Realtime(alternateProduct: (id, productId))))
             case .promotionalOffer(let id, let offerId):
                 // The decoder made sure the rule's products list the offer; its audience is judged as for offer-signatures.
                 guard let account, let offer = app.promotionalOffer(productId: realtime.productId, offerId: offerId) else { continue }
@@ -90,13 +89,31 @@ struct RetentionEndpoint: Sendable {
                 let jws = try signers.signer(for: app).promotionalOfferV2(
                     productId: realtime.productId, offerId: offerId, transactionId: realtime.originalTransactionId,
                     nonce: UUID(), issuedAt: nowMs / 1000)
-                return ("promotionalOffer", .object(["promotionalOffer": .object([
-                    "messageIdentifier": .string(id), "promotionalOfferSignatureV2": .string(jws)])]))
+                return ("promotionalOffer", answer(Realtime(promotionalOffer: (id, jws))))
             }
         }
-        return ("none", .object([:]))
+        return ("none", answer(Realtime()))
     }
 
+    /// Apple's RealtimeResponseBody: at most one of its three answers; none lets Apple show its default message.
+    struct Realtime: Sendable {
+        var message: String?
+        var alternateProduct: (messageIdentifier: String, productId: String)?
+        var promotionalOffer: (messageIdentifier: String, signature: String)?
+    }
+
+    static let answer = JSONShape<Realtime>.object([
+        .optional("message", .object([.required("messageIdentifier", .string) { $0 }])) { $0.message },
+        .optional("alternateProduct", .object([
+            .required("messageIdentifier", .string) { $0.messageIdentifier },
+            .required("productId", .string) { $0.productId },
+        ])) { $0.alternateProduct },
+        .optional("promotionalOffer", .object([
+            .required("messageIdentifier", .string) { $0.messageIdentifier },
+            .required("promotionalOfferSignatureV2", .string) { $0.signature },
+        ])) { $0.promotionalOffer },
+    ]).described("Apple's RealtimeResponseBody: at most one of message, alternateProduct, promotionalOffer (a v2 JWS); {} lets Apple show the default message")
+        .named("RealtimeResponse")
 }
 
 /// What the gateway knows of the account behind a purchase chain, for the retention rules.
@@ -123,4 +140,22 @@ struct AccountKnowledge {
                                 tenureDays: first.map { max(0, now - $0) / 86_400_000 },
                                 hasRefund: current.contains { $0.state.isTakenBack })
     }
+}
+
+extension RetentionEndpoint: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "POST", path: "/v1/retention/{bundleId}", name: "retention",
+              operation: OpenAPIOperation(
+                summary: "Retention Messaging API realtime URL (Apple calls it; signedPayload verified like a notification's): the RealtimeResponseBody the app's retentionMessages rules choose, {} for Apple's default message; every answer audited",
+                requestBody: "RealtimeRequest",
+                responses: [
+                    "200": .ok(answer),
+                    "400": .error("a body that is not {\"signedPayload\"} (MALFORMED_REQUEST)"),
+                    "422": .error("a signature, identity or content check failed, or the request was signed more than 60 s ago (SIGNED_DATE_TOO_OLD: a replay); nothing is offered"),
+                    "503": .error("storage unavailable; Apple shows its default message"),
+                ]),
+              handler: .signed { endpoints, request, app throws(VerificationError) in
+                  try await endpoints.retention.answer(request, app: app)
+              }),
+    ]
 }

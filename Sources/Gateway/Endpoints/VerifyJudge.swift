@@ -23,25 +23,15 @@ struct VerifyJudge: ClaimJudge {
         let revoked = ruling.revocation.revoked
         let stored = Self.standing(claimed.entitlements, chains: ruling.chains, now: now)
         let verdict = VerifyVerdict.of(stored, policy: app.gracePeriodPolicy)
-        var answer: [String: JSONValue] = [
-            "account": .string(account),
-            "verdict": .string(verdict.rawValue),
-            "adapter": .string(outcome.adapter.rawValue),
-            "environment": .string(outcome.environment.rawValue),
-            "mappingVersion": .string(outcome.mappingVersion),
-            "transactions": .array(outcome.transactions.map(\.jsonValue)),
-            "renewals": .array(outcome.renewals.map(\.jsonValue)),
-            "newlyGranted": .array(claimed.newlyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
-            "alreadyGranted": .array(claimed.alreadyGranted.filter { !revoked.contains($0) }.map(JSONValue.string)),
-            "revoked": .array(outcome.transactions.map(\.transactionId).filter { revoked.contains($0) }.map(JSONValue.string)),
-            "entitlements": .array(stored.map { EntitlementsEndpoint.json($0, policy: app) }),
-        ]
-        if let comparison { answer["comparison"] = MigrationRouter.json(comparison) }
-        if evidenceKind.isAppTransaction, let appTransaction = outcome.appTransaction {
-            answer["appTransaction"] = appTransaction.jsonValue
-        }
-        if let grandfathered = ruling.grandfathering.answered { answer["grandfathered"] = .bool(grandfathered) }
-        return ClaimAnswer(audit: attempt.answered(verdict.audited), body: JSONValue.object(answer).jsonText)
+        let answer = VerifyEndpoint.Answer(
+            account: account, verdict: verdict, outcome: outcome,
+            newlyGranted: claimed.newlyGranted.filter { !revoked.contains($0) },
+            alreadyGranted: claimed.alreadyGranted.filter { !revoked.contains($0) },
+            revoked: outcome.transactions.map(\.transactionId).filter { revoked.contains($0) },
+            entitlements: stored.map { EntitlementsEndpoint.Shown($0, policy: app) },
+            comparison: comparison, appTransaction: evidenceKind.isAppTransaction ? outcome.appTransaction : nil,
+            grandfathered: ruling.grandfathering.answered)
+        return ClaimAnswer(audit: attempt.answered(verdict.audited), body: VerifyEndpoint.answerShape.encode(answer).jsonText)
     }
 
     /// The evidence's chains of the claim's read-back entitlements, as they stand now: the claim

@@ -62,4 +62,20 @@ enum ErrorResponses {
         }
         return response
     }
+
+    /// The envelope `HTTPResponse.error` writes, for every refusal of the gateway and of its HTTP
+    /// server (a body too large, a request it cannot parse): the code is always one of the codes.
+    static let schema: JSONValue = .object([
+        "type": "object", "additionalProperties": .bool(false), "required": .array(["error"]),
+        "properties": .object(["error": .object([
+            "type": "object", "additionalProperties": .bool(false), "required": .array(["code", "message", "retryable"]),
+            "properties": .object([
+                "code": .object(["type": "string", "enum": .array(VerificationError.Code.all.map { .string($0.rawValue) })]),
+                "message": .object(["type": "string"]),
+                "retryable": .object(["type": "boolean"]),
+                "requestId": .object(["type": "string",
+                                      "description": "the X-Request-Id of this answer; the log line with the details carries it"]),
+            ]),
+        ])]),
+    ])
 }

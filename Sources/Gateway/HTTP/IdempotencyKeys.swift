@@ -16,7 +16,7 @@ import Synchronization
 /// on another instance both run, and the one whose answer commits second is rolled back and
 /// answered with the first's (`IdempotentWrite.answeredElsewhere`). Only completed answers are
 /// stored: a refusal is answered again by running the request again, which grants nothing.
-final class IdempotencyKeys: Sendable {
+final class IdempotencyKeys: Middleware {
     static let header = "Idempotency-Key"
     static let replayedHeader = "Idempotent-Replayed"
     /// The longest key taken (as the IETF draft's and Stripe's).
@@ -35,24 +35,26 @@ final class IdempotencyKeys: Sendable {
         self.now = now
     }
 
-    /// Runs `work` for `request` with the request's key (nil: it sent none), or replays the answer
-    /// stored for that key. `route` tells requests with the same body on two routes apart.
-    func answer(_ request: HTTPRequest, app: AppPolicy, route: String,
-                _ work: (IdempotentWrite?) async throws(VerificationError) -> HTTPResponse)
-        async throws(VerificationError) -> HTTPResponse {
+    /// Runs the rest of the route with the request's key in its context (nil: it sent none), or
+    /// replays the answer stored for that key. The route's name tells requests with the same body
+    /// on two routes apart.
+    func handle(_ request: HTTPRequest, context: RequestContext, next: Responder) async throws(VerificationError) -> HTTPResponse {
         let keys = request.headers.values(for: Self.header)
-        guard let key = keys.first else { return try await work(nil) }
+        guard let key = keys.first else { return try await next(request, context) }
         guard keys.count == 1, Self.isWellFormed(key) else {
             throw VerificationError(.malformedRequest, "\(Self.header) must be sent once, 1-\(Self.maxKeyLength) printable ASCII characters")
         }
-        let write = IdempotentWrite(key: key, requestSHA256: Self.requestDigest(route: route, body: request.body),
+        let app = try context.requiredApp()
+        let write = IdempotentWrite(key: key, requestSHA256: Self.requestDigest(route: context.match.name, body: request.body),
                                     expiresAt: now() + retentionMillis)
         let slot = "\(app.bundleId)\u{0}\(key)"
         guard inFlight.withLock({ $0.insert(slot).inserted }) else { throw Self.stillInFlight }
         defer { _ = inFlight.withLock { $0.remove(slot) } }
         if let replayed = try await replay(app, write) { return replayed }
+        var keyed = context
+        keyed.idempotency = write
         do {
-            return try await work(write)
+            return try await next(request, keyed)
         } catch where error == IdempotentWrite.answeredElsewhere {
             guard let replayed = try await replay(app, write) else { throw Self.stillInFlight }
             return replayed

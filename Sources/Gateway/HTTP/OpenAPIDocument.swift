@@ -1,6 +1,5 @@
 import Adapters
 import IAPCore
-import Ledger
 
 /// What the OpenAPI document says of one route, declared with the route (`Route.all`). Path
 /// parameters come from the route's path, the key requirement from its handler, and the answers
@@ -17,11 +16,18 @@ struct OpenAPIOperation: Sendable {
 /// One documented answer of a route.
 struct OpenAPIResponse: Sendable {
     let json: JSONValue
+    /// The named schemas its body's schema refers to.
+    var components: [String: JSONValue] = [:]
 
-    /// 200 with a JSON body of the schema.
-    static func ok(_ schema: String) -> OpenAPIResponse {
-        OpenAPIResponse(json: .object(["description": "OK",
-                                       "content": .object(["application/json": .object(["schema": OpenAPIDocument.ref(schema)])])]))
+    /// 200 with a JSON body of `shape`: documented by the description that encodes it.
+    static func ok<Value>(_ shape: JSONShape<Value>) -> OpenAPIResponse { json("OK", shape) }
+
+    /// A JSON body of `shape`; `orError`: or the error envelope, whichever the answer is.
+    static func json<Value>(_ description: String, _ shape: JSONShape<Value>, orError: Bool = false) -> OpenAPIResponse {
+        let schema = orError ? .object(["oneOf": .array([shape.schema, OpenAPIDocument.ref("Error")])]) : shape.schema
+        return OpenAPIResponse(json: .object(["description": .string(description),
+                                              "content": .object(["application/json": .object(["schema": schema])])]),
+                               components: shape.components)
     }
 
     /// An error answer (the `Error` schema), with the headers it carries.
@@ -60,9 +66,18 @@ enum OpenAPIDocument {
             "paths": .object(paths),
             "components": .object([
                 "securitySchemes": .object(["apiKey": .object(["type": "http", "scheme": "bearer"])]),
-                "schemas": .object(schemas(evidence: evidence)),
+                "schemas": .object(requestSchemas(evidence: evidence).merging(answerSchemas) { declared, _ in declared }),
             ]),
         ])
+    }
+
+    /// The named schemas of the routes' answers, from the descriptions that encode them.
+    private static var answerSchemas: [String: JSONValue] {
+        var schemas: [String: JSONValue] = ["Error": ErrorResponses.schema]
+        for response in Route.all.flatMap(\.operation.responses.values) {
+            schemas.merge(response.components) { first, _ in first }
+        }
+        return schemas
     }
 
     private static func operation(_ route: Route) -> JSONValue {
@@ -76,6 +91,15 @@ enum OpenAPIDocument {
         }
         parameters += declared.query.map(\.openAPI)
         var responses = declared.responses
+        // Beside what the route declares for the same status.
+        func adding(_ status: String, _ description: String, headers: [String] = []) {
+            let declared = responses[status]?.json["description"]?.stringValue
+            responses[status] = .error([declared, description].compactMap { $0 }.joined(separator: "; "), headers: headers)
+        }
+        // Unless the route states it itself, in its own (more precise) words.
+        func sharing(_ status: String, _ description: String, headers: [String] = []) {
+            if responses[status] == nil { responses[status] = .error(description, headers: headers) }
+        }
         if route.takesIdempotencyKey {
             parameters.append(.object([
                 "name": .string(IdempotencyKeys.header), "in": "header", "required": .bool(false),
@@ -89,11 +113,6 @@ enum OpenAPIDocument {
                     "schema": .object(["type": "string", "enum": .array(["true"])])])])
                 responses["200"] = .object(ok)
             }
-            // Beside what the route declares for the same status.
-            func adding(_ status: String, _ description: String, headers: [String] = []) {
-                let declared = responses[status]?.json["description"]?.stringValue
-                responses[status] = .error([declared, description].compactMap { $0 }.joined(separator: "; "), headers: headers)
-            }
             adding("409", "a request with the same Idempotency-Key is still being answered (IDEMPOTENCY_KEY_IN_FLIGHT); see Retry-After",
                    headers: ["Retry-After"])
             adding("422", "the Idempotency-Key was first sent with another request (IDEMPOTENCY_KEY_REUSED)")
@@ -105,11 +124,12 @@ enum OpenAPIDocument {
         }
         if route.requiresAppKey {
             op["security"] = .array([.object(["apiKey": .array([])])])
-            responses["400"] = .error("a request the route cannot read (MALFORMED_REQUEST)")
-            responses["401"] = .error("missing or wrong API key (UNAUTHENTICATED); WWW-Authenticate: Bearer",
-                                      headers: ["WWW-Authenticate"])
-            responses["404"] = .error("unknown app (UNKNOWN_APP)")
+            sharing("401", "missing or wrong API key (UNAUTHENTICATED); WWW-Authenticate: Bearer", headers: ["WWW-Authenticate"])
         }
+        if route.namesApp { sharing("404", "unknown app (UNKNOWN_APP)") }
+        // Every route that reads a path parameter, a query or a body refuses one it cannot read.
+        if !parameters.isEmpty || declared.requestBody != nil { sharing("400", "a request the route cannot read (MALFORMED_REQUEST)") }
+        if declared.requestBody != nil { sharing("413", "body too large (INPUT_TOO_LARGE)") }
         responses["405"] = .error("another method on this path (METHOD_NOT_ALLOWED); Allow names this one", headers: ["Allow"])
         op["responses"] = .object(responses.mapValues(\.json))
         return .object(op)
@@ -156,21 +176,11 @@ enum OpenAPIDocument {
     private static let text: JSONValue = .object(["type": "string", "minLength": .int(1)])
     private static let compactJWS = EvidenceForm.compactJWSSchema
     static let string: JSONValue = .object(["type": "string"])
-    private static let integer: JSONValue = .object(["type": "integer", "format": "int64"])
-    /// A path's state in a cutover impact row: an entitlement state, or notFound where its answer lacks the chain.
-    private static let impactState: JSONValue = .object([
-        "type": "string",
-        "enum": .array((Entitlement.State.allCases.map(\.rawValue) + [MigrationReport.ImpactRow.notFound]).map(JSONValue.string)),
-        "description": "the entitlement this path would answer; notFound: its answer lacks the purchase chain (a purchase the Server API does not know)",
-    ])
     private static func array(_ items: JSONValue) -> JSONValue { .object(["type": "array", "items": items]) }
 
-    private static func schemas(evidence forms: [EvidenceForm]) -> [String: JSONValue] {
+    /// The request bodies' schemas (the answers' come from their shapes, `answerSchemas`).
+    private static func requestSchemas(evidence forms: [EvidenceForm]) -> [String: JSONValue] {
         [
-            "Status": object(["status": string]),
-            "Error": object(["error": object(["code": string, "message": string, "retryable": .object(["type": "boolean"]),
-                                              "requestId": .object(["type": "string", "description": "the X-Request-Id of this answer; the log line with the details carries it"])],
-                                             required: ["code", "message", "retryable"])], required: ["error"]),
             "NonceRequest": closedObject(["account": RequestBody.accountSchema], required: ["account"]),
             "OfferSignatureRequest": .object([
                 "description": "account and productId plus either promotionalOffer (an offer id) with format v1 or v2, or introductoryOfferEligibility",
@@ -183,24 +193,7 @@ enum OpenAPIDocument {
                                  required: ["account", "productId", "introductoryOfferEligibility"]),
                 ]),
             ]),
-            "OfferSignature": .object([
-                "description": "v1: StoreKit 1's SKPaymentDiscount values (signature: base64 DER ECDSA P-256); v2 and introductoryOfferEligibility: a compact JWS for StoreKit 2",
-                "type": "object",
-                "properties": .object(["format": .object(["type": "string", "enum": .array(["v1", "v2", "introductoryOfferEligibility"])]),
-                                       "keyIdentifier": string, "nonce": string, "timestamp": integer, "signature": string]),
-                "required": .array(["format", "signature"]),
-            ]),
             "RealtimeRequest": closedObject(["signedPayload": compactJWS], required: ["signedPayload"]),
-            "RealtimeResponse": .object([
-                "description": "Apple's RealtimeResponseBody: at most one of message, alternateProduct, promotionalOffer (a v2 JWS); {} lets Apple show the default message",
-                "type": "object",
-                "properties": .object([
-                    "message": object(["messageIdentifier": string]),
-                    "alternateProduct": object(["messageIdentifier": string, "productId": string]),
-                    "promotionalOffer": object(["messageIdentifier": string, "promotionalOfferSignatureV2": string]),
-                ]),
-            ]),
-            "Nonce": object(["nonce": string, "expiresAt": integer]),
             "VerifyRequest": .object([
                 "description": .string("account plus exactly one of: " + forms.map { form in
                     form.member + (form.companions.isEmpty ? "" : " (with " + form.companions.joined(separator: ", ") + ")")
@@ -212,69 +205,6 @@ enum OpenAPIDocument {
                     return closedObject(members, required: ["account", form.member])
                 }),
             ]),
-            "VerifyResponse": object([
-                "account": string,
-                "verdict": .object(["type": "string", "enum": .array(VerifyVerdict.allCases.map { .string($0.rawValue) }),
-                                    "description": "granted: at least one purchase of the evidence grants access now, or is a consumable (credited: credit it for newlyGranted only); notGranted: genuine and bound to the account, but nothing grants access now. Evidence whose presented purchases are all refunded or revoked is refused instead (422 TRANSACTION_REVOKED)."]),
-                "adapter": string, "environment": string, "mappingVersion": string,
-                "transactions": array(.object(["type": "object", "description": "CanonicalTransaction (Apple's names; mappingVersion says which mapping made it)"])),
-                "renewals": array(.object(["type": "object", "description": "CanonicalRenewal: each subscription chain's renewal info"])),
-                "newlyGranted": array(string), "alreadyGranted": array(string), "revoked": array(string),
-                "entitlements": array(ref("Entitlement")),
-                "appTransaction": .object(["type": "object",
-                                           "description": "app-transaction evidence only: the verified AppTransaction (CanonicalAppTransaction)"]),
-                "grandfathered": .object(["type": "boolean",
-                                          "description": "app-transaction evidence, and receipts of apps with a grandfathering rule: whether the rule granted its products"]),
-            ]),
-            "Entitlement": object(["productId": string,
-                                   "state": .object(["type": "string",
-                                                     "enum": .array(Entitlement.State.allCases.map { .string($0.rawValue) }),
-                                                     "description": .string("as it stands at the answer's time (dates judged with a \(EntitlementAccess.clockSkewAllowanceMillis) ms clock-skew allowance); credited: a consumable, credited once (newlyGranted) and never lasting access (grantsAccess false; refunded after a refund)")]),
-                                   "originalTransactionId": string,
-                                   "expiresDate": .object(["type": "integer", "format": "int64",
-                                                           "description": "end of the state's period (in grace: the grace period's end)"]),
-                                   "commitmentExpiresDate": .object(["type": "integer", "format": "int64",
-                                                                     "description": "a monthly plan with a commitment: when the commitment ends (access follows expiresDate)"]),
-                                   "source": string, "grantsAccess": .object(["type": "boolean"])]),
-            "Entitlements": object(["account": string, "entitlements": array(ref("Entitlement"))]),
-            "History": object([
-                "bundleId": string, "account": string, "truncated": .object(["type": "boolean"]),
-                "attempts": array(object([
-                    "time": integer, "requestId": string, "evidenceKind": string,
-                    "evidenceSHA256Prefix": .object(["type": "string", "description": "the first 16 hex digits of the evidence's SHA-256; the evidence itself is never kept"]),
-                    "clientVersion": .object(["type": "string", "description": "the app backend's X-Client-Version header, at most 64 printable ASCII characters (quotes, backslashes, apostrophes, backticks and markup as ?)"]),
-                    "environment": string,
-                    "appleStatus": .object(["type": "string", "description": "what Apple answered, in order: verifyReceipt statuses (\"21007 0\") or Server API failures (\"HTTP 404 errorCode 4040010\")"]),
-                    "verdict": .object(["type": "string", "enum": .array(["granted", "notGranted", "refused"]),
-                                         "description": "what the attempt was answered: the 200's verdict (granted, notGranted), or refused with code"]),
-                    "code": string, "adapter": string, "account": string,
-                    "transactionIds": array(string), "productIds": array(string),
-                ])),
-                "chains": array(object([
-                    "originalTransactionId": string, "owner": string, "boundAt": integer,
-                    "grants": array(object(["transactionId": string, "productId": string, "firstGrantedAt": integer,
-                                            "updatedAt": integer, "purchaseDate": integer, "expiresDate": integer,
-                                            "revocationDate": integer, "revocationReason": integer,
-                                            "environment": string, "source": string])),
-                    "entitlement": ref("Entitlement"),
-                    "subscription": object(["state": string, "productId": string, "expiresDate": integer,
-                                            "autoRenewStatus": integer, "source": string, "lastSignedDate": integer]),
-                    "notifications": array(object(["notificationType": string, "subtype": string, "signedDate": integer,
-                                                   "receivedAt": integer, "environment": string,
-                                                   "status": .object(["type": "string", "enum": .array(["processed", "parked", "pending"])])])),
-                ])),
-            ]),
-            "OrderLookup": object([
-                "bundleId": string, "orderId": string,
-                "environment": .object(["type": "string", "description": "where Apple knew the order (Production asked first)"]),
-                "mappingVersion": string,
-                "transactions": array(object([
-                    "transaction": .object(["type": "object", "description": "CanonicalTransaction, verified like any other JWS (pinned roots, chain, ES256, the app's bundle, app id and environments)"]),
-                    "owner": .object(["type": "string", "description": "the account of this gateway its purchase chain is bound to; absent when none is"]),
-                ])),
-                "accounts": array(.object(["allOf": .array([ref("History")]),
-                                           "description": "each owner's history, once per account, as GET …/accounts/{account}/history answers it"])),
-            ]),
             "Notification": .object([
                 "description": "V2: {\"signedPayload\": JWS}; V1: Apple's legacy JSON with notification_type, password and unified_receipt",
                 "oneOf": .array([
@@ -282,62 +212,15 @@ enum OpenAPIDocument {
                     closedObject(v1NotificationMembers, required: ["notification_type", "password", "unified_receipt"]),
                 ]),
             ]),
-            "NotificationAccepted": object(["status": string, "notificationId": string]),
-            "Comparisons": object([
-                "counts": object(["total": integer, "agreed": integer]),
-                "comparisons": array(ref("Comparison")),
-            ]),
-            "Comparison": object([
-                "id": string, "comparedAt": integer, "evidenceKind": string, "evidenceSHA256": string,
-                "agreed": .object(["type": "boolean"]), "transactionCount": integer, "productIds": array(string),
-                "legacyMappingVersion": string, "serverAPIMappingVersion": string, "legacyError": string,
-                "serverAPIError": string, "differences": array(ref("ComparisonDifference")),
-                "account": string, "environment": string, "appVersion": string, "purchases": array(ref("ComparedPurchase")),
-            ]),
-            "CutoverImpact": object([
-                "bundleId": string, "refusedByBoth": integer, "truncated": .object(["type": "boolean"]),
-                "verdict": object(["ready": .object(["type": "boolean"]), "label": string, "environment": string,
-                                   "unmet": array(string)]),
-                "environments": array(object([
-                    "environment": string, "ready": .object(["type": "boolean"]), "purchaseChains": integer,
-                    "agreedChains": integer, "disagreeingChains": integer, "unexplainedFailures": integer,
-                    "explainedFailures": integer, "accounts": integer,
-                    "criteria": array(object(["met": .object(["type": "boolean"]), "text": string])),
-                ])),
-                "byProduct": array(object(["productId": string, "losesAccess": integer, "gainsAccess": integer,
-                                           "differentExpiry": integer])),
-                "accounts": array(object([
-                    "change": .object(["type": "string", "enum": .array(MigrationReport.ImpactRow.Change.allCases.map { .string($0.rawValue) })]),
-                    "environment": string, "account": string, "productId": string, "originalTransactionId": string,
-                    "legacyState": impactState, "serverAPIState": impactState, "legacyExpiresDate": integer,
-                    "serverAPIExpiresDate": integer, "comparisonId": string,
-                ])),
-            ]),
-            "Rollout": object([
-                "bundleId": string, "from": string, "to": string, "percent": integer, "step": integer,
-                "steps": array(object(["percent": integer, "minimumDwellSeconds": integer, "minimumComparedChains": integer])),
-                "stepStartedAt": integer, "paused": .object(["type": "boolean"]), "autoAdvance": .object(["type": "boolean"]),
-                "guardIntervalSeconds": integer,
-                "guard": object(["holds": .object(["type": "boolean"]), "findings": array(string), "purchases": array(string)]),
-                "events": array(object([
-                    "at": integer,
-                    "action": .object(["type": "string", "enum": .array(RolloutEvent.Action.allCases.map { .string($0.rawValue) })]),
-                    "actor": .object(["type": "string", "enum": .array(RolloutEvent.Actor.allCases.map { .string($0.rawValue) })]),
-                    "fromPercent": integer, "toPercent": integer, "reason": string, "purchases": array(string),
-                ])),
-                "stepVerdicts": array(object(["percent": integer, "from": integer, "to": integer, "verdict": string, "reason": string])),
-            ]),
-            "ComparedPurchase": object([
-                "originalTransactionId": string, "productId": string, "productType": string,
-                "legacyState": string, "legacyExpiresDate": integer, "serverAPIState": string, "serverAPIExpiresDate": integer,
-                "agreed": .object(["type": "boolean"]),
-            ]),
-            "ComparisonDifference": object([
-                "kind": .object(["type": "string", "enum": .array(ComparisonDifference.Kind.allCases.map { .string($0.rawValue) })]),
-                "transactionId": string, "productId": string, "field": string,
-                "legacyValue": .object(["type": "string", "description": "canonical JSON text; absent when the path lacks it"]),
-                "serverAPIValue": .object(["type": "string", "description": "canonical JSON text; absent when the path lacks it"]),
-            ]),
         ]
     }
+}
+
+extension OpenAPIDocument: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "GET", path: "/openapi.json", name: "openapi",
+              operation: OpenAPIOperation(summary: "This document",
+                                          responses: ["200": .object(["description": "OpenAPI 3 document"])]),
+              handler: .open { endpoints, _, _ in .json(200, endpoints.openAPI) }),
+    ]
 }

@@ -138,26 +138,4 @@ public struct MigrationRouter: Sendable {
             logger.error("comparison_not_recorded", ["bundleId": comparison.bundleId, "code": error.code.rawValue])
         }
     }
-
-    /// The comparison as the verify answer carries it in compare mode.
-    static func json(_ c: PurchaseComparison) -> JSONValue {
-        var o: [String: JSONValue] = [
-            "id": .string(c.id), "agreed": .bool(c.agreed), "transactionCount": .int(Int64(c.transactionCount)),
-            "differences": .array(c.differences.map(json)),
-        ]
-        if let v = c.legacyMappingVersion { o["legacyMappingVersion"] = .string(v) }
-        if let v = c.serverAPIMappingVersion { o["serverAPIMappingVersion"] = .string(v) }
-        if let v = c.legacyError { o["legacyError"] = .string(v) }
-        if let v = c.serverAPIError { o["serverAPIError"] = .string(v) }
-        return .object(o)
-    }
-
-    static func json(_ d: ComparisonDifference) -> JSONValue {
-        var o: [String: JSONValue] = ["kind": .string(d.kind.rawValue), "transactionId": .string(d.transactionId)]
-        if let v = d.productId { o["productId"] = .string(v) }
-        if let v = d.field { o["field"] = .string(v) }
-        if let v = d.legacyValue { o["legacyValue"] = .string(v) }
-        if let v = d.serverAPIValue { o["serverAPIValue"] = .string(v) }
-        return .object(o)
-    }
 }

@@ -26,9 +26,8 @@ public final class NotificationProcessor: Sendable {
         let now = now()
         let apps = apps
         let report = try await ledger.processPending(limit: limit, now: now) { (entry, state) throws(VerificationError) in
-            guard let app = apps[entry.bundleId] else {
-                throw VerificationError(.unknownApp, "no policy for \(entry.bundleId)")
-            }
+            // An entry of an app no longer configured changes no state.
+            _ = try apps.app(entry.bundleId)
             // An entry that names no chain (TEST, RESCIND_CONSENT with appData, a type Apple adds
             // tomorrow) still goes through the state machine, chainless: it changes no state, but
             // its notice — or `unknownNotification` — reaches the webhook as an event of its own.

@@ -31,9 +31,7 @@ public struct NotificationMaintenance: Sendable {
     public func replay(since: Int64, bundleId: String? = nil)
         async throws(VerificationError) -> (reset: Int, report: ProcessReport) {
         let bundles = bundleId.map { [$0] } ?? apps.keys.sorted()
-        if let bundleId, apps[bundleId] == nil {
-            throw VerificationError.unknownApp(bundleId)
-        }
+        if let bundleId { _ = try apps.app(bundleId) }
         var reset = 0
         for bundle in bundles { reset += try await ledger.markForReplay(bundleId: bundle, since: since) }
         return (reset, try await drain())

@@ -13,44 +13,76 @@ enum RolloutEndpoint {
     }
 
     static func json(_ s: RolloutController.Status, now: Int64) -> JSONValue {
-        .object([
-            "bundleId": .string(s.bundleId),
-            "from": .string(s.plan.from.rawValue),
-            "to": .string(s.plan.to.rawValue),
-            "percent": .int(Int64(s.state.percent)),
-            "step": .int(Int64(s.state.step + 1)),
-            "steps": .array(s.plan.steps.map { step in
-                .object(["percent": .int(Int64(step.percent)), "minimumDwellSeconds": .int(step.minimumDwellSeconds),
-                         "minimumComparedChains": .int(Int64(step.minimumComparedChains))])
-            }),
-            "stepStartedAt": .int(s.state.stepStartedAt),
-            "paused": .bool(s.state.paused),
-            "autoAdvance": .bool(s.plan.autoAdvance),
-            "guardIntervalSeconds": .int(s.plan.guardIntervalSeconds),
-            "guard": .object(["holds": .bool(s.guardHolds), "findings": .array(s.guardFindings.map(JSONValue.string)),
-                              "purchases": .array(s.guardPurchases.map(JSONValue.string))]),
-            "events": .array(s.events.map(event)),
-            "stepVerdicts": .array(RolloutTimeline.steps(s, now: now).map { v in
-                var o: [String: JSONValue] = ["percent": .int(Int64(v.percent)), "from": .int(v.from), "verdict": .string(v.verdict.rawValue),
-                                              "reason": .string(v.reason)]
-                if let to = v.to { o["to"] = .int(to) }
-                return .object(o)
-            }),
-        ])
+        answer.encode(Answer(status: s, steps: RolloutTimeline.steps(s, now: now)))
     }
 
-    static func event(_ e: RolloutEvent) -> JSONValue {
-        .object(["at": .int(e.at), "action": .string(e.action.rawValue), "actor": .string(e.actor.rawValue),
-                 "fromPercent": .int(Int64(e.fromPercent)), "toPercent": .int(Int64(e.toPercent)), "reason": .string(e.reason),
-                 "purchases": .array(e.purchases.map(JSONValue.string))])
+    /// The status with each step's verdict as of the answer's time.
+    struct Answer: Sendable {
+        let status: RolloutController.Status
+        let steps: [RolloutTimeline.StepVerdict]
     }
+
+    static let event = JSONShape<RolloutEvent>.object([
+        .required("at", .integer) { $0.at },
+        .required("action", .cases) { $0.action },
+        .required("actor", .cases) { $0.actor },
+        .required("fromPercent", .count) { $0.fromPercent },
+        .required("toPercent", .count) { $0.toPercent },
+        .required("reason", .string) { $0.reason },
+        .required("purchases", .array(.string)) { $0.purchases },
+    ])
+
+    static let answer = JSONShape<Answer>.object([
+        .required("bundleId", .string) { $0.status.bundleId },
+        .required("from", .string) { $0.status.plan.from.rawValue },
+        .required("to", .string) { $0.status.plan.to.rawValue },
+        .required("percent", .count) { $0.status.state.percent },
+        .required("step", JSONShape<Int>.count.described("the current step's place in the plan, 1 first; 0 before the first")) {
+            $0.status.state.step + 1
+        },
+        .required("steps", .array(.object([
+            .required("percent", .count) { $0.percent },
+            .required("minimumDwellSeconds", .integer) { $0.minimumDwellSeconds },
+            .required("minimumComparedChains", .count) { $0.minimumComparedChains },
+        ]))) { $0.status.plan.steps },
+        .required("stepStartedAt", .integer) { $0.status.state.stepStartedAt },
+        .required("paused", .boolean) { $0.status.state.paused },
+        .required("autoAdvance", .boolean) { $0.status.plan.autoAdvance },
+        .required("guardIntervalSeconds", .integer) { $0.status.plan.guardIntervalSeconds },
+        .required("guard", .object([
+            .required("holds", .boolean) { $0.guardHolds },
+            .required("findings", .array(.string)) { $0.guardFindings },
+            .required("purchases", .array(.string)) { $0.guardPurchases },
+        ])) { $0.status },
+        .required("events", .array(event)) { $0.status.events },
+        .required("stepVerdicts", .array(.object([
+            .required("percent", .count) { $0.percent },
+            .required("from", .integer) { $0.from },
+            .optional("to", .integer) { $0.to },
+            .required("verdict", .cases) { $0.verdict },
+            .required("reason", .string) { $0.reason },
+        ]))) { $0.steps },
+    ]).named("Rollout")
+}
+
+extension RolloutEndpoint: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "GET", path: "/v1/apps/{bundleId}/rollout", name: "rollout",
+              operation: OpenAPIOperation(
+                summary: "The app's receipt rollout: its step and percentage, whether it is paused, what its guard says of the step now, the plan, the timeline of advances and rollbacks with their reasons, and each step's verdict",
+                responses: ["200": .ok(answer),
+                            "404": .error("unknown app (UNKNOWN_APP), or its receipts are not routed by a rollout (ROLLOUT_NOT_CONFIGURED)")]),
+              handler: .app(Route.pathApp) { endpoints, _, app, _ throws(VerificationError) in
+                  try await RolloutEndpoint.answer(app, controller: endpoints.rollouts)
+              }),
+    ]
 }
 
 /// The steps a rollout ran, read from its events: each step's time at its percentage and how it
 /// ended (the guard held and it advanced, or it was rolled back and why), the current one last.
 enum RolloutTimeline {
     struct StepVerdict: Equatable, Sendable {
-        enum Verdict: String, Sendable { case held, rolledBack, running, tripping }
+        enum Verdict: String, Sendable, CaseIterable { case held, rolledBack, running, tripping }
         var percent: Int
         var from: Int64
         var to: Int64?

@@ -77,3 +77,23 @@ enum DashboardEndpoint {
         return (Array(all.prefix(maxComparisons)), counts.total > min(all.count, maxComparisons))
     }
 }
+
+extension DashboardEndpoint: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "GET", path: "/dashboard", name: "dashboard",
+              operation: OpenAPIOperation(
+                summary: "Migration dashboard of one app (?app=BUNDLE, Bearer key of that app): readiness verdict per environment with every unmet criterion, cutover impact, path failures by class, agreement per day and field, disagreements by class and field (inline SVG), side-by-side table",
+                query: DashboardEndpoint.queryParameters,
+                responses: ["200": .object([
+                    "description": "self-contained HTML page (no scripts, nothing loaded from the network); with format=csv the disagreements (one row per finding) and path failures as CSV",
+                    "content": .object(["text/html": .object(["schema": OpenAPIDocument.string]),
+                                        "text/csv": .object(["schema": OpenAPIDocument.string])]),
+                ])]),
+              // The app comes from the query (the page has one URL for every app); its own key opens it.
+              handler: .app({ request, _ throws(VerificationError) in try DashboardEndpoint.bundleId(request) }) {
+                  endpoints, request, app, _ throws(VerificationError) in
+                  try await DashboardEndpoint.answer(request, app: app, ledger: try endpoints.comparisonLedger(),
+                                                     rollouts: endpoints.rollouts)
+              }),
+    ]
+}

@@ -18,11 +18,7 @@ enum ComparisonsEndpoint {
         let query = try parse(request.query, bundleId: app.bundleId)
         let found = try await ledger.comparisons(query)
         let counts = try await ledger.comparisonCounts(bundleId: app.bundleId, from: query.from, to: query.to)
-        return .json(200, JSONValue.object([
-            "bundleId": .string(app.bundleId),
-            "counts": .object(["total": .int(Int64(counts.total)), "agreed": .int(Int64(counts.agreed))]),
-            "comparisons": .array(found.map(json)),
-        ]).jsonText)
+        return .json(200, ComparisonAnswers.listed.encode(.init(bundleId: app.bundleId, counts: counts, comparisons: found)).jsonText)
     }
 
     static func parse(_ parameters: [String: String], bundleId: String) throws(VerificationError) -> ComparisonQuery {
@@ -36,28 +32,17 @@ enum ComparisonsEndpoint {
                                failureCode: try declared["failure"].value(in: parameters),
                                limit: Int(try declared["limit"].integer(in: parameters) ?? Int64(defaultLimit)))
     }
+}
 
-    static func json(_ c: PurchaseComparison) -> JSONValue {
-        var o = MigrationRouter.json(c).objectValue ?? [:]
-        o["comparedAt"] = .int(c.comparedAt)
-        o["evidenceKind"] = .string(c.evidenceKind)
-        o["evidenceSHA256"] = .string(c.evidenceSHA256)
-        o["productIds"] = .array(c.productIds.map(JSONValue.string))
-        if let v = c.account { o["account"] = .string(v) }
-        if let v = c.environment { o["environment"] = .string(v) }
-        if let v = c.appVersion { o["appVersion"] = .string(v) }
-        o["purchases"] = .array(c.purchases.map(json))
-        return .object(o)
-    }
-
-    static func json(_ p: ComparedPurchase) -> JSONValue {
-        var o: [String: JSONValue] = ["originalTransactionId": .string(p.originalTransactionId),
-                                      "productId": .string(p.productId), "agreed": .bool(p.agreed)]
-        if let v = p.productType { o["productType"] = .string(v) }
-        if let v = p.legacyState { o["legacyState"] = .string(v.rawValue) }
-        if let v = p.legacyExpiresDate { o["legacyExpiresDate"] = .int(v) }
-        if let v = p.serverAPIState { o["serverAPIState"] = .string(v.rawValue) }
-        if let v = p.serverAPIExpiresDate { o["serverAPIExpiresDate"] = .int(v) }
-        return .object(o)
-    }
+extension ComparisonsEndpoint: RouteDeclaring {
+    static let routes: [Route] = [
+        Route(method: "GET", path: "/v1/apps/{bundleId}/comparisons", name: "comparisons",
+              operation: OpenAPIOperation(
+                summary: "Stored migration comparisons (legacy vs Server API), filtered by time (ms), class, field, product and failure code (either path's error); with agreement counts",
+                query: ComparisonsEndpoint.queryParameters,
+                responses: ["200": .ok(ComparisonAnswers.listed)]),
+              handler: .app(Route.pathApp) { endpoints, request, app, _ throws(VerificationError) in
+                  try await ComparisonsEndpoint.answer(request, app: app, ledger: try endpoints.comparisonLedger())
+              }),
+    ]
 }
