@@ -4,7 +4,7 @@ import XCTest
 /// `iapgw` and `iapgw-dev` as an operator runs them (the built binaries).
 final class CommandLineTests: XCTestCase {
     static let commands = ["serve", "reconcile", "notifications", "jws", "receipt", "mappings", "config", "compare", "audit", "backup", "restore",
-                           "migrate-storage"]
+                           "migrate-storage", "rollout"]
     static let devCommands = ["demo", "sim", "bench", "bench-notifications", "pace"]
 
     private struct Run { let status: Int32; let stdout: String; let stderr: String }

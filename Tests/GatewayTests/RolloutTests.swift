@@ -209,6 +209,37 @@ final class RolloutTests: XCTestCase {
         XCTAssertEqual(onRestarted, "serverAPI")
     }
 
+    /// `iapgw rollout` drives the same ledger a running gateway routes by.
+    func testTheCommandLineAdvancesPausesAndRollsBackWhatTheGatewayRoutesBy() async throws {
+        // On PostgreSQL the command needs the deployment's receipt seal key, which the in-process
+        // harness makes up for itself; the shared state itself is the same on both (the tests above).
+        try XCTSkipIf(ProcessInfo.processInfo.environment["IAPGW_TEST_POSTGRES_URL"].map { !$0.isEmpty } == true,
+                      "SQLite only: the command line on the harness's ledger file")
+        let gw = try await start()
+        func iapgw(_ action: String) throws -> JSONValue {
+            let run = try ProcessRun.run(GatewayProcess.binary.path, [
+                "rollout", action, "--app", gw.bundleId, "--config", gw.harness.directory.path,
+                "--mappings", GatewayProcess.mappings.path])
+            XCTAssertEqual(run.status, 0, run.stderr)
+            return try StrictJSON().parse(Array(run.stdout.utf8))
+        }
+        XCTAssertEqual(try iapgw("advance")["percent"], .int(5))
+        try await afterAChangeIsRead()
+        let routed = try await answeringAdapter(gw, Self.insider)
+        XCTAssertEqual(routed, "serverAPI", "the gateway follows the command's change")
+        XCTAssertEqual(try iapgw("pause")["paused"], .bool(true))
+        let rolledBack = try iapgw("rollback")
+        XCTAssertEqual(rolledBack["percent"], .int(0))
+        XCTAssertEqual(rolledBack["events"]?.arrayValue?.map { $0["action"]?.stringValue ?? "" }, ["rolledBack", "paused", "advanced"])
+        let status = try iapgw("status")
+        XCTAssertEqual(status["percent"], .int(0))
+        let refused = try ProcessRun.run(GatewayProcess.binary.path, [
+            "rollout", "rollback", "--app", gw.bundleId, "--config", gw.harness.directory.path,
+            "--mappings", GatewayProcess.mappings.path])
+        XCTAssertEqual(refused.status, 1, "nothing to roll back at 0 %")
+        XCTAssertTrue(refused.stderr.contains("ROLLOUT_CONFLICT"), refused.stderr)
+    }
+
     func testAnAppWithoutARolloutSaysSo() async throws {
         let gw = try await GatewayE2E.start(self) { $0.receiptRouting = "shadow" }
         let route = try await gw.send("GET", "\(gw.appURL)/rollout")
