@@ -120,6 +120,45 @@ final class StorageExecutorTests: LedgerTestCase {
         XCTAssertFalse(refused?.message.contains("SQLite") ?? true, "\(refused?.message ?? "")")
     }
 
+    /// Each path of the hop (batched, write, read) names the call that failed in the log, never in the
+    /// answer; a failed write, batched or not, makes readiness probe with a write of its own.
+    func testAFailedCallIsLoggedUnderItsOwnNameAndAFailedWriteKeepsTheLedgerUnreadyUntilAWriteSucceeds() async throws {
+        try skipOnPostgres("a read-only connection is SQLite's PRAGMA")
+        let lines = Mutex<[String]>([])
+        let ledger = AsyncSQLLedger(try openLedger(), logger: Logger { line in lines.withLock { $0.append(line) } })
+        let database = try XCTUnwrap(ledger.ledger.database as? SQLiteDatabase)
+        func readOnly(_ on: Bool) throws {
+            try database.withConnection { (connection) throws(VerificationError) in
+                try connection.executeScript("PRAGMA query_only = \(on ? "ON" : "OFF")", operation: "configure")
+            }
+        }
+        func loggedOperations() -> [String] {
+            lines.withLock { $0 }.compactMap { line in
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String],
+                      object["event"] == "storage_failed" else { return nil }
+                return object["operation"]
+            }
+        }
+        try readOnly(true)
+        let batched = await storageError { () async throws(VerificationError) in
+            _ = try await ledger.issueNonce(bundleId: "com.example.app", account: "a", ttlSeconds: 60, now: 1, keyed: nil)
+        }
+        let written = await storageError { () async throws(VerificationError) in
+            _ = try await ledger.purgeAudit(olderThan: 1)
+        }
+        XCTAssertEqual(batched?.message, "the gateway's storage is unavailable; try again later")
+        XCTAssertEqual(written?.message, "the gateway's storage is unavailable; try again later")
+        XCTAssertEqual(loggedOperations(), ["issueNonce", "purgeAudit"])
+        let entitlements = try await ledger.entitlements(bundleId: "com.example.app", account: "a")
+        XCTAssertEqual(entitlements, [], "reads still answer")
+        let unready = await storageError { () async throws(VerificationError) in try await ledger.ping() }
+        XCTAssertEqual(unready?.code, .storageUnavailable, "the probe writes after a failed write")
+        XCTAssertEqual(loggedOperations(), ["issueNonce", "purgeAudit", "ping"])
+        try readOnly(false)
+        try await ledger.ping()
+        try await ledger.ping()
+    }
+
     /// An instance paused mid-transaction (SIGSTOP, a long GC pause of its VM) holds a chain's lock:
     /// other instances' claims on that chain fail after `lock_timeout` instead of waiting with it, and
     /// the server ends the paused session once it sat idle in its transaction for twice the deadline,
