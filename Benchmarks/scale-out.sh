@@ -163,9 +163,16 @@ PY
 
 echo "re-claims: 64 owned purchases, 16 connections per side, ${seconds} s"
 measure reclaims "$work/reclaims.txt" "$work/reclaims.txt" "$work/reclaims.txt"
-# pace re-sends one body: the first owned purchase, re-claimed by its owner.
-head -n 1 "$work/reclaims.txt" >"$work/reclaim-one.json"
-half_load reclaims "$reclaims_pg" --body "$work/reclaim-one.json" --body "$work/reclaim-one.json"
+# The 64 re-claims over and over, enough lines for the run (pace sends each line once): one body
+# again and again would put every request on one purchase chain, serialised across the instances.
+repeat_lines() {  # FILE COUNT OUT
+  awk -v n="$2" '{ line[NR] = $0 } END { for (i = 0; i < n; i++) print line[i % NR + 1] }' "$1" >"$3"
+}
+half_each=$(awk -v r="$reclaims_pg" -v s="$seconds" 'BEGIN { printf "%d", r / 4 * s + 100 }')
+repeat_lines "$work/reclaims.txt" "$half_each" "$work/reclaims-half-a.txt"
+tail -n +33 "$work/reclaims.txt" | cat - <(head -n 32 "$work/reclaims.txt") >"$work/reclaims-rotated.txt"
+repeat_lines "$work/reclaims-rotated.txt" "$half_each" "$work/reclaims-half-b.txt"
+half_load reclaims "$reclaims_pg" --bodies "$work/reclaims-half-a.txt" --bodies "$work/reclaims-half-b.txt"
 echo "new grants: a pool of $pool signed purchases per side, 16 connections per side, ${seconds} s"
 measure grants "$work/grants-sqlite.txt" "$work/grants-pg-a.txt" "$work/grants-pg-b.txt"
 used=$(( $(field "$work/grants-pga" requests) + $(field "$work/grants-pgb" requests) ))

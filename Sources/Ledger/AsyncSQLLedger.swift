@@ -51,11 +51,11 @@ public final class AsyncSQLLedger: StorageCalls, Ledger, NotificationLedger, Com
         switch call {
         case .read(let body): return try await run(operation, isWrite: false, deadline: nil, body)
         case .write(let body): return try await run(operation, isWrite: true, deadline: nil, body)
-        case .batched(let body):
+        case .batched(let locks, let body):
             // Not a storage call of its own: queued with the writes beside it (`BatchedWriter`).
             let ledger = ledger
             do {
-                return try await writer.write { (connection) throws(VerificationError) in
+                return try await writer.write(locks: locks) { (connection) throws(VerificationError) in
                     try body(ledger, BatchSlot(connection: connection))
                 }
             } catch {

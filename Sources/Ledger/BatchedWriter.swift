@@ -41,11 +41,12 @@ final class BatchedWriter: Sendable {
     /// Runs `body` in a write transaction shared with the calls queued beside it, in a savepoint of
     /// its own (a throw rolls back its work alone; a transient conflict may run it again); answers
     /// after the commit, or with the storage deadline (`deadline`, the executor's by default).
-    func write<R: Sendable>(deadline: Duration? = nil,
+    /// `locks`: the transaction locks `body` takes (`SQLWriteCall.locks`).
+    func write<R: Sendable>(deadline: Duration? = nil, locks: [String] = [],
                             _ body: @escaping @Sendable (any SQLConnection) throws(VerificationError) -> R)
         async throws(VerificationError) -> R {
         try await executor.awaitAnswer(deadline: deadline) { (answer: FirstAnswer<Result<R, VerificationError>>) in
-            admit(QueuedWrite(body, answer))
+            admit(QueuedWrite(body, answer, locks: locks))
         }
     }
 
@@ -96,7 +97,7 @@ final class BatchedWriter: Sendable {
             // A call answered already (its deadline passed) is not run: its caller was told to try again.
             let open = batch.filter(\.isOpen)
             let failures = database.transactions(each: open.map { (call) in
-                SQLWriteCall(run: { (connection) in call.run(connection) }, holdForCommit: { call.holdForCommit() })
+                SQLWriteCall(run: { (connection) in call.run(connection) }, holdForCommit: { call.holdForCommit() }, locks: call.locks)
             })
             state.withLock { $0.writing -= batch.count }
             for (call, failure) in zip(open, failures) { call.answer(failure) }
@@ -115,6 +116,8 @@ private protocol QueuedCall: Sendable {
     func holdForCommit() -> Bool
     /// When it was queued (`WriterTrace.now()`: 0 while the trace is off).
     var queuedAt: Int64 { get }
+    /// See `SQLWriteCall.locks`.
+    var locks: [String] { get }
     func run(_ connection: any SQLConnection) -> VerificationError?
     /// Its batch's verdict: nil once its work is committed (the caller gets its value), else the failure.
     func answer(_ failure: VerificationError?)
@@ -127,11 +130,13 @@ private final class QueuedWrite<R: Sendable>: QueuedCall, @unchecked Sendable {
     private let caller: FirstAnswer<Result<R, VerificationError>>
     private var value: R?
     let queuedAt = WriterTrace.now()
+    let locks: [String]
 
     init(_ body: @escaping @Sendable (any SQLConnection) throws(VerificationError) -> R,
-         _ caller: FirstAnswer<Result<R, VerificationError>>) {
+         _ caller: FirstAnswer<Result<R, VerificationError>>, locks: [String]) {
         self.body = body
         self.caller = caller
+        self.locks = locks
     }
 
     var isOpen: Bool { caller.isOpen }

@@ -38,7 +38,9 @@ extension Ledger where Self: StorageCalls {
     }
 
     public func claim(_ claim: PurchaseClaim) async throws(VerificationError) -> ClaimOutcome {
-        try await batched { (l, slot) throws(VerificationError) in try l.claim(claim, on: slot.connection) }
+        try await batched(locks: SQLLedger.chainLocks(of: claim)) { (l, slot) throws(VerificationError) in
+            try l.claim(claim, on: slot.connection)
+        }
     }
 
     public func entitlements(bundleId: String, account: String) async throws(VerificationError) -> [Entitlement] {

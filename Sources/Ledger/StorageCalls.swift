@@ -7,7 +7,8 @@ import IAPCore
 public enum StorageCall<R: Sendable>: Sendable {
     case read(@Sendable (SQLLedger) throws(VerificationError) -> R)
     case write(@Sendable (SQLLedger) throws(VerificationError) -> R)
-    case batched(@Sendable (SQLLedger, BatchSlot) throws(VerificationError) -> R)
+    /// `locks`: the transaction locks the work takes (`SQLWriteCall.locks`).
+    case batched(locks: [String], @Sendable (SQLLedger, BatchSlot) throws(VerificationError) -> R)
 }
 
 /// A batched write's place in its batch: the transaction's connection, in a savepoint of the write's
@@ -38,9 +39,9 @@ extension StorageCalls {
         try await hop(operation, .write(body))
     }
 
-    func batched<R: Sendable>(_ operation: String = #function,
+    func batched<R: Sendable>(_ operation: String = #function, locks: [String] = [],
                               _ body: @escaping @Sendable (SQLLedger, BatchSlot) throws(VerificationError) -> R)
         async throws(VerificationError) -> R {
-        try await hop(operation, .batched(body))
+        try await hop(operation, .batched(locks: locks, body))
     }
 }

@@ -171,6 +171,14 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
         }
     }
 
+    /// One statement: PostgreSQL evaluates a target list left to right, so the locks are taken in
+    /// `keys`' order.
+    func serializeTransaction(onEach keys: [String]) throws(VerificationError) {
+        guard !keys.isEmpty else { return }
+        let locks = Array(repeating: "pg_advisory_xact_lock(hashtextextended(?, 0))", count: keys.count)
+        _ = try queryRows("SELECT " + locks.joined(separator: ", "), keys.map(SQLValue.text)) { (_) throws(VerificationError) in () }
+    }
+
     /// One statement, one row, a column per key (a prepared statement per number of keys).
     func trySerializeTransaction(on keys: [String]) throws(VerificationError) -> Set<String> {
         guard !keys.isEmpty else { return [] }

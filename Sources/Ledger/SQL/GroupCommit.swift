@@ -158,6 +158,17 @@ final class GroupCommit: Sendable {
                 }
                 return again
             }
+            do throws(VerificationError) {
+                // Every call's locks, in one order, before any call runs (`SQLWriteCall.locks`).
+                try connection.serializeTransaction(onEach: Set(batch.flatMap(\.locks)).sorted())
+            } catch {
+                let transient = connection.lastFailureIsTransient
+                if !connection.isBroken { try? connection.executeScript("ROLLBACK", operation: "rollback") }
+                for write in batch {
+                    if transient || connection.isBroken, write.mayTryAgain(within: attempts) { again.append(write) } else { write.finish(error) }
+                }
+                return again
+            }
             var applied: [GroupedWrite] = []
             var lost: VerificationError?
             var calls = 0
@@ -268,9 +279,13 @@ private final class GroupedWrite: @unchecked Sendable {
     private var failedTries = 0
     private let turn = DispatchSemaphore(value: 0)
 
+    /// See `SQLWriteCall.locks`.
+    let locks: [String]
+
     init(_ call: SQLWriteCall) {
         body = call.run
         hold = call.holdForCommit
+        locks = call.locks
     }
 
     /// See `SQLWriteCall.holdForCommit`.

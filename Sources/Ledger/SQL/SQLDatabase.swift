@@ -110,6 +110,9 @@ protocol SQLConnection: AnyObject {
     /// ends. Serialises work on one purchase chain across instances even before its first row exists.
     func serializeTransaction(on key: String) throws(VerificationError)
 
+    /// `serializeTransaction(on:)` for each of `keys`, in their order (one round trip where the engine can).
+    func serializeTransaction(onEach keys: [String]) throws(VerificationError)
+
     /// `serializeTransaction(on:)` for each of `keys`, without the wait: the keys this transaction
     /// holds now (a key another transaction holds is left out). One round trip for all.
     func trySerializeTransaction(on keys: [String]) throws(VerificationError) -> Set<String>
@@ -237,4 +240,9 @@ struct SQLWriteCall {
     /// waits (and will now wait for that COMMIT); false once the caller was answered (its deadline
     /// passed), when the work must not commit, since the caller was told it did not.
     var holdForCommit: () -> Bool = { true }
+    /// The transaction locks (`serializeTransaction`) the work takes. A batch takes those of all its
+    /// calls first, in one order, before any call runs: two instances' batches then wait for each
+    /// other instead of deadlocking (each call alone orders its own, but not against the calls it
+    /// happens to share a transaction with).
+    var locks: [String] = []
 }

@@ -81,16 +81,23 @@ public final class SQLLedger: Sendable {
         "chain:\(bundleId):\(originalTransactionId)"
     }
 
+    /// The chain locks a claim takes, in the one order every taker of several uses.
+    static func chainLocks(of claim: PurchaseClaim) -> [String] {
+        chains(of: claim).map { chainLock(bundleId: claim.bundleId, originalTransactionId: $0) }.sorted()
+    }
+
+    /// The purchase chains a claim touches: its transactions' and its entitlements'.
+    static func chains(of claim: PurchaseClaim) -> Set<String> {
+        Set(claim.transactions.map { $0.originalTransactionId ?? $0.transactionId } + claim.entitlements.map(\.originalTransactionId))
+    }
+
     /// The claim's work inside a write transaction (its own, or a batch's savepoint: `BatchedWriter`).
     func claim(_ claim: PurchaseClaim, on connection: any SQLConnection) throws(VerificationError) -> ClaimOutcome {
         var outcome = ClaimOutcome(newlyGranted: [], alreadyGranted: [])
         // The same chain locks the notification worker takes, in one order (no deadlock between
         // two claims): a notification applied meanwhile by another instance is seen, not overwritten.
-        let chains = Set(claim.transactions.map { $0.originalTransactionId ?? $0.transactionId }
-                         + claim.entitlements.map(\.originalTransactionId))
-        for chain in chains.sorted() {
-            try connection.serializeTransaction(on: Self.chainLock(bundleId: claim.bundleId, originalTransactionId: chain))
-        }
+        let chains = Self.chains(of: claim)
+        try connection.serializeTransaction(onEach: Self.chainLocks(of: claim))
         var reads = ClaimReads()
         for key in Set(claim.appPurchaseKeys).sorted() { try bind(key, in: claim, &reads, connection) }
         var seen = Set<String>()

@@ -109,6 +109,7 @@ final class SQLiteConnection: GroupCommitConnection {
 
     /// SQLite has one writer at a time: a transaction (BEGIN IMMEDIATE) already excludes every other.
     func serializeTransaction(on key: String) throws(VerificationError) {}
+    func serializeTransaction(onEach keys: [String]) throws(VerificationError) {}
 
     func trySerializeTransaction(on keys: [String]) throws(VerificationError) -> Set<String> { Set(keys) }
 
