@@ -11,6 +11,7 @@ public struct BatchProgress: Sendable, Equatable {
     public var compared: Int
     public var agreed: Int
     public var disagreed: Int
+    /// A path failed outright (its error stored in the comparison).
     public var failed: Int
     /// Attempts put back because Apple answered 429.
     public var rateLimitedRetries: Int
