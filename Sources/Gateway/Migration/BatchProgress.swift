@@ -4,24 +4,18 @@ import Synchronization
 /// Where a batch stands: counts so far over the receipts this run has to compare.
 public struct BatchProgress: Sendable, Equatable {
     /// Receipts in the input (skipped ones included).
-    public var total: Int
+    public var total = 0
     /// Already compared by an earlier run (resumed).
-    public var skipped: Int
+    public var skipped = 0
     /// Finished in this run.
-    public var compared: Int
-    public var agreed: Int
-    public var disagreed: Int
+    public var compared = 0
+    public var agreed = 0
+    public var disagreed = 0
     /// A path failed outright (its error stored in the comparison).
-    public var failed: Int
+    public var failed = 0
     /// Attempts put back because Apple answered 429.
-    public var rateLimitedRetries: Int
-    public var elapsedSeconds: Double
-
-    public init(total: Int, skipped: Int) {
-        self.total = total
-        self.skipped = skipped
-        compared = 0; agreed = 0; disagreed = 0; failed = 0; rateLimitedRetries = 0; elapsedSeconds = 0
-    }
+    public var rateLimitedRetries = 0
+    public var elapsedSeconds = 0.0
 
     public var done: Int { skipped + compared }
     /// Receipts per second compared in this run.
