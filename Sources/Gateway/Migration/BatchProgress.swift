@@ -4,18 +4,22 @@ import Synchronization
 /// Where a batch stands: counts so far over the receipts this run has to compare.
 public struct BatchProgress: Sendable, Equatable {
     /// Receipts in the input (skipped ones included).
-    public var total = 0
+    public var total: Int
     /// Already compared by an earlier run (resumed).
-    public var skipped = 0
+    public var skipped: Int
     /// Finished in this run.
-    public var compared = 0
-    public var agreed = 0
-    public var disagreed = 0
+    public var compared: Int
+    public var agreed: Int
+    public var disagreed: Int
     /// A path failed outright (its error stored in the comparison).
-    public var failed = 0
+    public var failed: Int
     /// Attempts put back because Apple answered 429.
-    public var rateLimitedRetries = 0
-    public var elapsedSeconds = 0.0
+    public var rateLimitedRetries: Int
+    public var elapsedSeconds: Double
+
+    /// Nothing counted yet.
+    static let zero = BatchProgress(total: 0, skipped: 0, compared: 0, agreed: 0, disagreed: 0, failed: 0,
+                                    rateLimitedRetries: 0, elapsedSeconds: 0)
 
     public var done: Int { skipped + compared }
     /// Receipts per second compared in this run.

@@ -8,7 +8,7 @@ public struct BatchSummary: Sendable, Equatable {
     public var bundleId: String
     /// The counts a progress line shows (`total`, `compared`, `agreed`, ...), read and written
     /// through the summary as its own.
-    public private(set) var progress = BatchProgress()
+    public private(set) var progress = BatchProgress.zero
     /// Input lines repeating a receipt already listed (compared once).
     public var duplicates = 0
     /// Disagreeing comparisons per difference kind (a comparison with two kinds counts in both).
