@@ -82,9 +82,9 @@ enum LedgerFileArguments {
         async throws -> Int32 {
         guard let file = try args.value(fileOption) else { throw UsageError(message: "\(purpose) needs \(fileOption) FILE") }
         let ledger = try sqlitePath(&args, option: ledgerOption)
-        let timeout = try timeout(&args)
+        let deadline = try timeout(&args)
         try args.finish()
-        let digest = try await onThreadOfItsOwn(purpose, timeout) { () throws(VerificationError) in try copy(file, ledger) }
+        let digest = try await onThreadOfItsOwn(purpose, deadline) { () throws(VerificationError) in try copy(file, ledger) }
         print(JSONValue.object(["tables": digest.json]).jsonText)
         return 0
     }
