@@ -40,7 +40,7 @@ var targets: [Target] = [
     .target(name: "Ledger", dependencies: ["IAPCore", "IAPConfig", "AppleTrust", "CSQLite", "CLibPQ"]),
 
     // HTTP/1.1 serving on libmicrohttpd: transport only; handlers are plain async functions.
-    .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+    .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "IAPCore"]),
 
     // Outgoing HTTPS to Apple (and plain HTTP to loopback simulators) on libcurl.
     .target(name: "UpstreamHTTP", dependencies: ["IAPCore", "CCurl"]),

@@ -136,14 +136,9 @@ public struct PKCS7SignedData: Sendable {
         var top = try DERReader(bytes)
         let contentInfo = try top.read(.sequence, "ContentInfo")
         try top.finish("ContentInfo")
-        var ci = try contentInfo.children()
-        let type = try ci.read(.objectIdentifier, "contentType").objectIdentifier()
-        guard type == signedDataOID else {
-            throw VerificationError(.malformedReceipt, "receipt is not PKCS#7 SignedData (content type \(type))")
+        var wrapper = try explicitContent(of: contentInfo, "ContentInfo", type: "contentType", signedDataOID, content: "SignedData [0]") {
+            "receipt is not PKCS#7 SignedData (content type \($0))"
         }
-        let explicit = try ci.read(.context(0), "SignedData [0]")
-        try ci.finish("ContentInfo")
-        var wrapper = try explicit.children()
         let signedData = try wrapper.read(.sequence, "SignedData")
         try wrapper.finish("SignedData [0]")
 
@@ -156,19 +151,27 @@ public struct PKCS7SignedData: Sendable {
         let signerInfos = try sd.read(.set, "signerInfos")
         try sd.finish("SignedData")
 
-        var ec = try encap.children()
-        let eType = try ec.read(.objectIdentifier, "eContentType").objectIdentifier()
-        guard eType == dataOID else {
-            throw VerificationError(.malformedReceipt, "receipt content is not PKCS#7 data (type \(eType))")
+        var octets = try explicitContent(of: encap, "encapContentInfo", type: "eContentType", dataOID, content: "eContent [0]") {
+            "receipt content is not PKCS#7 data (type \($0))"
         }
-        let eContent = try ec.read(.context(0), "eContent [0]")
-        try ec.finish("encapContentInfo")
-        var octets = try eContent.children()
         guard let payload = try octets.next() else { throw VerificationError(.malformedReceipt, "receipt has no content") }
         try octets.finish("eContent")
         let appleShape = crls == nil && payload.tag == .octetString && !payload.indefiniteLength
         let signer = appleShape ? certificates.flatMap { Self.signerRanges(digestAlgorithms, $0, signerInfos) } : nil
         return PKCS7SignedData(content: try payload.octetString(), signer: signer)
+    }
+
+    /// The content of a ContentInfo-shaped SEQUENCE (a type OBJECT IDENTIFIER, then `[0] EXPLICIT`
+    /// content), as a reader of what the `[0]` holds; refused unless the type is `expected`.
+    private static func explicitContent(of sequence: DERElement, _ name: String, type typeName: String, _ expected: String,
+                                        content contentName: String,
+                                        refusal: (String) -> String) throws(VerificationError) -> DERReader {
+        var fields = try sequence.children()
+        let type = try fields.read(.objectIdentifier, typeName).objectIdentifier()
+        guard type == expected else { throw VerificationError(.malformedReceipt, refusal(type)) }
+        let content = try fields.read(.context(0), contentName)
+        try fields.finish(name)
+        return try content.children()
     }
 
     /// The signer's ranges when the SignedData has Apple's shape (see `SignerRanges`); nil otherwise,

@@ -1,3 +1,5 @@
+import IAPCore
+
 /// Request and response values handed to and returned by an `HTTPHandler`.
 ///
 /// They are plain values so a handler can be tested by calling it directly, without a socket.
@@ -95,23 +97,8 @@ public struct HTTPResponse: Sendable {
             + "\"retryable\":\(retryable)" + (requestId.map { ",\"requestId\":\(jsonString($0))" } ?? "") + "}}")
     }
 
-    static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    /// A JSON string literal, escaped as every answer of the gateway is (`JSONValue.jsonText`).
+    static func jsonString(_ text: String) -> String { JSONValue.string(text).jsonText }
 }
 
 /// Transport-level error codes; the raw values match IAPCore's `VerificationError.Code`.

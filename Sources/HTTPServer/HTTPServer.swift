@@ -118,22 +118,16 @@ struct BindAddress: Sendable {
 
     init?(host: String, port: UInt16) {
         var sin = sockaddr_in()
-        if inet_pton(AF_INET, host, &sin.sin_addr) == 1 {
-            sin.sin_family = sa_family_t(AF_INET)
-            sin.sin_port = port.bigEndian
-            v4 = sin
-            v6 = nil
-            return
-        }
         var sin6 = sockaddr_in6()
-        if inet_pton(AF_INET6, host, &sin6.sin6_addr) == 1 {
-            sin6.sin6_family = sa_family_t(AF_INET6)
-            sin6.sin6_port = port.bigEndian
-            v4 = nil
-            v6 = sin6
-            return
+        if inet_pton(AF_INET, host, &sin.sin_addr) == 1 {
+            (sin.sin_family, sin.sin_port) = (sa_family_t(AF_INET), port.bigEndian)
+            (v4, v6) = (sin, nil)
+        } else if inet_pton(AF_INET6, host, &sin6.sin6_addr) == 1 {
+            (sin6.sin6_family, sin6.sin6_port) = (sa_family_t(AF_INET6), port.bigEndian)
+            (v4, v6) = (nil, sin6)
+        } else {
+            return nil
         }
-        return nil
     }
 
     func withSockaddr<T>(_ body: (UnsafeMutableRawPointer) -> T) -> T {

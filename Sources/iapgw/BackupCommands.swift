@@ -18,15 +18,9 @@ struct BackupCommand: Subcommand {
         """
 
     func run(_ args: inout CommandLineArguments) async throws -> Int32 {
-        guard let file = try args.value("--to") else { throw UsageError(message: "backup needs --to FILE") }
-        let source = try LedgerFileArguments.sqlitePath(&args, option: "--from")
-        let timeout = try LedgerFileArguments.timeout(&args)
-        try args.finish()
-        let digest = try await LedgerFileArguments.onThreadOfItsOwn("backup", timeout) { () throws(VerificationError) in
+        try await LedgerFileArguments.copy(&args, "backup", file: "--to", ledger: "--from") { file, source throws(VerificationError) in
             try SQLiteBackup.backup(from: source, to: file)
         }
-        print(JSONValue.object(["tables": digest.json]).jsonText)
-        return 0
     }
 }
 
@@ -43,15 +37,9 @@ struct RestoreCommand: Subcommand {
         """
 
     func run(_ args: inout CommandLineArguments) async throws -> Int32 {
-        guard let file = try args.value("--from") else { throw UsageError(message: "restore needs --from FILE") }
-        let path = try LedgerFileArguments.sqlitePath(&args, option: "--to")
-        let timeout = try LedgerFileArguments.timeout(&args)
-        try args.finish()
-        let digest = try await LedgerFileArguments.onThreadOfItsOwn("restore", timeout) { () throws(VerificationError) in
+        try await LedgerFileArguments.copy(&args, "restore", file: "--from", ledger: "--to") { file, path throws(VerificationError) in
             try SQLiteBackup.restore(from: file, to: path)
         }
-        print(JSONValue.object(["tables": digest.json]).jsonText)
-        return 0
     }
 }
 
@@ -84,6 +72,21 @@ enum LedgerFileArguments {
             throw UsageError(message: "--timeout must be 1 to 86400 seconds")
         }
         return .seconds(seconds)
+    }
+
+    /// The run both commands share: the file named by `fileOption`, the ledger behind `ledgerOption`
+    /// (or `--config`), `--timeout`; then `copy(file, ledger)` on a thread of its own, and each
+    /// table's row count and SHA-256 printed.
+    static func copy(_ args: inout CommandLineArguments, _ purpose: String, file fileOption: String, ledger ledgerOption: String,
+                     _ copy: @escaping @Sendable (_ file: String, _ ledger: String) throws(VerificationError) -> LedgerDigest)
+        async throws -> Int32 {
+        guard let file = try args.value(fileOption) else { throw UsageError(message: "\(purpose) needs \(fileOption) FILE") }
+        let ledger = try sqlitePath(&args, option: ledgerOption)
+        let deadline = try timeout(&args)
+        try args.finish()
+        let digest = try await onThreadOfItsOwn(purpose, deadline) { () throws(VerificationError) in try copy(file, ledger) }
+        print(JSONValue.object(["tables": digest.json]).jsonText)
+        return 0
     }
 
     /// Runs the blocking copy on a thread of its own (SQLite and libpq block), answered within `timeout`.

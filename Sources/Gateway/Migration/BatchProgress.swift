@@ -11,16 +11,15 @@ public struct BatchProgress: Sendable, Equatable {
     public var compared: Int
     public var agreed: Int
     public var disagreed: Int
+    /// A path failed outright (its error stored in the comparison).
     public var failed: Int
     /// Attempts put back because Apple answered 429.
     public var rateLimitedRetries: Int
     public var elapsedSeconds: Double
 
-    public init(total: Int, skipped: Int) {
-        self.total = total
-        self.skipped = skipped
-        compared = 0; agreed = 0; disagreed = 0; failed = 0; rateLimitedRetries = 0; elapsedSeconds = 0
-    }
+    /// Nothing counted yet.
+    static let zero = BatchProgress(total: 0, skipped: 0, compared: 0, agreed: 0, disagreed: 0, failed: 0,
+                                    rateLimitedRetries: 0, elapsedSeconds: 0)
 
     public var done: Int { skipped + compared }
     /// Receipts per second compared in this run.

@@ -9,13 +9,6 @@ public struct ClaimContext: Sendable {
     public var evidenceKind: AppPolicy.EvidenceKind
     /// Milliseconds since 1970.
     public var now: Int64
-
-    public init(app: AppPolicy, account: String, evidenceKind: AppPolicy.EvidenceKind, now: Int64) {
-        self.app = app
-        self.account = account
-        self.evidenceKind = evidenceKind
-        self.now = now
-    }
 }
 
 /// The decisions an adapter asks for while it works (`EvidencePolicy`), for one claimant: the

@@ -49,22 +49,10 @@ public final class BlockingExecutor: Sendable {
         for index in 0..<max(1, limits.threads) {
             // The thread holds the queue, not the executor: the executor's deinit stops it.
             let queue = queue
-            let name = "\(purpose).\(index)"
-            let thread = Thread {
-                nameThisThread(name)
-                queue.work()
-            }
-            thread.name = name
-            thread.start()
+            startThread(named: "\(purpose).\(index)") { queue.work() }
         }
         let deadlines = deadlines
-        let watcherName = "\(purpose).watch"
-        let watcher = Thread {
-            nameThisThread(watcherName)
-            deadlines.watch()
-        }
-        watcher.name = watcherName
-        watcher.start()
+        startThread(named: "\(purpose).watch") { deadlines.watch() }
     }
 
     deinit {
@@ -124,6 +112,16 @@ public final class BlockingExecutor: Sendable {
         }
         return try result.get()
     }
+}
+
+/// Starts a thread of its own for `body`, named for `ps`, `top -H` and crash reports.
+private func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+    let thread = Thread {
+        nameThisThread(name)
+        body()
+    }
+    thread.name = name
+    thread.start()
 }
 
 /// The kernel's name of the calling thread (what `top -H` and perf show; Linux keeps 15 bytes):

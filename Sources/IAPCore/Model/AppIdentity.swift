@@ -90,16 +90,12 @@ public struct EvidenceIdentity: Sendable, Hashable {
     }
 
     /// A kind of evidence, and the members it always states (Apple's documentation of each), so
-    /// that one missing is a refusal rather than "not stated".
+    /// that one missing is a refusal rather than "not stated". Apple's kinds are all listed here,
+    /// so no other module makes one.
     public struct Kind: Sendable, Hashable {
         /// How a refusal names the evidence.
         public let name: String
         public let always: Always
-
-        public init(name: String, always: Always) {
-            self.name = name
-            self.always = always
-        }
 
         /// What an adapter read before asking Apple (a bundle id, an environment it is sent to).
         public static let partial = Self(name: "evidence", always: [])

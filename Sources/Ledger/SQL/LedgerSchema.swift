@@ -70,22 +70,22 @@ enum LedgerSchema {
 
             -- Append-only. transaction_ids and product_ids are JSON arrays of strings.
             CREATE TABLE audit_log (
-                id \(d.autoincrementKey),
-                time \(d.integer) NOT NULL,
-                bundle_id TEXT NOT NULL,
-                account TEXT,
-                evidence_kind TEXT NOT NULL,
-                evidence_sha256 TEXT NOT NULL CHECK (length(evidence_sha256) = 64),
-                transaction_ids TEXT NOT NULL,
-                product_ids TEXT NOT NULL,
-                environment TEXT,
-                verdict TEXT NOT NULL CHECK (verdict IN ('granted', 'refused')),
-                error_code TEXT,
-                adapter TEXT,
-                latency_micros \(d.integer) NOT NULL
+                \(auditColumns(d, verdicts: "CHECK (verdict IN ('granted', 'refused'))"))
             );
             CREATE INDEX audit_log_by_app ON audit_log (bundle_id, id);
             """
+    }
+
+    /// The audit_log columns as v1 created them (one a line, indented for the CREATE TABLE they
+    /// stand in), with the verdict CHECK of the version that states them: v11 rebuilds the table
+    /// on SQLite with these same columns, then adds its own.
+    private static func auditColumns(_ d: SQLDialect.DDLWords, verdicts: String) -> String {
+        [
+            "id \(d.autoincrementKey)", "time \(d.integer) NOT NULL", "bundle_id TEXT NOT NULL", "account TEXT",
+            "evidence_kind TEXT NOT NULL", "evidence_sha256 TEXT NOT NULL CHECK (length(evidence_sha256) = 64)",
+            "transaction_ids TEXT NOT NULL", "product_ids TEXT NOT NULL", "environment TEXT",
+            "verdict TEXT NOT NULL \(verdicts)", "error_code TEXT", "adapter TEXT", "latency_micros \(d.integer) NOT NULL",
+        ].joined(separator: ",\n    ")
     }
 
     /// Leases: work that must run on one instance at a time (reconciliation). A holder owns a lease
@@ -182,19 +182,7 @@ enum LedgerSchema {
                 """
             return """
                 CREATE TABLE audit_log_v11 (
-                    id \(d.autoincrementKey),
-                    time \(d.integer) NOT NULL,
-                    bundle_id TEXT NOT NULL,
-                    account TEXT,
-                    evidence_kind TEXT NOT NULL,
-                    evidence_sha256 TEXT NOT NULL CHECK (length(evidence_sha256) = 64),
-                    transaction_ids TEXT NOT NULL,
-                    product_ids TEXT NOT NULL,
-                    environment TEXT,
-                    verdict TEXT NOT NULL \(verdicts),
-                    error_code TEXT,
-                    adapter TEXT,
-                    latency_micros \(d.integer) NOT NULL,
+                    \(auditColumns(d, verdicts: verdicts)),
                     request_id TEXT,
                     client_version TEXT,
                     apple_status TEXT
