@@ -11,7 +11,8 @@
 # load). The PostgreSQL is a throwaway cluster (initdb in a temp dir, loopback, a free port).
 #   Benchmarks/scale-out.sh [SECONDS] [--json FILE]        (default 10 s; needs wrk and PostgreSQL)
 # IAPGW_SKIP_BUILD=1 uses the release binaries as they are; IAPGW_SCALE_POOL sets the new-grant pool
-# per backend (default 4000 per second of the run); PG_BIN the server binaries.
+# per backend (default 4000 per second of the run); PG_BIN the server binaries; IAPGW_SCALE_WAITS=1
+# also samples what the PostgreSQL sessions wait on during the half-load runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
@@ -134,8 +135,24 @@ measure() {  # NAME SQLITE-FILE PG-A-FILE PG-B-FILE
 }
 
 # Half the pair's peak, evenly paced, a quarter of it to each instance: the p99 a team sees at half load.
+# IAPGW_SCALE_WAITS=1: what the PostgreSQL sessions wait on during each half-load run, sampled
+# every 50 ms from pg_stat_activity (the state and wait event of each of the gateways' sessions).
+sample_waits() {  # NAME
+  local out="$work/$1-waits.txt" deadline=$((SECONDS + seconds))
+  : >"$out"
+  while [[ $SECONDS -lt $deadline ]]; do
+    "$pg_bin/psql" "${pg[@]}" -d iapgw_scale -At -c "SELECT state || ' ' || COALESCE(wait_event_type || ':' || wait_event, 'on CPU')
+        FROM pg_stat_activity WHERE datname = 'iapgw_scale' AND pid <> pg_backend_pid()" >>"$out" 2>/dev/null || true
+    sleep 0.05
+  done
+  echo "$1 at half load, PostgreSQL sessions sampled every 50 ms (state, wait):"
+  sort "$out" | uniq -c | sort -rn | head -8 | sed 's/^/    /'
+}
+
 half_load() {  # NAME PEAK BODY-A-FLAG BODY-A BODY-B-FLAG BODY-B
   local name="$1" each; each=$(awk -v r="$2" 'BEGIN { printf "%.0f", r / 4 }')
+  local sampler=""
+  if [[ "${IAPGW_SCALE_WAITS:-0}" == 1 ]]; then sample_waits "$name" & sampler=$!; fi
   within $((seconds + 60)) "$dev" pace --url "$(url "$port_a")" --rate "$each" --connections 8 --seconds "$seconds" --timeout 10 \
       "$3" "$4" --header 'Content-Type: application/json' --header "Authorization: Bearer $key" --json "$work/$name-half-a.json" \
       >"$work/$name-half-a.log" 2>&1 & local a=$!
@@ -143,6 +160,7 @@ half_load() {  # NAME PEAK BODY-A-FLAG BODY-A BODY-B-FLAG BODY-B
       "$5" "$6" --header 'Content-Type: application/json' --header "Authorization: Bearer $key" --json "$work/$name-half-b.json" \
       >"$work/$name-half-b.log" 2>&1 || true
   wait "$a" || true
+  [[ -z "$sampler" ]] || wait "$sampler" || true
   local side
   for side in a b; do
     [[ -f "$work/$name-half-$side.json" ]] || { echo "$name at half load: pace on instance $side gave no figure:"; tail -3 "$work/$name-half-$side.log"; return 0; }
