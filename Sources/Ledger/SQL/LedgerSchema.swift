@@ -201,7 +201,7 @@ enum LedgerSchema {
 
     /// An inbox body is a JWS: base64url of signed JSON (certificates, nested JWS) that pglz cannot
     /// shrink by the quarter it asks for, so PostgreSQL tried, failed and stored it as it was: a
-    /// third of its server CPU per accepted notification (issue 14's profile). Stored as it is now.
+    /// third of its server CPU per accepted notification (profiled: Benchmarks/HISTORY.md). Stored as it is now.
     static func v12(_ d: SQLDialect.DDLWords) -> String {
         d.storeUncompressed("notification_inbox", "raw_body")
     }
