@@ -5,6 +5,19 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
+# The load scripts' arguments, `[SECONDS] [--json FILE]`: sets `seconds` (default 10) and `json`
+# (empty: none), and stops unless wrk is installed.
+read_load_arguments() {
+  seconds=10; json=""
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --json) json="$2"; shift 2 ;;
+      *) seconds="$1"; shift ;;
+    esac
+  done
+  command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
+}
+
 # wrk's latency ("812.00us", "1.23ms", "2.01s") in milliseconds.
 wrk_ms() {
   awk -v v="$1" 'BEGIN {

@@ -16,14 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
-seconds=10; json=""
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --json) json="$2"; shift 2 ;;
-    *) seconds="$1"; shift ;;
-  esac
-done
-command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
+read_load_arguments "$@"
 pg_bin="${PG_BIN:-/usr/lib/postgresql/15/bin}"
 [[ -x "$pg_bin/initdb" ]] || { echo "no PostgreSQL server binaries in $pg_bin (set PG_BIN)"; exit 1; }
 if [[ "${IAPGW_SKIP_BUILD:-0}" != 1 ]]; then

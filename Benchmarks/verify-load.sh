@@ -36,14 +36,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
-seconds=10; json=""
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --json) json="$2"; shift 2 ;;
-    *) seconds="$1"; shift ;;
-  esac
-done
-command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
+read_load_arguments "$@"
 if [[ "${IAPGW_SKIP_BUILD:-0}" != 1 ]]; then
   within 1800 swift build -c release --product iapgw-dev >/dev/null
   within 1800 swift build -c release --product iapgw >/dev/null

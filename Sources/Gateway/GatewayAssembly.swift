@@ -144,10 +144,7 @@ public struct GatewayAssembly: Sendable {
                                 identity: identity, leaseMillis: gateway.webhooks.leaseSeconds * 1000, logger: logger,
                                 now: parts.now)
         }
-        let rollouts = (parts.ledger as? any RolloutController.Store).map {
-            RolloutGuardSchedule(apps: parts.apps, controller: RolloutController(ledger: $0, logger: logger, now: parts.now),
-                                 logger: logger)
-        }
+        let rollouts = parts.rolloutController.map { RolloutGuardSchedule(apps: parts.apps, controller: $0, logger: logger) }
         return Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await processor.run() }

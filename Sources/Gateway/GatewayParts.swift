@@ -101,14 +101,19 @@ extension GatewayParts {
 }
 
 extension GatewayParts {
+    /// What changes and reads the apps' receipt rollouts (the route, the dashboard, the guard, the
+    /// command line); nil when the ledger keeps no rollouts.
+    var rolloutController: RolloutController? {
+        (ledger as? any RolloutController.Store).map { RolloutController(ledger: $0, logger: logger, now: now) }
+    }
+
     /// `iapgw rollout`: drives an app's receipt rollout by hand, as the gateway's guard does on its
     /// own; prints what `GET /v1/apps/{bundleId}/rollout` answers after the action.
     public func rollout(bundleId: String, action: RolloutAction) async throws(VerificationError) -> JSONValue {
-        guard let store = ledger as? any RolloutController.Store else {
+        guard let controller = rolloutController else {
             throw VerificationError(.invalidConfiguration, "rollouts need the gateway's own ledger")
         }
         let app = try app(bundleId)
-        let controller = RolloutController(ledger: store, logger: logger, now: now)
         switch action {
         case .status: break
         case .advance: _ = try await controller.advance(app)

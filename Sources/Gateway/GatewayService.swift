@@ -55,7 +55,7 @@ public final class GatewayService: Sendable {
                                          verifiers: parts.jwsVerifiers ?? parts.notifications?.verifiers ?? AppVerifiers(),
                                          logger: logger, now: now),
             comparisons: parts.comparisons,
-            rollouts: (ledger as? any RolloutController.Store).map { RolloutController(ledger: $0, logger: logger, now: now) })
+            rollouts: parts.rolloutController)
         chain = MiddlewareChain([RequestIdMiddleware(), RequestBudgetMiddleware(budget: parts.upstreamBudget),
                                  MetricsMiddleware(metrics: parts.metrics), ErrorEnvelopeMiddleware(logger: logger)])
         let routeSteps = Route.all.map { route in

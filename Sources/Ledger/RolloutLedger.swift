@@ -22,9 +22,10 @@ public struct RolloutState: Sendable, Equatable, Codable {
         self.revision = revision
     }
 
-    /// An app whose rollout never moved: 0 %, its first step not begun.
-    public static func initial(bundleId: String, now: Int64) -> Self {
-        Self(bundleId: bundleId, step: -1, percent: 0, stepStartedAt: now, paused: false, revision: 0)
+    /// An app whose rollout never moved: 0 %, its first step not begun, and "since the step began"
+    /// every comparison ever made (the shadow's, before the rollout).
+    public static func initial(bundleId: String) -> Self {
+        Self(bundleId: bundleId, step: -1, percent: 0, stepStartedAt: 0, paused: false, revision: 0)
     }
 }
 

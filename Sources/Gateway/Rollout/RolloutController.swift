@@ -109,8 +109,7 @@ public struct RolloutController: Sendable {
     // MARK: Steps
 
     func current(_ app: AppPolicy) async throws(VerificationError) -> RolloutState {
-        // 0 % counts every comparison made before the rollout moved (the shadow's).
-        try await ledger.rolloutState(bundleId: app.bundleId) ?? .initial(bundleId: app.bundleId, now: 0)
+        try await ledger.rolloutState(bundleId: app.bundleId) ?? .initial(bundleId: app.bundleId)
     }
 
     private func judged(_ app: AppPolicy, _ plan: AppPolicy.Rollout) async throws(VerificationError)

@@ -83,7 +83,11 @@ public final class SQLLedger: Sendable {
 
     /// The chain locks a claim takes, in the one order every taker of several uses.
     static func chainLocks(of claim: PurchaseClaim) -> [String] {
-        chains(of: claim).map { chainLock(bundleId: claim.bundleId, originalTransactionId: $0) }.sorted()
+        chainLocks(bundleId: claim.bundleId, chains(of: claim))
+    }
+
+    static func chainLocks(bundleId: String, _ chains: Set<String>) -> [String] {
+        chains.map { chainLock(bundleId: bundleId, originalTransactionId: $0) }.sorted()
     }
 
     /// The purchase chains a claim touches: its transactions' and its entitlements'.
@@ -97,7 +101,7 @@ public final class SQLLedger: Sendable {
         // The same chain locks the notification worker takes, in one order (no deadlock between
         // two claims): a notification applied meanwhile by another instance is seen, not overwritten.
         let chains = Self.chains(of: claim)
-        try connection.serializeTransaction(onEach: Self.chainLocks(of: claim))
+        try connection.serializeTransaction(onEach: Self.chainLocks(bundleId: claim.bundleId, chains))
         var reads = ClaimReads()
         for key in Set(claim.appPurchaseKeys).sorted() { try bind(key, in: claim, &reads, connection) }
         var seen = Set<String>()
