@@ -81,6 +81,29 @@ final class PostgresLedgerTests: InboxTestCase {
                        applied / 2, "the owners' entitlements follow their chains")
     }
 
+    /// A claim reads everything it may need in one pipeline up front and defers the writes whose
+    /// answer nobody reads (its entitlement goes with the read of the account's entitlements), so a
+    /// re-claim that changes nothing costs two round trips of its own. Around it, its own transaction
+    /// costs three more (BEGIN, the chain lock, COMMIT); in a batch those are shared, and a call takes
+    /// no lock its batch already holds. Nine in all when each read and write went on its own.
+    func testAReClaimThatChangesNothingCostsTwoRoundTripsOfItsOwn() throws {
+        try requireServer()
+        let ledger = try openLedger()
+        let database = try XCTUnwrap(ledger.database as? PostgresDatabase)
+        let purchase = claim("alice", [transaction("rc-1", original: "rc-1")],
+                             entitlements: [entitlement("alice", original: "rc-1")], now: t0)
+        XCTAssertEqual(try ledger.claim(purchase).newlyGranted, ["rc-1"])
+        var counts: [Int] = []
+        // The first re-claims prepare the statements on whichever pooled connection they get.
+        for _ in 0..<4 {
+            let before = database.roundTrips.total
+            XCTAssertEqual(try ledger.claim(purchase).alreadyGranted, ["rc-1"])
+            counts.append(database.roundTrips.total - before)
+        }
+        XCTAssertEqual(counts.min(), 5, "round trips of each re-claim: \(counts)")
+        XCTAssertEqual(try ledger.entitlements(bundleId: "com.example.app", account: "alice").map(\.originalTransactionId), ["rc-1"])
+    }
+
     /// One drain keeps several batches in flight, each in its own transaction on its own connection,
     /// so their round trips overlap: while an entry of a later batch is being applied, another
     /// batch holds its claim (its chains' locks, on another backend) at the same moment.

@@ -20,6 +20,10 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
     /// Set when a pipeline broke off in a way that leaves the session's state unknown: the pool drops it.
     private var abandoned = false
     private let roundTrips: RoundTripCounter?
+    /// The locks (`serializeTransaction`) this session's open transaction holds: taking one again
+    /// would cost a round trip and change nothing. Forgotten whenever a transaction or savepoint
+    /// ends, or a savepoint rolls back (that may release what it took; a RELEASE hands them on).
+    private var heldLocks: Set<String> = []
 
     private struct PreparedStatement {
         let name: String
@@ -102,6 +106,7 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
     // MARK: SQLConnection
 
     func executeScript(_ sql: String, operation: String) throws(VerificationError) {
+        forgetLocksIfEnding(sql)
         if sql == "ROLLBACK" {
             // Ends the transaction: what was deferred inside it would be undone anyway.
             deferred.removeAll()
@@ -109,7 +114,7 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
             // One statement goes in the pipeline; a script (several) only after it (the pipeline
             // carries one statement per message).
             guard sql.contains(";") else {
-                let result = try pipeline(then: Outgoing(prepared: nil, text: sql, parameters: PostgresParameters(), operation: operation))
+                let result = try pipeline(then: [Outgoing(prepared: nil, text: sql, parameters: PostgresParameters(), operation: operation)]).first ?? nil
                 defer { PQclear(result) }
                 try check(result, operation)
                 return
@@ -123,6 +128,7 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
     }
 
     func deferScript(_ sql: String, operation: String) throws(VerificationError) {
+        forgetLocksIfEnding(sql)
         guard !sql.contains(";") else { return try executeScript(sql, operation: operation) }
         deferred.append(Outgoing(prepared: nil, text: sql, parameters: PostgresParameters(), operation: operation))
     }
@@ -133,7 +139,18 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
 
     func flushDeferred() throws(VerificationError) {
         guard !deferred.isEmpty else { return }
-        _ = try pipeline(then: nil)
+        _ = try pipeline(then: [])
+    }
+
+    /// In one pipeline after whatever is deferred: one round trip for all the reads.
+    func queryEach(_ reads: [SQLRead]) throws(VerificationError) {
+        let statements = try reads.map { (read) throws(VerificationError) in try outgoing(read.sql, read.arguments, operation: "read") }
+        let results = try pipeline(then: statements)
+        defer { results.forEach { PQclear($0) } }
+        for (read, result) in zip(reads, results) {
+            try check(result, "read")
+            for index in 0..<PQntuples(result) { try read.row(SQLRow(source: PostgresRow(result: result, row: index))) }
+        }
     }
 
     func write(_ sql: String, _ arguments: [SQLValue]) throws(VerificationError) -> WriteResult {
@@ -166,17 +183,18 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
     /// A transaction-scoped advisory lock on a 64-bit hash of `key`: released by COMMIT or ROLLBACK,
     /// so a crashed instance never leaves one behind. A hash collision only serialises more than needed.
     func serializeTransaction(on key: String) throws(VerificationError) {
-        _ = try queryRows("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [.text(key)]) {
-            (_) throws(VerificationError) in ()
-        }
+        try serializeTransaction(onEach: [key])
     }
 
     /// One statement: PostgreSQL evaluates a target list left to right, so the locks are taken in
     /// `keys`' order.
     func serializeTransaction(onEach keys: [String]) throws(VerificationError) {
+        if deferred.isEmpty, PQtransactionStatus(handle) == PQTRANS_IDLE { heldLocks.removeAll() }
+        let keys = keys.filter { !heldLocks.contains($0) }
         guard !keys.isEmpty else { return }
         let locks = Array(repeating: "pg_advisory_xact_lock(hashtextextended(?, 0))", count: keys.count)
         _ = try queryRows("SELECT " + locks.joined(separator: ", "), keys.map(SQLValue.text)) { (_) throws(VerificationError) in () }
+        heldLocks.formUnion(keys)
     }
 
     /// One statement, one row, a column per key (a prepared statement per number of keys).
@@ -187,12 +205,18 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
             (row) throws(VerificationError) in
             try (0..<Int32(keys.count)).map { (column) throws(VerificationError) in try row.requiredText(column) == "t" }
         }.first ?? []
-        return Set(zip(keys, granted).compactMap { $0.1 ? $0.0 : nil })
+        let held = Set(zip(keys, granted).compactMap { $0.1 ? $0.0 : nil })
+        heldLocks.formUnion(held)
+        return held
     }
 
     /// Marks the start of a transaction attempt, so the database can tell a transient conflict of
     /// this attempt from an older failure.
     func resetFailure() { lastFailureState = nil }
+
+    private func forgetLocksIfEnding(_ sql: String) {
+        if ["BEGIN", "COMMIT", "ROLLBACK", "END", "ABORT"].contains(where: sql.hasPrefix) { heldLocks.removeAll() }
+    }
 
     // MARK: Statements
 
@@ -203,7 +227,7 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
     private func execute(_ sql: String, _ arguments: [SQLValue], operation: String) throws(VerificationError)
         -> OpaquePointer? {
         let statement = try outgoing(sql, arguments, operation: operation)
-        guard deferred.isEmpty, let prepared = statement.prepared else { return try pipeline(then: statement) }
+        guard deferred.isEmpty, let prepared = statement.prepared else { return try pipeline(then: [statement]).first ?? nil }
         roundTrips?.count()
         return statement.parameters.withLibPQArrays { count, values, lengths, formats in
             PQexecPrepared(handle, prepared.name, count, values, lengths, formats, 0)
@@ -218,14 +242,14 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
         return Outgoing(prepared: statement, text: sql, parameters: try PostgresParameters(arguments), operation: operation)
     }
 
-    /// Sends the deferred statements and `final` in one pipeline (libpq's pipeline mode: one round
-    /// trip for all) and returns `final`'s result for the caller to check. A deferred statement that
-    /// failed is the error thrown (the server skipped everything after it, `final` too), so a
-    /// failure is reported by the next statement the caller runs, never lost.
-    private func pipeline(then final: Outgoing?) throws(VerificationError) -> OpaquePointer? {
-        let queue = deferred + (final.map { [$0] } ?? [])
+    /// Sends the deferred statements and `finals` in one pipeline (libpq's pipeline mode: one round
+    /// trip for all) and returns `finals`' results for the caller to check and clear. A deferred
+    /// statement that failed is the error thrown (the server skipped everything after it, `finals`
+    /// too), so a failure is reported by the next statement the caller runs, never lost.
+    private func pipeline(then finals: [Outgoing]) throws(VerificationError) -> [OpaquePointer?] {
+        let queue = deferred + finals
         deferred.removeAll()
-        guard let last = queue.last else { return nil }
+        guard let last = queue.last else { return [] }
         roundTrips?.count()
         guard PQenterPipelineMode(handle) == 1 else {
             lastFailureState = ""
@@ -235,15 +259,16 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
         for statement in queue where sent { sent = send(statement) }
         sent = sent && PQpipelineSync(handle) == 1
         var failure: (operation: String, state: String?)?
-        var finalResult: OpaquePointer?
+        var finalResults: [OpaquePointer?] = []
+        let firstFinal = queue.count - finals.count
         for (index, statement) in queue.enumerated() where sent {
             guard let result = PQgetResult(handle) else {
                 sent = false
                 break
             }
             while let extra = PQgetResult(handle) { PQclear(extra) }
-            if final != nil, index == queue.count - 1 {
-                finalResult = result
+            if index >= firstFinal {
+                finalResults.append(result)
                 continue
             }
             let status = PQresultStatus(result)
@@ -261,18 +286,18 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
         // on this session.
         if !sent || PQexitPipelineMode(handle) != 1 { abandoned = true }
         if let failure {
-            PQclear(finalResult)
+            finalResults.forEach { PQclear($0) }
             lastFailureState = failure.state ?? ""
             // As `SQLConnection.run` reports it: a deferred write has no violation its caller handles.
             if failure.state?.hasPrefix("23") == true { throw SQLConnectionErrors.constraintViolated }
             throw Self.storageError(failure.operation, state: failure.state, connectionLost: isBroken)
         }
         guard sent else {
-            PQclear(finalResult)
+            finalResults.forEach { PQclear($0) }
             lastFailureState = ""
             throw Self.storageError(last.operation, state: nil, connectionLost: true)
         }
-        return finalResult
+        return finalResults
     }
 
     private func send(_ statement: Outgoing) -> Bool {
@@ -339,43 +364,5 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
     private static func sqlState(_ result: OpaquePointer?) -> String? {
         guard let result, let field = PQresultErrorField(result, IAPGW_PG_DIAG_SQLSTATE) else { return nil }
         return String(cString: field)
-    }
-
-    static func storageError(_ operation: String, state: String?, connectionLost: Bool) -> VerificationError {
-        guard let state, !connectionLost || state.hasPrefix("57") || state.hasPrefix("08") else {
-            return VerificationError(.storageUnavailable,
-                                     "storage: \(operation) failed (PostgreSQL connection lost)")
-        }
-        return VerificationError(.storageUnavailable,
-                                 "storage: \(operation) failed (PostgreSQL SQLSTATE \(state): \(meaning(of: state)))")
-    }
-
-    /// The SQLSTATE class's name from the PostgreSQL manual (Appendix A): generic, never data.
-    private static func meaning(of state: String) -> String {
-        switch state {
-        case "40001": return "serialization failure"
-        case "40P01": return "deadlock detected"
-        case "57P01", "57P02", "57P03": return "server shutting down or not accepting connections"
-        case "25P02": return "transaction aborted by an earlier error"
-        default: break
-        }
-        switch state.prefix(2) {
-        case "08": return "connection exception"
-        case "22": return "data exception"
-        case "23": return "integrity constraint violation"
-        case "25": return "invalid transaction state"
-        case "28": return "invalid authorization"
-        case "3D": return "invalid catalog name"
-        case "3F": return "invalid schema name"
-        case "40": return "transaction rollback"
-        case "42": return "syntax error or access rule violation"
-        case "53": return "insufficient resources"
-        case "54": return "program limit exceeded"
-        case "55": return "object not in prerequisite state"
-        case "57": return "operator intervention"
-        case "58": return "system error"
-        case "XX": return "internal error"
-        default: return "error"
-        }
     }
 }

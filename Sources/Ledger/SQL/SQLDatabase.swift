@@ -129,6 +129,17 @@ protocol SQLConnection: AnyObject {
 
     /// Sends whatever is deferred, reporting its failure.
     func flushDeferred() throws(VerificationError)
+
+    /// Several reads none of which waits for another's answer, in one round trip where the engine
+    /// can (after whatever is deferred); each row goes to its read's `row`, read by read.
+    func queryEach(_ reads: [SQLRead]) throws(VerificationError)
+}
+
+/// One read of `SQLConnection.queryEach`.
+struct SQLRead {
+    let sql: String
+    let arguments: [SQLValue]
+    let row: (SQLRow) throws(VerificationError) -> Void
 }
 
 /// An engine without a pipeline (SQLite, in-process) runs deferred statements at once.
@@ -142,6 +153,10 @@ extension SQLConnection {
     }
 
     func flushDeferred() throws(VerificationError) {}
+
+    func queryEach(_ reads: [SQLRead]) throws(VerificationError) {
+        for read in reads { _ = try queryRows(read.sql, read.arguments, decode: read.row) }
+    }
 }
 
 extension SQLConnection {

@@ -8,23 +8,26 @@ extension SQLLedger {
         }
     }
 
-    static func insertAudit(_ record: AuditRecord, _ connection: any SQLConnection) throws(VerificationError) {
+    /// `deferred`: sent with the transaction's next statement (`SQLConnection.deferWrite`), inside one only.
+    static func insertAudit(_ record: AuditRecord, deferred: Bool = false, _ connection: any SQLConnection) throws(VerificationError) {
         // The digest's shape is checked so that no caller can slip the evidence itself into the log.
         let digest = record.evidenceSHA256
         guard digest.utf8.count == 64, digest.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
         else {
             throw VerificationError(.internalError, "storage: audit evidence digest is not lowercase hex SHA-256")
         }
-        try connection.run("""
+        let sql = """
             INSERT INTO audit_log (time, bundle_id, account, evidence_kind, evidence_sha256, transaction_ids,
                                    product_ids, environment, verdict, error_code, adapter, latency_micros,
                                    request_id, client_version, apple_status)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, .integer(record.time), .text(record.bundleId), .text(record.account), .text(record.evidenceKind),
+            """
+        let row: [SQLValue] = [.integer(record.time), .text(record.bundleId), .text(record.account), .text(record.evidenceKind),
             .text(digest), .text(try jsonArray(record.transactionIds)), .text(try jsonArray(record.productIds)),
             .text(record.environment), .text(record.verdict.rawValue), .text(record.errorCode?.rawValue),
             .text(record.adapter), .integer(record.latencyMicros), .text(record.requestId),
-            .text(AuditRecord.clientVersion(record.clientVersion)), .text(record.appleStatus))
+            .text(AuditRecord.clientVersion(record.clientVersion)), .text(record.appleStatus)]
+        if deferred { try connection.deferWrite(sql, row) } else { try connection.run(sql, row) }
     }
 
     public func auditRecords(bundleId: String, limit: Int) throws(VerificationError) -> [AuditRecord] {

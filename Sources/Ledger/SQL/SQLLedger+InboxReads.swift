@@ -13,9 +13,8 @@ extension SQLLedger {
 
     static func storedState(bundleId: String, originalTransactionId: String, _ connection: any SQLConnection)
         throws(VerificationError) -> SubscriptionState? {
-        let json = try connection.query("""
-            SELECT state_json FROM subscription_states WHERE bundle_id = ? AND original_transaction_id = ?
-            """, .text(bundleId), .text(originalTransactionId)) { (row) throws(VerificationError) in
+        let json = try connection.query(ClaimReads.stateQuery, .text(bundleId), .text(originalTransactionId)) {
+            (row) throws(VerificationError) in
             try row.requiredText(0)
         }.first
         return try json.map(decodeState)

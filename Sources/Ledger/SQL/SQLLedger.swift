@@ -102,13 +102,13 @@ public final class SQLLedger: Sendable {
         // two claims): a notification applied meanwhile by another instance is seen, not overwritten.
         let chains = Self.chains(of: claim)
         try connection.serializeTransaction(onEach: Self.chainLocks(bundleId: claim.bundleId, chains))
-        var reads = ClaimReads()
+        var reads = try ClaimReads(prefetching: claim, chains: chains, connection)
         for key in Set(claim.appPurchaseKeys).sorted() { try bind(key, in: claim, &reads, connection) }
         var seen = Set<String>()
         for transaction in claim.transactions where seen.insert(transaction.transactionId).inserted {
             let key = transaction.originalTransactionId ?? transaction.transactionId
             try bind(key, in: claim, &reads, connection)
-            if try grant(transaction, key: key, in: claim, connection) {
+            if try grant(transaction, key: key, in: claim, reads, connection) {
                 outcome.newlyGranted.append(transaction.transactionId)
                 try Self.queueFinish(transaction, key: key, in: claim, connection)
             } else {
@@ -128,28 +128,12 @@ public final class SQLLedger: Sendable {
             .filter { chains.contains($0.originalTransactionId) }
         guard let judge = claim.judge else { return outcome }
         let answer = try judge.judge(outcome)
-        try Self.insertAudit(answer.audit, connection)
+        try Self.insertAudit(answer.audit, deferred: true, connection)
         if let write = claim.idempotency {
             try Self.storeAnswer(write, bundleId: claim.bundleId, status: 200, body: answer.body, now: claim.now, connection)
         }
         outcome.answer = answer
         return outcome
-    }
-
-    /// What one claim already read inside its transaction, so that no row is read twice.
-    private struct ClaimReads {
-        /// Ownership keys found or made bound to the claiming account.
-        var boundToClaimant: Set<String> = []
-        /// Each chain's lifecycle state (nil inside: the chain has none).
-        var states: [String: SubscriptionState?] = [:]
-
-        mutating func state(_ chain: String, bundleId: String, _ connection: any SQLConnection)
-            throws(VerificationError) -> SubscriptionState? {
-            if let known = states[chain] { return known }
-            let stored = try SQLLedger.storedState(bundleId: bundleId, originalTransactionId: chain, connection)
-            states[chain] = .some(stored)
-            return stored
-        }
     }
 
     private static let boundElsewhere = VerificationError(.transactionBoundToOtherAccount,
@@ -160,13 +144,13 @@ public final class SQLLedger: Sendable {
     private func bind(_ key: String, in claim: PurchaseClaim, _ reads: inout ClaimReads,
                       _ connection: any SQLConnection) throws(VerificationError) {
         if reads.boundToClaimant.contains(key) { return }
-        var owner = try Self.ownerOf(key, bundleId: claim.bundleId, connection)
+        var owner = try reads.owner(key, bundleId: claim.bundleId, connection)
         if owner == nil {
-            try connection.run("""
+            let inserted = try connection.run("""
                 INSERT INTO ownership (bundle_id, ownership_key, account, bound_at) VALUES (?, ?, ?, ?)
                 ON CONFLICT (bundle_id, ownership_key) DO NOTHING
                 """, .text(claim.bundleId), .text(key), .text(claim.account), .integer(claim.now))
-            owner = try Self.ownerOf(key, bundleId: claim.bundleId, connection)
+            owner = inserted == 1 ? claim.account : try Self.ownerOf(key, bundleId: claim.bundleId, connection)
         }
         guard owner == claim.account else { throw Self.boundElsewhere }
         reads.boundToClaimant.insert(key)
@@ -175,8 +159,11 @@ public final class SQLLedger: Sendable {
     /// Records the transaction; true if this is its first grant. A known transaction keeps its
     /// first_granted_at and takes the newer facts (see `TransactionFacts.merge`).
     private func grant(_ transaction: CanonicalTransaction, key: String, in claim: PurchaseClaim,
-                       _ connection: any SQLConnection) throws(VerificationError) -> Bool {
+                       _ reads: ClaimReads, _ connection: any SQLConnection) throws(VerificationError) -> Bool {
         let json = Self.json(transaction)
+        if let stored = reads.storedTransaction(transaction.transactionId) ?? nil {
+            return try regrant(transaction, json: json, stored: stored, in: claim, connection)
+        }
         let inserted = try connection.run("""
             INSERT INTO transactions (bundle_id, transaction_id, ownership_key, account, product_id,
                                       canonical_json, first_granted_at, updated_at)
@@ -186,17 +173,22 @@ public final class SQLLedger: Sendable {
             .text(transaction.productId), .text(json), .integer(claim.now),
             .integer(claim.now))
         if inserted == 1 { return true }
+        let existing = try connection.query(ClaimReads.transactionQuery, .text(claim.bundleId), .text(transaction.transactionId)) {
+            (row) throws(VerificationError) in
+            ClaimReads.StoredTransaction(account: try row.requiredText(0), json: try row.requiredText(1))
+        }
+        guard let stored = existing.first else { throw SQLRow.corrupt }
+        return try regrant(transaction, json: json, stored: stored, in: claim, connection)
+    }
 
-        let existing = try connection.query(
-            "SELECT account, canonical_json FROM transactions WHERE bundle_id = ? AND transaction_id = ?",
-            .text(claim.bundleId), .text(transaction.transactionId)
-        ) { (row) throws(VerificationError) in (try row.requiredText(0), try row.requiredText(1)) }
-        guard let (storedAccount, storedJSON) = existing.first else { throw SQLRow.corrupt }
+    /// A transaction granted before: false, its facts merged into the stored row.
+    private func regrant(_ transaction: CanonicalTransaction, json: String, stored: ClaimReads.StoredTransaction,
+                         in claim: PurchaseClaim, _ connection: any SQLConnection) throws(VerificationError) -> Bool {
         // The same transaction reached under another ownership key must not change hands either.
-        guard storedAccount == claim.account else { throw Self.boundElsewhere }
+        guard stored.account == claim.account else { throw Self.boundElsewhere }
         // The common re-claim repeats the stored facts exactly: nothing to merge or write.
-        if storedJSON == json { return false }
-        let merged = TransactionFacts.merge(stored: try Self.decode(storedJSON), incoming: transaction)
+        if stored.json == json { return false }
+        let merged = TransactionFacts.merge(stored: try Self.decode(stored.json), incoming: transaction)
         try connection.run("""
             UPDATE transactions SET product_id = ?, canonical_json = ?, updated_at = ?
             WHERE bundle_id = ? AND transaction_id = ?
@@ -213,7 +205,7 @@ public final class SQLLedger: Sendable {
             throw VerificationError(.internalError, "storage: entitlement for another account than the claim")
         }
         if !reads.boundToClaimant.contains(entitlement.originalTransactionId) {
-            switch try Self.ownerOf(entitlement.originalTransactionId, bundleId: claim.bundleId, connection) {
+            switch try reads.owner(entitlement.originalTransactionId, bundleId: claim.bundleId, connection) {
             case claim.account?: reads.boundToClaimant.insert(entitlement.originalTransactionId)
             case nil: throw VerificationError(.internalError, "storage: entitlement for a purchase not bound")
             case _?: throw Self.boundElsewhere
@@ -233,7 +225,7 @@ public final class SQLLedger: Sendable {
                                    productId: entitlement.productId, state: entitlement.state.rawValue,
                                    expiresDate: entitlement.expiresDate,
                                    commitmentExpiresDate: entitlement.commitmentExpiresDate, source: entitlement.source,
-                                   factTime: factTime, connection)
+                                   factTime: factTime, deferred: true, connection)
     }
 
     /// The one write of an entitlement row, for claims and notifications alike. `updated_at` is the
@@ -269,8 +261,7 @@ public final class SQLLedger: Sendable {
 
     static func ownerOf(_ key: String, bundleId: String, _ connection: any SQLConnection)
         throws(VerificationError) -> String? {
-        try connection.query("SELECT account FROM ownership WHERE bundle_id = ? AND ownership_key = ?",
-                             .text(bundleId), .text(key)) { (row) throws(VerificationError) in
+        try connection.query(ClaimReads.ownerQuery, .text(bundleId), .text(key)) { (row) throws(VerificationError) in
             try row.requiredText(0)
         }.first
     }
