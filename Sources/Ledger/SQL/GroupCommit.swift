@@ -150,8 +150,16 @@ final class GroupCommit: Sendable {
         // error, a full disk), which takes the calls already applied down with it.
         while !batch.isEmpty {
             let began = WriterTrace.now()
+            // Every call's locks, in one order, before any call runs (`SQLWriteCall.locks`); BEGIN goes
+            // in one pipeline with them. A BEGIN that never reached the server is found here or there,
+            // on a lost connection either way, and the calls run again.
+            let locks = Set(batch.flatMap(\.locks)).sorted()
             do throws(VerificationError) {
-                try connection.executeScript(begin, operation: "begin")
+                if locks.isEmpty {
+                    try connection.executeScript(begin, operation: "begin")
+                } else {
+                    try connection.deferScript(begin, operation: "begin")
+                }
             } catch {
                 for write in batch {
                     if connection.isBroken, write.mayTryAgain(within: attempts) { again.append(write) } else { write.finish(error) }
@@ -159,8 +167,7 @@ final class GroupCommit: Sendable {
                 return again
             }
             do throws(VerificationError) {
-                // Every call's locks, in one order, before any call runs (`SQLWriteCall.locks`).
-                try connection.serializeTransaction(onEach: Set(batch.flatMap(\.locks)).sorted())
+                try connection.serializeTransaction(onEach: locks)
             } catch {
                 let transient = connection.lastFailureIsTransient
                 if !connection.isBroken { try? connection.executeScript("ROLLBACK", operation: "rollback") }
