@@ -117,6 +117,26 @@ final class ClaimTests: LedgerTestCase {
         XCTAssertEqual(try ledger.entitlements(bundleId: "com.example.app", account: "alice").map(\.state), [.refunded])
     }
 
+    /// A claim answers the account's entitlements as they stand after it: the row it wrote, or, when
+    /// it changed nothing (the same facts again, or older ones), the row as it was.
+    func testAClaimAnswersTheEntitlementsAsTheyStandAfterIt() throws {
+        let ledger = try openLedger()
+        let first = claim("alice", [transaction("1000", original: "1000")], entitlements: [entitlement("alice", original: "1000")],
+                          now: 100)
+        XCTAssertEqual(try ledger.claim(first).entitlements.map(\.state), [.active])
+        XCTAssertEqual(try ledger.claim(first).entitlements.map(\.state), [.active])
+        let refunded = claim("alice", [transaction("1000", original: "1000")],
+                             entitlements: [entitlement("alice", original: "1000", state: .refunded)], now: 200)
+        XCTAssertEqual(try ledger.claim(refunded).entitlements.map(\.state), [.refunded])
+        XCTAssertEqual(try ledger.claim(first).entitlements.map(\.state), [.refunded], "an older fact changes nothing")
+        var sameTime = refunded
+        sameTime.entitlements[0].expiresDate = 2_100_000_000_000
+        XCTAssertEqual(try ledger.claim(sameTime).entitlements.map(\.expiresDate), [2_100_000_000_000],
+                       "a fact of the same time that differs is taken")
+        XCTAssertEqual(try ledger.entitlements(bundleId: "com.example.app", account: "alice").map(\.expiresDate),
+                       [2_100_000_000_000])
+    }
+
     func testKnownTransactionTakesNewerFactsButKeepsFirstGrantTime() throws {
         let ledger = try openLedger()
         _ = try ledger.claim(claim("alice", [transaction("1000", original: "1000", signedDate: 10)], now: 111))

@@ -2,7 +2,7 @@ import IAPCore
 
 /// What one claim reads inside its transaction, each row once: everything it may need is asked for
 /// up front in one `queryEach` (one round trip on PostgreSQL), so a re-claim that changes nothing
-/// costs no read of its own after that. Rows read there stay true for the claim: ownership and
+/// costs no other round trip: its audit row goes with the next statement of the transaction. Rows read there stay true for the claim: ownership and
 /// transaction rows are never deleted or handed to another account, and the chain locks the claim
 /// holds keep every other writer of its chains out.
 struct ClaimReads {
@@ -14,10 +14,20 @@ struct ClaimReads {
     private var transactions: [String: StoredTransaction?] = [:]
     /// Each chain's lifecycle state (nil inside: the chain has none).
     private var states: [String: SubscriptionState?] = [:]
+    /// The claiming account's entitlement rows, as read up front.
+    private var entitlements: [StoredEntitlement] = []
+    /// Set once the claim wrote an entitlement row: the rows read up front no longer tell them.
+    var entitlementsWritten = false
 
     struct StoredTransaction {
         let account: String
         let json: String
+    }
+
+    struct StoredEntitlement {
+        let entitlement: Entitlement
+        /// The time of the fact the row holds (`upsertEntitlement`).
+        let updatedAt: Int64
     }
 
     static let ownerQuery = "SELECT account FROM ownership WHERE bundle_id = ? AND ownership_key = ?"
@@ -46,10 +56,17 @@ struct ClaimReads {
                 found.states[chain] = try row.requiredText(0)
             })
         }
+        reads.append(SQLRead(sql: SQLLedger.entitlementsQuery, arguments: [bundle, .text(claim.account)]) {
+            (row) throws(VerificationError) in
+            guard let updatedAt = row.integer(6) else { throw SQLRow.corrupt }
+            found.entitlements.append(StoredEntitlement(entitlement: try SQLLedger.entitlement(row, of: claim.account),
+                                                        updatedAt: updatedAt))
+        })
         try connection.queryEach(reads)
         for key in keys { owners[key] = .some(found.owners[key]) }
         for id in ids { transactions[id] = .some(found.transactions[id]) }
         for chain in chains { states[chain] = .some(try found.states[chain].map(SQLLedger.decodeState)) }
+        entitlements = found.entitlements
     }
 
     /// The rows as `queryEach` hands them over, one read after another on this thread.
@@ -57,11 +74,23 @@ struct ClaimReads {
         var owners: [String: String] = [:]
         var transactions: [String: StoredTransaction] = [:]
         var states: [String: String] = [:]
+        var entitlements: [StoredEntitlement] = []
     }
 
     func owner(_ key: String, bundleId: String, _ connection: any SQLConnection) throws(VerificationError) -> String? {
         if let known = owners[key] { return known }
         return try SQLLedger.ownerOf(key, bundleId: bundleId, connection)
+    }
+
+    func storedEntitlement(_ originalTransactionId: String) -> StoredEntitlement? {
+        entitlements.first { $0.entitlement.originalTransactionId == originalTransactionId }
+    }
+
+    /// The account's entitlements now: as read up front, unless the claim wrote one since.
+    func accountEntitlements(bundleId: String, account: String, _ connection: any SQLConnection)
+        throws(VerificationError) -> [Entitlement] {
+        guard entitlementsWritten else { return entitlements.map(\.entitlement) }
+        return try SQLLedger.entitlements(bundleId: bundleId, account: account, connection)
     }
 
     /// The stored row of a transaction read up front: `.some(nil)` when it had none, nil when it was not read.

@@ -124,7 +124,7 @@ public final class SQLLedger: Sendable {
                 outcome.newerFacts[chain] = state.state
             }
         }
-        outcome.entitlements = try Self.entitlements(bundleId: claim.bundleId, account: claim.account, connection)
+        outcome.entitlements = try reads.accountEntitlements(bundleId: claim.bundleId, account: claim.account, connection)
             .filter { chains.contains($0.originalTransactionId) }
         guard let judge = claim.judge else { return outcome }
         let answer = try judge.judge(outcome)
@@ -217,9 +217,16 @@ public final class SQLLedger: Sendable {
         let factTime = claim.factTime(of: entitlement.originalTransactionId)
         if let state = try reads.state(entitlement.originalTransactionId, bundleId: claim.bundleId, connection),
            state.lastSignedDate > factTime {
+            reads.entitlementsWritten = true
             try Self.storeOwnerEntitlement(state, connection)
             return
         }
+        // The common re-claim states what the row already holds: nothing to write, nor to read back.
+        if let stored = reads.storedEntitlement(entitlement.originalTransactionId),
+           !Self.entitlementWriteChanges(stored, with: entitlement, factTime: factTime) {
+            return
+        }
+        reads.entitlementsWritten = true
         try Self.upsertEntitlement(bundleId: claim.bundleId, account: claim.account,
                                    originalTransactionId: entitlement.originalTransactionId,
                                    productId: entitlement.productId, state: entitlement.state.rawValue,
@@ -259,6 +266,13 @@ public final class SQLLedger: Sendable {
         try connection.run(sql, arguments)
     }
 
+    /// `upsertEntitlement`'s condition, for a row already read under the chain's lock: whether that
+    /// write of `entitlement`, a fact of `factTime`, would change the row.
+    static func entitlementWriteChanges(_ stored: ClaimReads.StoredEntitlement, with entitlement: Entitlement,
+                                        factTime: Int64) -> Bool {
+        stored.updatedAt < factTime || (stored.updatedAt == factTime && stored.entitlement != entitlement)
+    }
+
     static func ownerOf(_ key: String, bundleId: String, _ connection: any SQLConnection)
         throws(VerificationError) -> String? {
         try connection.query(ClaimReads.ownerQuery, .text(bundleId), .text(key)) { (row) throws(VerificationError) in
@@ -289,15 +303,22 @@ public final class SQLLedger: Sendable {
 
     static func entitlements(bundleId: String, account: String, _ connection: any SQLConnection)
         throws(VerificationError) -> [Entitlement] {
-        try connection.query("""
-            SELECT original_transaction_id, product_id, state, expires_date, source, commitment_expires_date
-            FROM entitlements WHERE bundle_id = ? AND account = ? ORDER BY original_transaction_id
-            """, .text(bundleId), .text(account)) { (row) throws(VerificationError) in
-            guard let state = Entitlement.State(rawValue: try row.requiredText(2)) else { throw SQLRow.corrupt }
-            return Entitlement(account: account, productId: try row.requiredText(1), state: state,
-                               expiresDate: row.integer(3), originalTransactionId: try row.requiredText(0),
-                               source: try row.requiredText(4), commitmentExpiresDate: row.integer(5))
+        try connection.query(entitlementsQuery, .text(bundleId), .text(account)) { (row) throws(VerificationError) in
+            try entitlement(row, of: account)
         }
+    }
+
+    /// An account's entitlement rows, with the time of the fact each holds last (column 6).
+    static let entitlementsQuery = """
+        SELECT original_transaction_id, product_id, state, expires_date, source, commitment_expires_date, updated_at
+        FROM entitlements WHERE bundle_id = ? AND account = ? ORDER BY original_transaction_id
+        """
+
+    static func entitlement(_ row: SQLRow, of account: String) throws(VerificationError) -> Entitlement {
+        guard let state = Entitlement.State(rawValue: try row.requiredText(2)) else { throw SQLRow.corrupt }
+        return Entitlement(account: account, productId: try row.requiredText(1), state: state,
+                           expiresDate: row.integer(3), originalTransactionId: try row.requiredText(0),
+                           source: try row.requiredText(4), commitmentExpiresDate: row.integer(5))
     }
 
     public func owner(bundleId: String, originalTransactionId: String) throws(VerificationError) -> String? {
