@@ -30,16 +30,11 @@ public struct IdempotentWrite: Hashable, Sendable {
                                                             "another request with this Idempotency-Key was answered first")
 }
 
-/// An answer stored under an `Idempotency-Key`.
+/// An answer stored under an `Idempotency-Key`. Only the ledger makes one (it reads it back), so
+/// the memberwise initialiser stays internal.
 public struct StoredAnswer: Hashable, Sendable {
     public var requestSHA256: String
     public var status: Int
     /// The answer's body as it was sent (JSON text).
     public var body: String
-
-    public init(requestSHA256: String, status: Int, body: String) {
-        self.requestSHA256 = requestSHA256
-        self.status = status
-        self.body = body
-    }
 }

@@ -5,15 +5,10 @@ import IAPCore
 /// identity names this instance again after a restart, and no other live instance has it: what it
 /// holds at start was held by its previous incarnation, which no longer works on it, so it is taken
 /// back at once instead of waiting out the lease. An ephemeral one is new at every start (nothing
-/// to take back).
+/// to take back). Only the gateway names a stable one, so outside it there is just `ephemeral()`.
 public struct WorkerIdentity: Sendable, Equatable {
     public var id: String
     public var isStable: Bool
-
-    public init(id: String, isStable: Bool) {
-        self.id = id
-        self.isStable = isStable
-    }
 
     public static func ephemeral() -> WorkerIdentity { WorkerIdentity(id: "gw-" + UUID().uuidString, isStable: false) }
 }

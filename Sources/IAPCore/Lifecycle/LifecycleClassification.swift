@@ -72,21 +72,18 @@ struct LifecycleClassification: Equatable {
             return when([nil], .decides(.refunded))
         case .refundDeclined:
             return when([nil], .informs, [.refundDeclined])
-        case .refundReversed:
-            // Apple removes the revocation fields from the transaction: its dates decide again.
+        case .refundReversed, .renewalExtended, .oneTimeCharge:
+            // REFUND_REVERSED: Apple removes the revocation fields from the transaction, so its dates
+            // decide again, as they do for an extended renewal or a one-time charge.
             return when([nil], .decides(.transactionDates))
         case .revoke:
             return when([nil], .decides(.revoked))
         case .consumptionRequest:
             return when([nil], .informs, [.consumptionRequested])
-        case .renewalExtended:
-            return when([nil], .decides(.transactionDates))
         case .renewalExtension:
             // SUMMARY ends a mass extension (each chain got its own RENEWAL_EXTENDED); FAILURE
             // says one chain was not extended, so it keeps the expiresDate it had.
             return when([.summary, .failure], .noChain)
-        case .oneTimeCharge:
-            return when([nil], .decides(.transactionDates))
         case .test:
             return when([nil], .noChain, [.test])
         case .externalPurchaseToken:
