@@ -143,7 +143,6 @@ extension OfferSignaturesEndpoint: RouteDeclaring {
                     "200": .ok(answer),
                     "403": .error("the app's policy does not give this account this offer (OFFER_NOT_ALLOWED)"),
                     "500": .error("the offer signing key cannot be read (INVALID_CONFIGURATION)"),
-                    "503": .error("storage unavailable; see Retry-After"),
                 ]),
               handler: .keyed { endpoints, request, app, key throws(VerificationError) in
                   try await endpoints.offerSignatures.answer(request, app: app, key: key)

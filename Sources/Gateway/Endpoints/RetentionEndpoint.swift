@@ -150,9 +150,8 @@ extension RetentionEndpoint: RouteDeclaring {
                 requestBody: "RealtimeRequest",
                 responses: [
                     "200": .ok(answer),
-                    "400": .error("a body that is not {\"signedPayload\"} (MALFORMED_REQUEST)"),
                     "422": .error("a signature, identity or content check failed, or the request was signed more than 60 s ago (SIGNED_DATE_TOO_OLD: a replay); nothing is offered"),
-                    "503": .error("storage unavailable; Apple shows its default message"),
+                    "503": .error("Apple shows its default message"),
                 ]),
               handler: .signed { endpoints, request, app throws(VerificationError) in
                   try await endpoints.retention.answer(request, app: app)

@@ -105,6 +105,14 @@ final class Route: Sendable {
         return parameters
     }
 
+    /// What every route that names an app can answer beside its endpoint's own outcomes: each reads
+    /// or writes the app's stored data, and each reads the app its steps looked up.
+    static let appDataRefusals = [
+        OpenAPIRefusal(status: "500", description: "the gateway's configuration or an internal fault (INVALID_CONFIGURATION, INTERNAL_ERROR); not retryable"),
+        OpenAPIRefusal(status: "503", description: "storage unavailable, or it did not confirm a commit sent (STORAGE_UNAVAILABLE, STORAGE_OUTCOME_UNKNOWN); see Retry-After",
+                       headers: ["Retry-After"]),
+    ]
+
     /// The app of a route under `/v1/apps/{bundleId}/`.
     static let pathApp: AppName = { _, p in p["bundleId", default: ""] }
 
