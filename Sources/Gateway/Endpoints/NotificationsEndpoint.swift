@@ -59,17 +59,14 @@ struct NotificationsEndpoint: Sendable {
 
 extension NotificationsEndpoint: RouteDeclaring {
     static let routes: [Route] = [
-        Route(method: "POST", path: "/v1/notifications/{bundleId}", name: "notifications",
-              operation: OpenAPIOperation(
-                summary: "App Store Server Notifications (V2 signedPayload, or V1 with the shared secret); 200 once stored durably, a genuine notification of a type or shape not acted on yet included (forwarded to the webhook as an event of its own). Apple does not retry a 4xx: it answers only what is forged, foreign or malformed (README, Notification answers)",
-                requestBody: "Notification", callsApple: true,
-                responses: [
-                    "200": .ok(answer),
-                    "401": .error("V1 notification without the shared secret", headers: ["WWW-Authenticate"]),
-                    "404": .error("notifications not enabled (NOT_FOUND)"),
-                    "422": .error("forged or foreign: a signature, identity or content check failed; nothing was stored"),
-                    "503": .error("Apple is asked for V1 notifications only; Apple retries"),
-                ]),
+        Route("POST", "/v1/notifications/{bundleId}", name: "notifications", body: "Notification", callsApple: true, answer: answer,
+              summary: "App Store Server Notifications (V2 signedPayload, or V1 with the shared secret); 200 once stored durably, a genuine notification of a type or shape not acted on yet included (forwarded to the webhook as an event of its own). Apple does not retry a 4xx: it answers only what is forged, foreign or malformed (README, Notification answers)",
+              refusals: [
+                  "401": .error("V1 notification without the shared secret", headers: ["WWW-Authenticate"]),
+                  "404": .error("notifications not enabled (NOT_FOUND)"),
+                  "422": .error("forged or foreign: a signature, identity or content check failed; nothing was stored"),
+                  "503": .error("Apple is asked for V1 notifications only; Apple retries"),
+              ],
               handler: .signed { endpoints, request, app throws(VerificationError) in
                   try await endpoints.notifications.answer(request, app: app)
               }),

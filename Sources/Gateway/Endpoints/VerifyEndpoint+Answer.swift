@@ -46,16 +46,13 @@ extension VerifyEndpoint {
 
 extension VerifyEndpoint: RouteDeclaring {
     static let routes: [Route] = [
-        Route(method: "POST", path: "/v1/apps/{bundleId}/verify", name: "verify",
-              operation: OpenAPIOperation(
-                summary: "Verify purchase evidence, bind it to the account and answer its entitlements",
-                requestBody: "VerifyRequest", callsApple: true,
-                responses: [
-                    "200": .ok(answerShape),
-                    "409": .error("bound to another account (TRANSACTION_BOUND_TO_OTHER_ACCOUNT)"),
-                    "422": .error("the evidence was refused, its content included (see the error code)"),
-                    "503": .error("nothing was stored, but for STORAGE_OUTCOME_UNKNOWN"),
-                ]),
+        Route("POST", "/v1/apps/{bundleId}/verify", name: "verify", body: "VerifyRequest", callsApple: true, answer: answerShape,
+              summary: "Verify purchase evidence, bind it to the account and answer its entitlements",
+              refusals: [
+                  "409": .error("bound to another account (TRANSACTION_BOUND_TO_OTHER_ACCOUNT)"),
+                  "422": .error("the evidence was refused, its content included (see the error code)"),
+                  "503": .error("nothing was stored, but for STORAGE_OUTCOME_UNKNOWN"),
+              ],
               handler: .keyed { endpoints, request, app, key throws(VerificationError) in
                   try await endpoints.verify.answer(request, app: app, key: key)
               }),

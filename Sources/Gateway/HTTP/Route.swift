@@ -51,6 +51,16 @@ final class Route: Sendable {
         self.template = path.split(separator: "/")
     }
 
+    /// A route that answers its JSON `answer` (200); `refusals` are its endpoint's other outcomes
+    /// only, as `OpenAPIDocument` merges in what its kind and steps refuse.
+    convenience init<Value>(_ method: String, _ path: String, name: String, query: [QueryParameter] = [], body: String? = nil,
+                            callsApple: Bool = false, answer: JSONShape<Value>, summary: String,
+                            refusals: [String: OpenAPIResponse] = [:], handler: Handler) {
+        let operation = OpenAPIOperation(summary: summary, query: query, requestBody: body, callsApple: callsApple,
+                                         responses: refusals.merging(["200": .ok(answer)]) { _, ok in ok })
+        self.init(method: method, path: path, name: name, operation: operation, handler: handler)
+    }
+
     var requiresAppKey: Bool {
         switch handler {
         case .app, .keyed: true
