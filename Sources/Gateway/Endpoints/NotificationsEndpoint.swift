@@ -64,7 +64,7 @@ extension NotificationsEndpoint: RouteDeclaring {
               refusals: [
                   "401": .error("V1 notification without the shared secret", headers: ["WWW-Authenticate"]),
                   "404": .error("notifications not enabled (NOT_FOUND)"),
-                  "422": .error("forged or foreign: a signature, identity or content check failed; nothing was stored"),
+                  "422": .error("nothing was stored"),
                   "503": .error("Apple is asked for V1 notifications only; Apple retries"),
               ],
               handler: .signed { endpoints, request, app throws(VerificationError) in

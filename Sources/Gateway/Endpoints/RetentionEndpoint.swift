@@ -147,7 +147,7 @@ extension RetentionEndpoint: RouteDeclaring {
         Route("POST", "/v1/retention/{bundleId}", name: "retention", body: "RealtimeRequest", answer: answer,
               summary: "Retention Messaging API realtime URL (Apple calls it; signedPayload verified like a notification's): the RealtimeResponseBody the app's retentionMessages rules choose, {} for Apple's default message; every answer audited",
               refusals: [
-                  "422": .error("a signature, identity or content check failed, or the request was signed more than 60 s ago (SIGNED_DATE_TOO_OLD: a replay); nothing is offered"),
+                  "422": .error("or the request was signed more than 60 s ago (SIGNED_DATE_TOO_OLD: a replay); nothing is offered"),
                   "503": .error("Apple shows its default message"),
               ],
               handler: .signed { endpoints, request, app throws(VerificationError) in

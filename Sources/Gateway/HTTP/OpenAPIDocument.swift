@@ -140,12 +140,13 @@ enum OpenAPIDocument {
 
     /// What `route` refuses for what it is, from the steps and kinds that refuse it, in the order a
     /// request meets them (the app's storage before what an `Idempotency-Key` adds to it).
-    /// `readsInput`: it takes a path parameter or a query.
+    /// `readsInput`: it takes a parameter (in its path, query or headers).
     private static func refusals(_ route: Route, readsInput: Bool) -> [OpenAPIRefusal] {
         var refusals: [OpenAPIRefusal] = []
         if route.namesApp { refusals += AppLookup.refusals }
         if route.requiresAppKey { refusals += APIKeyAuthenticator.refusals }
         if readsInput || route.operation.requestBody != nil { refusals += RequestBody.refusals(takesBody: route.operation.requestBody != nil) }
+        if route.takesSignedCall { refusals += Route.signedCallRefusals }
         if route.namesApp { refusals += Route.appDataRefusals }
         if route.takesIdempotencyKey { refusals += IdempotencyKeys.refusals }
         if route.operation.callsApple { refusals += RequestBudgetMiddleware.refusals }

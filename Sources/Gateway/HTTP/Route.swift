@@ -74,6 +74,12 @@ final class Route: Sendable {
         return true
     }
 
+    /// Whether the route is Apple's call, trusted for its signatures only (`Handler.signed`).
+    var takesSignedCall: Bool {
+        if case .signed = handler { return true }
+        return false
+    }
+
     var takesIdempotencyKey: Bool {
         if case .keyed = handler { return true }
         return false
@@ -121,6 +127,11 @@ final class Route: Sendable {
         OpenAPIRefusal(status: "500", description: "the gateway's configuration or an internal fault (INVALID_CONFIGURATION, INTERNAL_ERROR); not retryable"),
         OpenAPIRefusal(status: "503", description: "storage unavailable, or it did not confirm a commit sent (STORAGE_UNAVAILABLE, STORAGE_OUTCOME_UNKNOWN); see Retry-After",
                        headers: ["Retry-After"]),
+    ]
+
+    /// What Apple's calls (`Handler.signed`) refuse of a signed body that does not verify.
+    static let signedCallRefusals = [
+        OpenAPIRefusal(status: "422", description: "forged or foreign: a signature, identity or content check failed"),
     ]
 
     /// The app of a route under `/v1/apps/{bundleId}/`.
