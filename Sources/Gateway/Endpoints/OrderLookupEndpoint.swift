@@ -77,7 +77,6 @@ extension OrderLookupEndpoint: RouteDeclaring {
                   "400": .error("an order id that is not 1 to 64 letters and digits, or a bad since/limit"),
                   "404": .error("an order Apple does not know in any environment the app allows (ORDER_NOT_FOUND)"),
                   "422": .error("Apple's answer did not verify (a signature, chain or identity check failed)"),
-                  "500": .error("the app has no Server API credentials (INVALID_CONFIGURATION)"),
               ],
               handler: .app(Route.pathApp) { endpoints, request, app, parameters throws(VerificationError) in
                   try await endpoints.orders.answer(request, app: app, orderId: parameters["orderId", default: ""])

@@ -124,7 +124,7 @@ final class Route: Sendable {
     /// What every route that names an app can answer beside its endpoint's own outcomes: each reads
     /// or writes the app's stored data, and each reads the app its steps looked up.
     static let appDataRefusals = [
-        OpenAPIRefusal(status: "500", description: "the gateway's configuration or an internal fault (INVALID_CONFIGURATION, INTERNAL_ERROR); not retryable"),
+        OpenAPIRefusal(status: "500", description: "the gateway's configuration cannot serve the request (INVALID_CONFIGURATION: such as a key or credentials the app's policy names that cannot be read, or none where the route needs one) or an internal fault (INTERNAL_ERROR); not retryable"),
         OpenAPIRefusal(status: "503", description: "storage unavailable, or it did not confirm a commit sent (STORAGE_UNAVAILABLE, STORAGE_OUTCOME_UNKNOWN); see Retry-After",
                        headers: ["Retry-After"]),
     ]
