@@ -36,11 +36,8 @@ enum ComparisonsEndpoint {
 
 extension ComparisonsEndpoint: RouteDeclaring {
     static let routes: [Route] = [
-        Route(method: "GET", path: "/v1/apps/{bundleId}/comparisons", name: "comparisons",
-              operation: OpenAPIOperation(
-                summary: "Stored migration comparisons (legacy vs Server API), filtered by time (ms), class, field, product and failure code (either path's error); with agreement counts",
-                query: ComparisonsEndpoint.queryParameters,
-                responses: ["200": .ok(ComparisonAnswers.listed)]),
+        Route("GET", "/v1/apps/{bundleId}/comparisons", name: "comparisons", query: queryParameters, answer: ComparisonAnswers.listed,
+              summary: "Stored migration comparisons (legacy vs Server API), filtered by time (ms), class, field, product and failure code (either path's error); with agreement counts",
               handler: .app(Route.pathApp) { endpoints, request, app, _ throws(VerificationError) in
                   try await ComparisonsEndpoint.answer(request, app: app, ledger: try endpoints.comparisonLedger())
               }),

@@ -82,11 +82,8 @@ enum CutoverImpactEndpoint {
 
 extension CutoverImpactEndpoint: RouteDeclaring {
     static let routes: [Route] = [
-        Route(method: "GET", path: "/v1/apps/{bundleId}/cutover-impact", name: "cutover_impact",
-              operation: OpenAPIOperation(
-                summary: "The cutover verdict (every unmet criterion, per environment) and who would lose or gain access or see another expiry if the app's receipts switched to the Server API now",
-                query: CutoverImpactEndpoint.queryParameters,
-                responses: ["200": .ok(answer)]),
+        Route("GET", "/v1/apps/{bundleId}/cutover-impact", name: "cutover_impact", query: queryParameters, answer: answer,
+              summary: "The cutover verdict (every unmet criterion, per environment) and who would lose or gain access or see another expiry if the app's receipts switched to the Server API now",
               handler: .app(Route.pathApp) { endpoints, request, app, _ throws(VerificationError) in
                   try await CutoverImpactEndpoint.answer(request, app: app, ledger: try endpoints.comparisonLedger())
               }),

@@ -61,8 +61,8 @@ struct EntitlementsEndpoint: Sendable {
 
 extension EntitlementsEndpoint: RouteDeclaring {
     static let routes: [Route] = [
-        Route(method: "GET", path: "/v1/apps/{bundleId}/accounts/{account}/entitlements", name: "entitlements",
-              operation: OpenAPIOperation(summary: "Current entitlements of an account", responses: ["200": .ok(answer)]),
+        Route("GET", "/v1/apps/{bundleId}/accounts/{account}/entitlements", name: "entitlements", answer: answer,
+              summary: "Current entitlements of an account",
               handler: .app(Route.pathApp) { endpoints, _, app, parameters throws(VerificationError) in
                   try await endpoints.entitlements.answer(app: app, account: parameters["account", default: ""])
               }),

@@ -135,11 +135,8 @@ public struct HistoryEndpoint: Sendable {
 
 extension HistoryEndpoint: RouteDeclaring {
     static let routes: [Route] = [
-        Route(method: "GET", path: "/v1/apps/{bundleId}/accounts/{account}/history", name: "history",
-              operation: OpenAPIOperation(
-                summary: "Support history of an account: its verification attempts since `since` (ms; newest first, at most `limit`, default 100, up to 1000), each with request id, evidence kind, the evidence's SHA-256 prefix, X-Client-Version, environment, Apple's status, verdict and code; and each purchase chain it owns with grants (renewals, refunds), state and notifications",
-                query: HistoryEndpoint.queryParameters,
-                responses: ["200": .ok(answer)]),
+        Route("GET", "/v1/apps/{bundleId}/accounts/{account}/history", name: "history", query: queryParameters, answer: answer,
+              summary: "Support history of an account: its verification attempts since `since` (ms; newest first, at most `limit`, default 100, up to 1000), each with request id, evidence kind, the evidence's SHA-256 prefix, X-Client-Version, environment, Apple's status, verdict and code; and each purchase chain it owns with grants (renewals, refunds), state and notifications",
               handler: .app(Route.pathApp) { endpoints, request, app, parameters throws(VerificationError) in
                   try await endpoints.history.answer(request, app: app, account: parameters["account", default: ""])
               }),

@@ -27,9 +27,8 @@ struct NoncesEndpoint: Sendable {
 
 extension NoncesEndpoint: RouteDeclaring {
     static let routes: [Route] = [
-        Route(method: "POST", path: "/v1/apps/{bundleId}/nonces", name: "nonces",
-              operation: OpenAPIOperation(summary: "Issue a single-use nonce bound to an account, to send with a receipt",
-                                          requestBody: "NonceRequest", responses: ["200": .ok(answer)]),
+        Route("POST", "/v1/apps/{bundleId}/nonces", name: "nonces", body: "NonceRequest", answer: answer,
+              summary: "Issue a single-use nonce bound to an account, to send with a receipt",
               handler: .keyed { endpoints, request, app, key throws(VerificationError) in
                   try await endpoints.nonces.answer(request, app: app, key: key)
               }),

@@ -59,20 +59,14 @@ struct NotificationsEndpoint: Sendable {
 
 extension NotificationsEndpoint: RouteDeclaring {
     static let routes: [Route] = [
-        Route(method: "POST", path: "/v1/notifications/{bundleId}", name: "notifications",
-              operation: OpenAPIOperation(
-                summary: "App Store Server Notifications (V2 signedPayload, or V1 with the shared secret); 200 once stored durably, a genuine notification of a type or shape not acted on yet included (forwarded to the webhook as an event of its own). Apple does not retry a 4xx: it answers only what is forged, foreign or malformed (README, Notification answers)",
-                requestBody: "Notification",
-                responses: [
-                    "200": .ok(answer),
-                    "400": .error("a body that is not strict JSON or not a notification's shape (MALFORMED_REQUEST)"),
-                    "401": .error("V1 notification without the shared secret", headers: ["WWW-Authenticate"]),
-                    "404": .error("unknown app (UNKNOWN_APP), or notifications not enabled (NOT_FOUND)"),
-                    "422": .error("forged or foreign: a signature, identity or content check failed; nothing was stored"),
-                    "500": .error("the gateway's configuration or an internal fault"),
-                    "502": .error("V1: Apple refused the gateway's shared secret"),
-                    "503": .error("storage (or, for V1, Apple) unavailable; Apple retries"),
-                ]),
+        Route("POST", "/v1/notifications/{bundleId}", name: "notifications", body: "Notification", callsApple: true, answer: answer,
+              summary: "App Store Server Notifications (V2 signedPayload, or V1 with the shared secret); 200 once stored durably, a genuine notification of a type or shape not acted on yet included (forwarded to the webhook as an event of its own). Apple does not retry a 4xx: it answers only what is forged, foreign or malformed (README, Notification answers)",
+              refusals: [
+                  "401": .error("V1 notification without the shared secret", headers: ["WWW-Authenticate"]),
+                  "404": .error("notifications not enabled (NOT_FOUND)"),
+                  "422": .error("nothing was stored"),
+                  "503": .error("Apple is asked for V1 notifications only; Apple retries"),
+              ],
               handler: .signed { endpoints, request, app throws(VerificationError) in
                   try await endpoints.notifications.answer(request, app: app)
               }),

@@ -135,16 +135,9 @@ final class OfferSigners: Sendable {
 
 extension OfferSignaturesEndpoint: RouteDeclaring {
     static let routes: [Route] = [
-        Route(method: "POST", path: "/v1/apps/{bundleId}/offer-signatures", name: "offer_signatures",
-              operation: OpenAPIOperation(
-                summary: "Sign a subscription offer for StoreKit (promotional offer v1 or v2, introductory offer eligibility), only for an account and product the app's policy allows",
-                requestBody: "OfferSignatureRequest",
-                responses: [
-                    "200": .ok(answer),
-                    "403": .error("the app's policy does not give this account this offer (OFFER_NOT_ALLOWED)"),
-                    "500": .error("the offer signing key cannot be read (INVALID_CONFIGURATION)"),
-                    "503": .error("storage unavailable; see Retry-After"),
-                ]),
+        Route("POST", "/v1/apps/{bundleId}/offer-signatures", name: "offer_signatures", body: "OfferSignatureRequest", answer: answer,
+              summary: "Sign a subscription offer for StoreKit (promotional offer v1 or v2, introductory offer eligibility), only for an account and product the app's policy allows",
+              refusals: ["403": .error("the app's policy does not give this account this offer (OFFER_NOT_ALLOWED)")],
               handler: .keyed { endpoints, request, app, key throws(VerificationError) in
                   try await endpoints.offerSignatures.answer(request, app: app, key: key)
               }),

@@ -70,19 +70,14 @@ struct OrderLookupEndpoint: Sendable {
 
 extension OrderLookupEndpoint: RouteDeclaring {
     static let routes: [Route] = [
-        Route(method: "GET", path: "/v1/apps/{bundleId}/orders/{orderId}", name: "order_lookup",
-              operation: OpenAPIOperation(
-                summary: "Support: the order ID of a customer's App Store receipt e-mail. Apple's transactions of the order (Look Up Order ID), each verified like any other JWS, with the account here that owns its purchase chain (absent when none does), and each such account's history as the history route shows it (`since`, `limit` as there)",
-                query: HistoryEndpoint.queryParameters,
-                responses: [
-                    "200": .ok(answer),
-                    "400": .error("an order id that is not 1 to 64 letters and digits, or a bad since/limit (MALFORMED_REQUEST)"),
-                    "404": .error("unknown app (UNKNOWN_APP), or an order Apple does not know in any environment the app allows (ORDER_NOT_FOUND)"),
-                    "422": .error("Apple's answer did not verify (a signature, chain or identity check failed)"),
-                    "500": .error("the app has no Server API credentials (INVALID_CONFIGURATION)"),
-                    "502": .error("Apple refused the gateway's credentials or answered in a shape the gateway cannot use"),
-                    "503": .error("Apple or storage unavailable; see Retry-After"),
-                ]),
+        Route("GET", "/v1/apps/{bundleId}/orders/{orderId}", name: "order_lookup", query: HistoryEndpoint.queryParameters, callsApple: true,
+              answer: answer,
+              summary: "Support: the order ID of a customer's App Store receipt e-mail. Apple's transactions of the order (Look Up Order ID), each verified like any other JWS, with the account here that owns its purchase chain (absent when none does), and each such account's history as the history route shows it (`since`, `limit` as there)",
+              refusals: [
+                  "400": .error("an order id that is not 1 to 64 letters and digits, or a bad since/limit"),
+                  "404": .error("an order Apple does not know in any environment the app allows (ORDER_NOT_FOUND)"),
+                  "422": .error("Apple's answer did not verify (a signature, chain or identity check failed)"),
+              ],
               handler: .app(Route.pathApp) { endpoints, request, app, parameters throws(VerificationError) in
                   try await endpoints.orders.answer(request, app: app, orderId: parameters["orderId", default: ""])
               }),

@@ -76,12 +76,10 @@ struct ReadinessEndpoint: Sendable {
 
 extension ReadinessEndpoint: RouteDeclaring {
     static let routes: [Route] = [
-        Route(method: "GET", path: "/healthz", name: "healthz",
-              operation: OpenAPIOperation(summary: "Liveness", responses: ["200": .ok(status)]),
+        Route("GET", "/healthz", name: "healthz", answer: status, summary: "Liveness",
               handler: .open { _, _, _ in .json(200, status.encode(Probe(status: "ok")).jsonText) }),
-        Route(method: "GET", path: "/readyz", name: "readyz",
-              operation: OpenAPIOperation(summary: "Readiness (storage answers within 1 s and takes writes)",
-                                          responses: ["200": .ok(status), "503": .json("not ready: the storage does not answer (the error envelope), or the configuration cannot serve (this)", status, orError: true)]),
+        Route("GET", "/readyz", name: "readyz", answer: status, summary: "Readiness (storage answers within 1 s and takes writes)",
+              refusals: ["503": .json("not ready: the storage does not answer (the error envelope), or the configuration cannot serve (this)", status, orError: true)],
               handler: .open { endpoints, _, _ throws(VerificationError) in try await endpoints.readiness.answer() }),
     ]
 }

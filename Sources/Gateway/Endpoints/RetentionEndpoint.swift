@@ -144,16 +144,12 @@ struct AccountKnowledge {
 
 extension RetentionEndpoint: RouteDeclaring {
     static let routes: [Route] = [
-        Route(method: "POST", path: "/v1/retention/{bundleId}", name: "retention",
-              operation: OpenAPIOperation(
-                summary: "Retention Messaging API realtime URL (Apple calls it; signedPayload verified like a notification's): the RealtimeResponseBody the app's retentionMessages rules choose, {} for Apple's default message; every answer audited",
-                requestBody: "RealtimeRequest",
-                responses: [
-                    "200": .ok(answer),
-                    "400": .error("a body that is not {\"signedPayload\"} (MALFORMED_REQUEST)"),
-                    "422": .error("a signature, identity or content check failed, or the request was signed more than 60 s ago (SIGNED_DATE_TOO_OLD: a replay); nothing is offered"),
-                    "503": .error("storage unavailable; Apple shows its default message"),
-                ]),
+        Route("POST", "/v1/retention/{bundleId}", name: "retention", body: "RealtimeRequest", answer: answer,
+              summary: "Retention Messaging API realtime URL (Apple calls it; signedPayload verified like a notification's): the RealtimeResponseBody the app's retentionMessages rules choose, {} for Apple's default message; every answer audited",
+              refusals: [
+                  "422": .error("or the request was signed more than 60 s ago (SIGNED_DATE_TOO_OLD: a replay); nothing is offered"),
+                  "503": .error("Apple shows its default message"),
+              ],
               handler: .signed { endpoints, request, app throws(VerificationError) in
                   try await endpoints.retention.answer(request, app: app)
               }),

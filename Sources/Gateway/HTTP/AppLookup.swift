@@ -15,6 +15,8 @@ struct AppLookup: Middleware {
         context.app = try apps.app(try bundleId(request, context.parameters))
         return try await next(request, context)
     }
+
+    static let refusals = [OpenAPIRefusal(status: "404", description: "unknown app (UNKNOWN_APP)")]
 }
 
 /// The route's app must be called with that app's API key (`APIKeyAuthenticator`).
@@ -23,6 +25,11 @@ extension APIKeyAuthenticator: Middleware {
         try authenticate(request, app: try context.requiredApp())
         return try await next(request, context)
     }
+
+    static let refusals = [
+        OpenAPIRefusal(status: "401", description: "missing or wrong API key (UNAUTHENTICATED); WWW-Authenticate: Bearer",
+                       headers: ["WWW-Authenticate"]),
+    ]
 }
 
 extension [String: AppPolicy] {

@@ -22,6 +22,13 @@ final class IdempotencyKeys: Middleware {
     /// The longest key taken (as the IETF draft's and Stripe's).
     static let maxKeyLength = 255
 
+    static let refusals = [
+        OpenAPIRefusal(status: "409", description: "a request with the same Idempotency-Key is still being answered (IDEMPOTENCY_KEY_IN_FLIGHT); see Retry-After",
+                       headers: ["Retry-After"]),
+        OpenAPIRefusal(status: "422", description: "the Idempotency-Key was first sent with another request (IDEMPOTENCY_KEY_REUSED)"),
+        OpenAPIRefusal(status: "503", description: "STORAGE_OUTCOME_UNKNOWN: retry with the same Idempotency-Key to learn its outcome"),
+    ]
+
     private let ledger: any Ledger
     /// How long an answer is replayed, in milliseconds.
     private let retentionMillis: Int64

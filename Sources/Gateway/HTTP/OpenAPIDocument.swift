@@ -2,15 +2,28 @@ import Adapters
 import IAPCore
 
 /// What the OpenAPI document says of one route, declared with the route (`Route.all`). Path
-/// parameters come from the route's path, the key requirement from its handler, and the answers
-/// every route shares (400/401/404 of a keyed route, 405) from `OpenAPIDocument`.
+/// parameters come from the route's path, the key requirement from its handler, and the refusals
+/// a route gives for what it is rather than for what its endpoint does (`OpenAPIRefusal`) from
+/// their owners; `responses` is the endpoint's own outcomes only.
 struct OpenAPIOperation: Sendable {
     var summary: String
     var query: [QueryParameter] = []
     /// The schema of the JSON body the route takes, if it takes one.
     var requestBody: String?
+    /// The endpoint asks Apple within the request's budget, so Apple's refusals are its answers too
+    /// (`RequestBudgetMiddleware.refusals`).
+    var callsApple = false
     /// By status code.
     var responses: [String: OpenAPIResponse]
+}
+
+/// A refusal a route gives because of a step of its chain or the kind of its handler: declared
+/// once by what gives it, and documented for every route it applies to, ahead of the words the
+/// route itself gives for the same status.
+struct OpenAPIRefusal: Sendable {
+    let status: String
+    let description: String
+    var headers: [String] = []
 }
 
 /// One documented answer of a route.
@@ -91,15 +104,6 @@ enum OpenAPIDocument {
         }
         parameters += declared.query.map(\.openAPI)
         var responses = declared.responses
-        // Beside what the route declares for the same status.
-        func adding(_ status: String, _ description: String, headers: [String] = []) {
-            let declared = responses[status]?.json["description"]?.stringValue
-            responses[status] = .error([declared, description].compactMap { $0 }.joined(separator: "; "), headers: headers)
-        }
-        // Unless the route states it itself, in its own (more precise) words.
-        func sharing(_ status: String, _ description: String, headers: [String] = []) {
-            if responses[status] == nil { responses[status] = .error(description, headers: headers) }
-        }
         if route.takesIdempotencyKey {
             parameters.append(.object([
                 "name": .string(IdempotencyKeys.header), "in": "header", "required": .bool(false),
@@ -113,26 +117,40 @@ enum OpenAPIDocument {
                     "schema": .object(["type": "string", "enum": .array(["true"])])])])
                 responses["200"] = .object(ok)
             }
-            adding("409", "a request with the same Idempotency-Key is still being answered (IDEMPOTENCY_KEY_IN_FLIGHT); see Retry-After",
-                   headers: ["Retry-After"])
-            adding("422", "the Idempotency-Key was first sent with another request (IDEMPOTENCY_KEY_REUSED)")
         }
         if !parameters.isEmpty { op["parameters"] = .array(parameters) }
         if let schema = declared.requestBody {
             op["requestBody"] = .object(["required": .bool(true),
                                          "content": .object(["application/json": .object(["schema": ref(schema)])])])
         }
-        if route.requiresAppKey {
-            op["security"] = .array([.object(["apiKey": .array([])])])
-            sharing("401", "missing or wrong API key (UNAUTHENTICATED); WWW-Authenticate: Bearer", headers: ["WWW-Authenticate"])
+        if route.requiresAppKey { op["security"] = .array([.object(["apiKey": .array([])])]) }
+        var shared = refusals(route, readsInput: !parameters.isEmpty)
+        shared.append(OpenAPIRefusal(status: "405", description: "another method on this path (METHOD_NOT_ALLOWED); Allow names this one",
+                                     headers: ["Allow"]))
+        // The shared words first, then the route's own for the same status, with the headers of both.
+        for (status, refusals) in Dictionary(grouping: shared, by: \.status) {
+            let own = responses[status]?.json
+            let descriptions = refusals.map(\.description) + [own?["description"]?.stringValue].compactMap { $0 }
+            let headers = Set(refusals.flatMap(\.headers) + (own?["headers"]?.objectValue.map { Array($0.keys) } ?? []))
+            responses[status] = .error(descriptions.joined(separator: "; "), headers: headers.sorted())
         }
-        if route.namesApp { sharing("404", "unknown app (UNKNOWN_APP)") }
-        // Every route that reads a path parameter, a query or a body refuses one it cannot read.
-        if !parameters.isEmpty || declared.requestBody != nil { sharing("400", "a request the route cannot read (MALFORMED_REQUEST)") }
-        if declared.requestBody != nil { sharing("413", "body too large (INPUT_TOO_LARGE)") }
-        responses["405"] = .error("another method on this path (METHOD_NOT_ALLOWED); Allow names this one", headers: ["Allow"])
         op["responses"] = .object(responses.mapValues(\.json))
         return .object(op)
+    }
+
+    /// What `route` refuses for what it is, from the steps and kinds that refuse it, in the order a
+    /// request meets them (the app's storage before what an `Idempotency-Key` adds to it).
+    /// `readsInput`: it takes a parameter (in its path, query or headers).
+    private static func refusals(_ route: Route, readsInput: Bool) -> [OpenAPIRefusal] {
+        var refusals: [OpenAPIRefusal] = []
+        if route.namesApp { refusals += AppLookup.refusals }
+        if route.requiresAppKey { refusals += APIKeyAuthenticator.refusals }
+        if readsInput || route.operation.requestBody != nil { refusals += RequestBody.refusals(takesBody: route.operation.requestBody != nil) }
+        if route.takesSignedCall { refusals += Route.signedCallRefusals }
+        if route.namesApp { refusals += Route.appDataRefusals }
+        if route.takesIdempotencyKey { refusals += IdempotencyKeys.refusals }
+        if route.operation.callsApple { refusals += RequestBudgetMiddleware.refusals }
+        return refusals
     }
 
     /// A V1 notification's members as Apple documents them (responseBodyV1): strings, but for

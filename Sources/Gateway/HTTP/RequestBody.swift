@@ -25,6 +25,13 @@ struct RequestBody {
         self.allowed = allowed
     }
 
+    /// What a route that reads a path parameter, a query or a body (`takesBody`) refuses of one it
+    /// cannot read; a body the HTTP server would not hold is refused before the route runs.
+    static func refusals(takesBody: Bool) -> [OpenAPIRefusal] {
+        let malformed = OpenAPIRefusal(status: "400", description: "a request the route cannot read (MALFORMED_REQUEST)")
+        return takesBody ? [malformed, OpenAPIRefusal(status: "413", description: "body too large (INPUT_TOO_LARGE)")] : [malformed]
+    }
+
     /// A request body as strict JSON; any fault in it is the request's (MALFORMED_REQUEST).
     static func parse(_ body: [UInt8], maxDepth: Int) throws(VerificationError) -> JSONValue {
         do {

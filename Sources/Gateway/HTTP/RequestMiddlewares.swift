@@ -17,6 +17,13 @@ struct RequestIdMiddleware: Middleware {
 struct RequestBudgetMiddleware: Middleware {
     let budget: Duration
 
+    /// What a route that asks Apple answers when Apple cannot serve it (`OpenAPIOperation.callsApple`).
+    static let refusals = [
+        OpenAPIRefusal(status: "502", description: "Apple refused the gateway's credentials (UPSTREAM_CREDENTIALS_REJECTED) or answered in a shape the gateway cannot use (UPSTREAM_INVALID_RESPONSE)"),
+        OpenAPIRefusal(status: "503", description: "Apple unavailable, or its Retry-After beyond the request's budget (UPSTREAM_UNAVAILABLE, RATE_LIMITED); see Retry-After (Apple's own when it sent one)",
+                       headers: ["Retry-After"]),
+    ]
+
     func handle(_ request: HTTPRequest, context: RequestContext, next: Responder) async throws(VerificationError) -> HTTPResponse {
         try await UpstreamDeadline.within(budget) {
             await Result.of { () throws(VerificationError) in try await next(request, context) }

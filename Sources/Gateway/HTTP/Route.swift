@@ -51,6 +51,16 @@ final class Route: Sendable {
         self.template = path.split(separator: "/")
     }
 
+    /// A route that answers its JSON `answer` (200); `refusals` are its endpoint's other outcomes
+    /// only, as `OpenAPIDocument` merges in what its kind and steps refuse.
+    convenience init<Value>(_ method: String, _ path: String, name: String, query: [QueryParameter] = [], body: String? = nil,
+                            callsApple: Bool = false, answer: JSONShape<Value>, summary: String,
+                            refusals: [String: OpenAPIResponse] = [:], handler: Handler) {
+        let operation = OpenAPIOperation(summary: summary, query: query, requestBody: body, callsApple: callsApple,
+                                         responses: refusals.merging(["200": .ok(answer)]) { _, ok in ok })
+        self.init(method: method, path: path, name: name, operation: operation, handler: handler)
+    }
+
     var requiresAppKey: Bool {
         switch handler {
         case .app, .keyed: true
@@ -62,6 +72,12 @@ final class Route: Sendable {
     var namesApp: Bool {
         if case .open = handler { return false }
         return true
+    }
+
+    /// Whether the route is Apple's call, trusted for its signatures only (`Handler.signed`).
+    var takesSignedCall: Bool {
+        if case .signed = handler { return true }
+        return false
     }
 
     var takesIdempotencyKey: Bool {
@@ -104,6 +120,19 @@ final class Route: Sendable {
         }
         return parameters
     }
+
+    /// What every route that names an app can answer beside its endpoint's own outcomes: each reads
+    /// or writes the app's stored data, and each reads the app its steps looked up.
+    static let appDataRefusals = [
+        OpenAPIRefusal(status: "500", description: "the gateway's configuration cannot serve the request (INVALID_CONFIGURATION: such as a key or credentials the app's policy names that cannot be read, or none where the route needs one) or an internal fault (INTERNAL_ERROR); not retryable"),
+        OpenAPIRefusal(status: "503", description: "storage unavailable, or it did not confirm a commit sent (STORAGE_UNAVAILABLE, STORAGE_OUTCOME_UNKNOWN); see Retry-After",
+                       headers: ["Retry-After"]),
+    ]
+
+    /// What Apple's calls (`Handler.signed`) refuse of a signed body that does not verify.
+    static let signedCallRefusals = [
+        OpenAPIRefusal(status: "422", description: "forged or foreign: a signature, identity or content check failed"),
+    ]
 
     /// The app of a route under `/v1/apps/{bundleId}/`.
     static let pathApp: AppName = { _, p in p["bundleId", default: ""] }

@@ -67,11 +67,9 @@ enum RolloutEndpoint {
 
 extension RolloutEndpoint: RouteDeclaring {
     static let routes: [Route] = [
-        Route(method: "GET", path: "/v1/apps/{bundleId}/rollout", name: "rollout",
-              operation: OpenAPIOperation(
-                summary: "The app's receipt rollout: its step and percentage, whether it is paused, what its guard says of the step now, the plan, the timeline of advances and rollbacks with their reasons, and each step's verdict",
-                responses: ["200": .ok(answer),
-                            "404": .error("unknown app (UNKNOWN_APP), or its receipts are not routed by a rollout (ROLLOUT_NOT_CONFIGURED)")]),
+        Route("GET", "/v1/apps/{bundleId}/rollout", name: "rollout", answer: answer,
+              summary: "The app's receipt rollout: its step and percentage, whether it is paused, what its guard says of the step now, the plan, the timeline of advances and rollbacks with their reasons, and each step's verdict",
+              refusals: ["404": .error("its receipts are not routed by a rollout (ROLLOUT_NOT_CONFIGURED)")],
               handler: .app(Route.pathApp) { endpoints, _, app, _ throws(VerificationError) in
                   try await RolloutEndpoint.answer(app, controller: endpoints.rollouts)
               }),
