@@ -42,8 +42,12 @@ final class PostgresDatabase: GroupCommittingDatabase, @unchecked Sendable {
         // Explicit, whatever the server's default: READ COMMITTED, so that the chain locks serialise
         // work (each statement after the lock takes a fresh snapshot; a REPEATABLE READ snapshot is
         // taken before the lock is granted and would not see what its holder committed).
+        // A quarter of the connections lead batches at once, the rest serve reads. Fewer batches in
+        // flight make each one larger, and a call's share of BEGIN, the locks and the COMMIT smaller:
+        // with eight connections two leaders answered the most re-claims when the database shares
+        // the gateway's cores (Benchmarks/scale-out.sh; one leader and four were both slower).
         writes = GroupCommit(begin: "BEGIN ISOLATION LEVEL READ COMMITTED", attempts: Self.transactionAttempts,
-                             batchesInFlight: max(1, maxConnections / 2))
+                             batchesInFlight: max(1, maxConnections / 4))
         let first = try open()
         idle.withLock { $0.append(first) }
         try SchemaMigrator.migrate(self, migrations: migrations)

@@ -74,10 +74,11 @@ extension SQLLedger {
         }
     }
 
-    /// Drain batches in flight at once: one per connection on PostgreSQL (half of the group commit's
-    /// slots, the rest left for the inbox inserts and grants beside it); SQLite has one writer.
+    /// Drain batches in flight at once: as many as the group commit leads at once on PostgreSQL (each
+    /// on a connection of its own; inbox inserts and grants arriving meanwhile join the next batch);
+    /// SQLite has one writer.
     private var drainBatchesInFlight: Int {
-        max(1, ((database as? any GroupCommittingDatabase)?.writes.batchesInFlight ?? 1) / 2)
+        (database as? any GroupCommittingDatabase)?.writes.batchesInFlight ?? 1
     }
 
     /// Claims and applies one batch of `drain` in one transaction, then counts its failures.
