@@ -64,7 +64,7 @@ final class JSONValueDecodingTests: XCTestCase {
 
     func testTheIntegerCheckSeesEveryInt64MemberWithItsPath() {
         let check: JSONValueDecoding.IntegerCheck = { (key, value, path) throws(VerificationError) in
-            if value < 0 { throw VerificationError(.invalidFieldType, "\(path) (\(key)) is negative") }
+            if value < 0 { throw VerificationError(.invalidFieldType, "\(path()) (\(key)) is negative") }
         }
         XCTAssertEqual(refusal(.object(["id": "a", "inner": .object(["n": -1])]), check: check),
                        "INVALID_FIELD_TYPE: m.inner.n (n) is negative")

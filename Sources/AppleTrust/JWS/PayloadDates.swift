@@ -21,9 +21,9 @@ enum PayloadDates {
     }
 
     /// `ms` if it lies within `validMs`, else INVALID_FIELD_TYPE naming it by `path`.
-    static func checked(_ ms: Int64, at path: String) throws(VerificationError) -> Int64 {
+    static func checked(_ ms: Int64, at path: @autoclosure () -> String) throws(VerificationError) -> Int64 {
         guard validMs.contains(ms) else {
-            throw VerificationError(.invalidFieldType, "\(path) \(ms) is not a date between 1970 and 2109 in milliseconds")
+            throw VerificationError(.invalidFieldType, "\(path()) \(ms) is not a date between 1970 and 2109 in milliseconds")
         }
         return ms
     }

@@ -11,6 +11,6 @@ enum PayloadDecoding {
     }
 
     private static let boundDates: JSONValueDecoding.IntegerCheck = { (key, ms, path) throws(VerificationError) in
-        if key.hasSuffix("Date") { _ = try PayloadDates.checked(ms, at: path) }
+        if key.hasSuffix("Date") { _ = try PayloadDates.checked(ms, at: path()) }
     }
 }

@@ -10,15 +10,16 @@
 /// (`JSONDecoder` is no substitute: it reads the text itself, converts numbers, and a
 /// `JSONValue` was already parsed strictly by `StrictJSON`.)
 public enum JSONValueDecoding {
-    /// Called with every `Int64` member of an object (its key, its value, and its path for
-    /// messages) before the member is accepted: where a caller adds a bound no type states, such
-    /// as the range of a date in milliseconds.
-    public typealias IntegerCheck = @Sendable (_ key: String, _ value: Int64, _ path: String) throws(VerificationError) -> Void
+    /// Called with every `Int64` member of an object (its key, its value, and its path for a
+    /// message, spelled only if asked for) before the member is accepted: where a caller adds a
+    /// bound no type states, such as the range of a date in milliseconds.
+    public typealias IntegerCheck = @Sendable (_ key: String, _ value: Int64, _ path: () -> String) throws(VerificationError) -> Void
 
     /// `value` decoded as `T`; `context` names the document in messages ("transaction").
     public static func decode<T: Decodable>(_: T.Type = T.self, from value: JSONValue, context: String,
                                             checkingIntegers check: IntegerCheck? = nil) throws(VerificationError) -> T {
-        let decoder = ValueDecoder(value: value, place: Place(path: context), codingPath: [], check: check)
+        let decoder = ValueDecoder(value: value, place: Place(base: context, step: .document), parentCodingPath: [], key: nil,
+                                   check: check)
         do {
             return try T(from: decoder)
         } catch let error as VerificationError {
@@ -45,19 +46,32 @@ extension JSONFields {
     }
 }
 
-/// Where a value stands, for messages: its path ("notification.data.bundleId", "x.ids[2]"), and
-/// for an element the path of its array, of which a wrong type is said as `JSONFields` says it.
+/// Where a value stands, for messages: the path of the object or array it is in (for the document,
+/// the document's name) and its step from there. The path itself ("notification.data.bundleId",
+/// "x.ids[2]") is spelled only when a message or a nested container needs it: most members are
+/// read and never named.
 struct Place {
-    let path: String
-    var array: String? = nil
+    let base: String
+    let step: Step
 
-    func member(_ key: String) -> Place { Place(path: "\(path).\(key)") }
+    enum Step {
+        case document
+        case member(String)
+        case element(Int)
+    }
 
-    func element(_ index: Int) -> Place { Place(path: "\(path)[\(index)]", array: path) }
+    var path: String {
+        switch step {
+        case .document: base
+        case .member(let key): "\(base).\(key)"
+        case .element(let index): "\(base)[\(index)]"
+        }
+    }
 
+    /// An element's wrong type is said of its array, as `JSONFields` says it.
     func wrongType(_ expected: JSONKind, found: JSONValue) -> VerificationError {
-        if let array {
-            return VerificationError(.invalidFieldType, "\(array) must be an array of \(expected.plural)")
+        if case .element = step {
+            return VerificationError(.invalidFieldType, "\(base) must be an array of \(expected.plural)")
         }
         return VerificationError(.invalidFieldType, "\(path) must be \(expected.singular), found \(found.typeName)")
     }
@@ -79,31 +93,30 @@ struct JSONKind {
 struct ValueDecoder: Decoder {
     let value: JSONValue
     let place: Place
-    let codingPath: [any CodingKey]
+    let parentCodingPath: [any CodingKey]
+    let key: (any CodingKey)?
     let check: JSONValueDecoding.IntegerCheck?
     var userInfo: [CodingUserInfoKey: Any] { [:] }
+    var codingPath: [any CodingKey] { key.map { parentCodingPath + [$0] } ?? parentCodingPath }
 
     func container<Key: CodingKey>(keyedBy _: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard case .object(let object) = value else { throw notAnObject() }
-        return KeyedDecodingContainer(Members<Key>(object: object, decoder: self))
+        return KeyedDecodingContainer(Members<Key>(object: object, decoder: self, path: place.path, codingPath: codingPath))
     }
 
     /// The document itself is "a JSON object" in JSONFields' message, a member "an object".
     func notAnObject() -> VerificationError {
-        guard codingPath.isEmpty else { return place.wrongType(.object, found: value) }
+        guard case .document = place.step else { return place.wrongType(.object, found: value) }
         return VerificationError(.invalidFieldType, "\(place.path) must be a JSON object, found \(value.typeName)")
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         guard case .array(let elements) = value else { throw place.wrongType(.array, found: value) }
-        return Elements(elements: elements, decoder: self)
+        return Elements(elements: elements, decoder: self, path: place.path, codingPath: codingPath)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer { Single(decoder: self) }
 
-    func child(_ value: JSONValue, _ place: Place, _ key: any CodingKey) -> ValueDecoder {
-        ValueDecoder(value: value, place: place, codingPath: codingPath + [key], check: check)
-    }
 
     /// `value` as `T`: JSON's own types exactly, `JSONValue` whole, open enumerations as
     /// `JSONFields.open` reads them, any other type by its own `init(from:)` over this decoder.
@@ -160,29 +173,42 @@ struct ValueDecoder: Decoder {
 private struct Members<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let object: [String: JSONValue]
     let decoder: ValueDecoder
+    /// This object's path and coding path, for its members' decoders.
+    let path: String
+    let codingPath: [any CodingKey]
 
-    var codingPath: [any CodingKey] { decoder.codingPath }
     var allKeys: [Key] { object.keys.compactMap { Key(stringValue: $0) } }
 
     func contains(_ key: Key) -> Bool { object[key.stringValue] != nil }
 
-    // Absent reads as null, so that `decodeIfPresent` (the protocol's own) makes both nil, as JSONFields does.
+    // Absent reads as null: both are nil to `decodeIfPresent`, as to JSONFields.
     func decodeNil(forKey key: Key) throws -> Bool { (object[key.stringValue] ?? .null) == .null }
+
+    private func memberDecoder(_ value: JSONValue, _ key: Key) -> ValueDecoder {
+        ValueDecoder(value: value, place: Place(base: path, step: .member(key.stringValue)), parentCodingPath: codingPath, key: key,
+                     check: decoder.check)
+    }
 
     /// The member's decoder; absent or null is a missing member, as `JSONFields.required…` has it.
     private func member(_ key: Key) throws(VerificationError) -> ValueDecoder {
-        let place = decoder.place.member(key.stringValue)
         guard let value = object[key.stringValue], value != .null else {
-            throw VerificationError(.missingField, "\(place.path) is required")
+            throw VerificationError(.missingField, "\(path).\(key.stringValue) is required")
         }
-        return decoder.child(value, place, key)
+        return memberDecoder(value, key)
     }
 
-    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        let member = try member(key)
+    private func read<T: Decodable>(_ member: ValueDecoder, _ type: T.Type, _ key: Key) throws -> T {
         let decoded = try member.read(type)
-        if T.self == Int64.self, let check = decoder.check { try check(key.stringValue, decoded as! Int64, member.place.path) }
+        if T.self == Int64.self, let check = decoder.check { try check(key.stringValue, decoded as! Int64) { member.place.path } }
         return decoded
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try read(member(key), type, key) }
+
+    // One lookup per member rather than the protocol's default three (contains, decodeNil, decode).
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        guard let value = object[key.stringValue], value != .null else { return nil }
+        return try read(memberDecoder(value, key), type, key)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
@@ -201,14 +227,17 @@ private struct Members<Key: CodingKey>: KeyedDecodingContainerProtocol {
 private struct Elements: UnkeyedDecodingContainer {
     let elements: [JSONValue]
     let decoder: ValueDecoder
+    /// This array's path and coding path, for its elements' decoders.
+    let path: String
+    let codingPath: [any CodingKey]
     private(set) var currentIndex = 0
 
-    init(elements: [JSONValue], decoder: ValueDecoder) {
+    init(elements: [JSONValue], decoder: ValueDecoder, path: String, codingPath: [any CodingKey]) {
         self.elements = elements
         self.decoder = decoder
+        self.path = path
+        self.codingPath = codingPath
     }
-
-    var codingPath: [any CodingKey] { decoder.codingPath }
     var count: Int? { elements.count }
     var isAtEnd: Bool { currentIndex >= elements.count }
 
@@ -220,10 +249,11 @@ private struct Elements: UnkeyedDecodingContainer {
 
     private mutating func next() throws(VerificationError) -> ValueDecoder {
         guard !isAtEnd else {
-            throw VerificationError(.missingField, "\(decoder.place.path) has fewer than \(currentIndex + 1) elements")
+            throw VerificationError(.missingField, "\(path) has fewer than \(currentIndex + 1) elements")
         }
         defer { currentIndex += 1 }
-        return decoder.child(elements[currentIndex], decoder.place.element(currentIndex), Index(intValue: currentIndex))
+        return ValueDecoder(value: elements[currentIndex], place: Place(base: path, step: .element(currentIndex)),
+                            parentCodingPath: codingPath, key: Index(intValue: currentIndex), check: decoder.check)
     }
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next().read(type) }
