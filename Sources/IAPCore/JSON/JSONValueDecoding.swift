@@ -117,7 +117,6 @@ struct ValueDecoder: Decoder {
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer { Single(decoder: self) }
 
-
     /// `value` as `T`: JSON's own types exactly, `JSONValue` whole, open enumerations as
     /// `JSONFields.open` reads them, any other type by its own `init(from:)` over this decoder.
     func read<T: Decodable>(_: T.Type) throws -> T {
