@@ -19,16 +19,21 @@ enum PayloadDates {
         guard ms.isFinite else { return ms > 0 ? maxMs : 0 }
         return Int64(min(max(ms, 0), Double(maxMs)))
     }
+
+    /// `ms` if it lies within `validMs`, else INVALID_FIELD_TYPE naming it by `path`.
+    static func checked(_ ms: Int64, at path: @autoclosure () -> String) throws(VerificationError) -> Int64 {
+        guard validMs.contains(ms) else {
+            throw VerificationError(.invalidFieldType, "\(path()) \(ms) is not a date between 1970 and 2109 in milliseconds")
+        }
+        return ms
+    }
 }
 
 extension JSONFields {
     /// An optional date field: an integer within `PayloadDates.validMs`, or INVALID_FIELD_TYPE.
     func date(_ key: String) throws(VerificationError) -> Int64? {
         guard let ms = try int64(key) else { return nil }
-        guard PayloadDates.validMs.contains(ms) else {
-            throw VerificationError(.invalidFieldType, "\(context).\(key) \(ms) is not a date between 1970 and 2109 in milliseconds")
-        }
-        return ms
+        return try PayloadDates.checked(ms, at: "\(context).\(key)")
     }
 
     func requiredDate(_ key: String) throws(VerificationError) -> Int64 {

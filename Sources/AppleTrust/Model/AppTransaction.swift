@@ -2,7 +2,7 @@ import IAPCore
 
 /// A verified app transaction (StoreKit 2 `AppTransaction`), Apple's field names, plus `raw`.
 /// `receiptType` is its environment; `receiptCreationDate` is when it was signed.
-public struct AppTransaction: Sendable, Hashable {
+public struct AppTransaction: Sendable, Hashable, Decodable {
     public let receiptType: AppStoreEnvironment
     public let appAppleId: Int64?
     /// Apple always states it; read as optional so that one without it is refused as every other
@@ -18,23 +18,17 @@ public struct AppTransaction: Sendable, Hashable {
     public let preorderDate: Int64?
     public let appTransactionId: String?
     public let originalPlatform: String?
-    public let raw: JSONValue
+    public private(set) var raw: JSONValue = .null
+
+    /// The members typed here, read in this order (a refusal names the first bad one); not `raw`,
+    /// the document itself.
+    private enum CodingKeys: String, CodingKey {
+        case receiptType, appAppleId, bundleId, applicationVersion, versionExternalIdentifier, receiptCreationDate, originalPurchaseDate,
+             originalApplicationVersion, deviceVerification, deviceVerificationNonce, preorderDate, appTransactionId, originalPlatform
+    }
 
     public init(_ raw: JSONValue) throws(VerificationError) {
-        let f = try JSONFields(raw, context: "appTransaction")
-        receiptType = try f.requiredOpen("receiptType")
-        appAppleId = try f.int64("appAppleId")
-        bundleId = try f.string("bundleId")
-        applicationVersion = try f.string("applicationVersion")
-        versionExternalIdentifier = try f.int64("versionExternalIdentifier")
-        receiptCreationDate = try f.requiredDate("receiptCreationDate")
-        originalPurchaseDate = try f.date("originalPurchaseDate")
-        originalApplicationVersion = try f.string("originalApplicationVersion")
-        deviceVerification = try f.string("deviceVerification")
-        deviceVerificationNonce = try f.string("deviceVerificationNonce")
-        preorderDate = try f.date("preorderDate")
-        appTransactionId = try f.string("appTransactionId")
-        originalPlatform = try f.string("originalPlatform")
+        self = try PayloadDecoding.decode(raw, context: "appTransaction")
         self.raw = raw
     }
 }

@@ -1,18 +1,11 @@
 import IAPCore
 
 /// The `externalPurchaseToken` object of an EXTERNAL_PURCHASE_TOKEN notification.
-public struct ExternalPurchaseToken: Sendable, Hashable {
+public struct ExternalPurchaseToken: Sendable, Hashable, Decodable {
     public let externalPurchaseId: String?
     public let tokenCreationDate: Int64?
     public let appAppleId: Int64?
     public let bundleId: String?
-
-    public init(_ f: JSONFields) throws(VerificationError) {
-        externalPurchaseId = try f.string("externalPurchaseId")
-        tokenCreationDate = try f.date("tokenCreationDate")
-        appAppleId = try f.int64("appAppleId")
-        bundleId = try f.string("bundleId")
-    }
 
     /// Apple marks sandbox tokens by the id's prefix; the object has no environment field. Without
     /// an id there is no environment (never a default to Production): the verifier refuses it.

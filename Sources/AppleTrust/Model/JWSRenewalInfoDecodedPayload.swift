@@ -4,7 +4,7 @@ import IAPCore
 /// Apple's renewal info carries no bundleId (nor appAppleId): on its own it cannot show which app
 /// it is for. The verifier enforces either field when present; bind renewal info to a verified
 /// transaction of the app (same `originalTransactionId`) before trusting it.
-public struct JWSRenewalInfoDecodedPayload: Sendable, Hashable {
+public struct JWSRenewalInfoDecodedPayload: Sendable, Hashable, Decodable {
     public let originalTransactionId: String
     public let autoRenewStatus: AutoRenewStatus
     public let expirationIntent: ExpirationIntent?
@@ -31,41 +31,19 @@ public struct JWSRenewalInfoDecodedPayload: Sendable, Hashable {
     public let commitmentInfo: [String: JSONValue]?
     /// `AdvancedCommerceRenewalInfo`, kept whole.
     public let advancedCommerceInfo: [String: JSONValue]?
-    public let raw: JSONValue
+    public private(set) var raw: JSONValue = .null
+
+    /// The members typed here, read in this order (a refusal names the first bad one); not `raw`,
+    /// the document itself.
+    private enum CodingKeys: String, CodingKey {
+        case originalTransactionId, autoRenewStatus, expirationIntent, autoRenewProductId, productId, isInBillingRetryPeriod,
+             priceIncreaseStatus, gracePeriodExpiresDate, offerType, offerIdentifier, signedDate, environment, recentSubscriptionStartDate,
+             renewalDate, currency, renewalPrice, offerDiscountType, appAccountToken, appTransactionId, offerPeriod,
+             eligibleWinBackOfferIds, renewalBillingPlanType, commitmentInfo, advancedCommerceInfo
+    }
 
     public init(_ raw: JSONValue) throws(VerificationError) {
-        let f = try JSONFields(raw, context: "renewalInfo")
-        originalTransactionId = try f.requiredString("originalTransactionId")
-        autoRenewStatus = try f.requiredOpen("autoRenewStatus")
-        expirationIntent = try f.open("expirationIntent")
-        autoRenewProductId = try f.string("autoRenewProductId")
-        productId = try f.string("productId")
-        isInBillingRetryPeriod = try f.bool("isInBillingRetryPeriod")
-        priceIncreaseStatus = try f.open("priceIncreaseStatus")
-        gracePeriodExpiresDate = try f.date("gracePeriodExpiresDate")
-        offerType = try f.open("offerType")
-        offerIdentifier = try f.string("offerIdentifier")
-        signedDate = try f.requiredDate("signedDate")
-        environment = try f.open("environment")
-        recentSubscriptionStartDate = try f.date("recentSubscriptionStartDate")
-        renewalDate = try f.date("renewalDate")
-        currency = try f.string("currency")
-        renewalPrice = try f.int64("renewalPrice")
-        offerDiscountType = try f.open("offerDiscountType")
-        appAccountToken = try f.string("appAccountToken")
-        appTransactionId = try f.string("appTransactionId")
-        offerPeriod = try f.string("offerPeriod")
-        eligibleWinBackOfferIds = try f.array("eligibleWinBackOfferIds").map { (ids) throws(VerificationError) in
-            try ids.map { (id) throws(VerificationError) in
-                guard case .string(let s) = id else {
-                    throw VerificationError(.invalidFieldType, "renewalInfo.eligibleWinBackOfferIds must be an array of strings")
-                }
-                return s
-            }
-        }
-        renewalBillingPlanType = try f.open("renewalBillingPlanType")
-        commitmentInfo = try f.fields("commitmentInfo")?.object
-        advancedCommerceInfo = try f.fields("advancedCommerceInfo")?.object
+        self = try PayloadDecoding.decode(raw, context: "renewalInfo")
         self.raw = raw
     }
 }

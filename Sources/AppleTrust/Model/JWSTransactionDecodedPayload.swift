@@ -2,7 +2,7 @@ import IAPCore
 
 /// A verified signed transaction (`JWSTransaction`), Apple's field names. `raw` is the whole
 /// verified payload, for mapping and output; fields Apple adds later live there until typed here.
-public struct JWSTransactionDecodedPayload: Sendable, Hashable {
+public struct JWSTransactionDecodedPayload: Sendable, Hashable, Decodable {
     public let transactionId: String
     public let originalTransactionId: String?
     public let webOrderLineItemId: String?
@@ -39,43 +39,20 @@ public struct JWSTransactionDecodedPayload: Sendable, Hashable {
     public let commitmentInfo: [String: JSONValue]?
     /// `AdvancedCommerceTransactionInfo`, kept whole.
     public let advancedCommerceInfo: [String: JSONValue]?
-    public let raw: JSONValue
+    public private(set) var raw: JSONValue = .null
+
+    /// The members typed here, read in this order (a refusal names the first bad one); not `raw`,
+    /// the document itself.
+    private enum CodingKeys: String, CodingKey {
+        case transactionId, originalTransactionId, webOrderLineItemId, bundleId, productId, subscriptionGroupIdentifier, purchaseDate,
+             originalPurchaseDate, expiresDate, quantity, type, appAccountToken, inAppOwnershipType, signedDate, revocationReason,
+             revocationDate, isUpgraded, offerType, offerIdentifier, environment, storefront, storefrontId, transactionReason, currency,
+             price, offerDiscountType, appTransactionId, offerPeriod, revocationType, revocationPercentage, billingPlanType, commitmentInfo,
+             advancedCommerceInfo
+    }
 
     public init(_ raw: JSONValue) throws(VerificationError) {
-        let f = try JSONFields(raw, context: "transaction")
-        transactionId = try f.requiredString("transactionId")
-        originalTransactionId = try f.string("originalTransactionId")
-        webOrderLineItemId = try f.string("webOrderLineItemId")
-        bundleId = try f.string("bundleId")
-        productId = try f.string("productId")
-        subscriptionGroupIdentifier = try f.string("subscriptionGroupIdentifier")
-        purchaseDate = try f.date("purchaseDate")
-        originalPurchaseDate = try f.date("originalPurchaseDate")
-        expiresDate = try f.date("expiresDate")
-        quantity = try f.int64("quantity")
-        type = try f.open("type")
-        appAccountToken = try f.string("appAccountToken")
-        inAppOwnershipType = try f.open("inAppOwnershipType")
-        signedDate = try f.requiredDate("signedDate")
-        revocationReason = try f.open("revocationReason")
-        revocationDate = try f.date("revocationDate")
-        isUpgraded = try f.bool("isUpgraded")
-        offerType = try f.open("offerType")
-        offerIdentifier = try f.string("offerIdentifier")
-        environment = try f.open("environment")
-        storefront = try f.string("storefront")
-        storefrontId = try f.string("storefrontId")
-        transactionReason = try f.open("transactionReason")
-        currency = try f.string("currency")
-        price = try f.int64("price")
-        offerDiscountType = try f.open("offerDiscountType")
-        appTransactionId = try f.string("appTransactionId")
-        offerPeriod = try f.string("offerPeriod")
-        revocationType = try f.open("revocationType")
-        revocationPercentage = try f.int64("revocationPercentage")
-        billingPlanType = try f.open("billingPlanType")
-        commitmentInfo = try f.fields("commitmentInfo")?.object
-        advancedCommerceInfo = try f.fields("advancedCommerceInfo")?.object
+        self = try PayloadDecoding.decode(raw, context: "transaction")
         self.raw = raw
     }
 }

@@ -29,3 +29,9 @@ public struct NotificationSummary: Sendable, Hashable {
         failedCount = try f.int64("failedCount")
     }
 }
+
+extension NotificationSummary: Decodable {
+    /// Read by hand, not synthesized: an absent `storefrontCountryCodes` is an empty list, not a
+    /// missing member.
+    public init(from decoder: any Decoder) throws { try self.init(JSONFields(decoder)) }
+}

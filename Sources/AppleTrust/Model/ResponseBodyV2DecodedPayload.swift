@@ -3,7 +3,7 @@ import IAPCore
 /// A verified App Store Server Notification V2. Every inner JWS it carries has been verified
 /// (chain, signature, kind) and agrees with the outer envelope; the results are the `verified…`
 /// properties. Unknown `notificationType`/`subtype` values decode, raw value kept.
-public struct ResponseBodyV2DecodedPayload: Sendable, Hashable {
+public struct ResponseBodyV2DecodedPayload: Sendable, Hashable, Decodable {
     public let notificationType: NotificationType
     public let subtype: NotificationSubtype?
     public let notificationUUID: String?
@@ -13,7 +13,7 @@ public struct ResponseBodyV2DecodedPayload: Sendable, Hashable {
     public let summary: NotificationSummary?
     public let appData: NotificationData?
     public let externalPurchaseToken: ExternalPurchaseToken?
-    public let raw: JSONValue
+    public private(set) var raw: JSONValue = .null
 
     public internal(set) var verifiedTransaction: JWSTransactionDecodedPayload?
     public internal(set) var verifiedRenewalInfo: JWSRenewalInfoDecodedPayload?
@@ -22,19 +22,14 @@ public struct ResponseBodyV2DecodedPayload: Sendable, Hashable {
     /// identity: what the rest of the gateway reads them from, never re-deriving them.
     public internal(set) var verifiedIdentity: EvidenceIdentity?
 
+    /// The members typed here, read in this order (a refusal names the first bad one). Not `raw`,
+    /// the document itself, nor the `verified…` results, which are the verifier's, never the sender's.
+    private enum CodingKeys: String, CodingKey {
+        case notificationType, subtype, notificationUUID, version, signedDate, data, summary, appData, externalPurchaseToken
+    }
+
     public init(_ raw: JSONValue) throws(VerificationError) {
-        let f = try JSONFields(raw, context: "notification")
-        notificationType = try f.requiredOpen("notificationType")
-        subtype = try f.open("subtype")
-        notificationUUID = try f.string("notificationUUID")
-        version = try f.string("version")
-        signedDate = try f.requiredDate("signedDate")
-        data = try f.fields("data").map { (d) throws(VerificationError) in try NotificationData(d) }
-        summary = try f.fields("summary").map { (s) throws(VerificationError) in try NotificationSummary(s) }
-        appData = try f.fields("appData").map { (d) throws(VerificationError) in try NotificationData(d) }
-        externalPurchaseToken = try f.fields("externalPurchaseToken").map { (t) throws(VerificationError) in
-            try ExternalPurchaseToken(t)
-        }
+        self = try PayloadDecoding.decode(raw, context: "notification")
         self.raw = raw
     }
 
