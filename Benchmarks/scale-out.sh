@@ -110,9 +110,17 @@ wrk_load() {  # PORT CONNECTIONS FILE OUT
 rate() { awk '/Requests\/sec/ {print $2}' "$1"; }
 field() { awk -F= -v k="$2" '$1 == k {print $2}' "$1"; }
 
+# Each measured run starts with nothing dirty in the page cache: otherwise the kernel writes back the
+# run before's data (its pages expire after 30 s) during this one, and every WAL fdatasync of the
+# PostgreSQL pair waits behind it for 300-400 ms about every 10 s (seen as clusters of slow COMMITs on
+# all sessions at once, waiting on IO:WALSync, while a bare fdatasync loop on the same disk stays under 8 ms).
+settle() { sync; sleep 1; }
+
 measure() {  # NAME SQLITE-FILE PG-A-FILE PG-B-FILE
   local name="$1"
+  settle
   wrk_load "$port_sqlite" 16 "$2" "$work/$name-sqlite"
+  settle
   wrk_load "$port_a" 8 "$3" "$work/$name-pga" & local a=$!
   wrk_load "$port_b" 8 "$4" "$work/$name-pgb"; wait "$a"
   local s pa pb; s=$(rate "$work/$name-sqlite"); pa=$(rate "$work/$name-pga"); pb=$(rate "$work/$name-pgb")
@@ -145,6 +153,7 @@ sample_waits() {  # NAME
 half_load() {  # NAME PEAK BODY-A-FLAG BODY-A BODY-B-FLAG BODY-B
   local name="$1" each; each=$(awk -v r="$2" 'BEGIN { printf "%.0f", r / 4 }')
   local sampler=""
+  settle
   if [[ "${IAPGW_SCALE_WAITS:-0}" == 1 ]]; then sample_waits "$name" & sampler=$!; fi
   within $((seconds + 60)) "$dev" pace --url "$(url "$port_a")" --rate "$each" --connections 8 --seconds "$seconds" --timeout 10 \
       "$3" "$4" --header 'Content-Type: application/json' --header "Authorization: Bearer $key" --json "$work/$name-half-a.json" \
