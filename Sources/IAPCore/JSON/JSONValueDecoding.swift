@@ -120,19 +120,25 @@ struct ValueDecoder: Decoder {
     /// `value` as `T`: JSON's own types exactly, `JSONValue` whole, open enumerations as
     /// `JSONFields.open` reads them, any other type by its own `init(from:)` over this decoder.
     func read<T: Decodable>(_: T.Type) throws -> T {
+        // JSON's own types by identity first: a protocol test (`is any P.Type`) is a conformance
+        // lookup, and most members are plain strings and integers.
+        if T.self == String.self {
+            guard case .string(let s) = value else { throw place.wrongType(.string, found: value) }
+            return s as! T
+        }
+        if T.self == Int64.self { return try integer(Int64.self) as! T }
         if T.self == JSONValue.self { return value as! T }
         if T.self == [String: JSONValue].self {
             guard case .object(let o) = value else { throw place.wrongType(.object, found: value) }
             return o as! T
         }
-        if T.self == String.self || T.self is any OpenStringValue.Type {
-            guard case .string(let s) = value else { throw place.wrongType(.string, found: value) }
-            if let open = T.self as? any OpenStringValue.Type { return open.init(rawValue: s) as! T }
-            return s as! T
-        }
         if T.self == Bool.self {
             guard case .bool(let b) = value else { throw place.wrongType(.boolean, found: value) }
             return b as! T
+        }
+        if let open = T.self as? any OpenStringValue.Type {
+            guard case .string(let s) = value else { throw place.wrongType(.string, found: value) }
+            return open.init(rawValue: s) as! T
         }
         if let integer = T.self as? any FixedWidthInteger.Type { return try self.integer(integer) as! T }
         if let open = T.self as? any OpenIntValue.Type { return open.init(rawValue: try integer(Int64.self)) as! T }
@@ -196,18 +202,36 @@ private struct Members<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return memberDecoder(value, key)
     }
 
-    private func read<T: Decodable>(_ member: ValueDecoder, _ type: T.Type, _ key: Key) throws -> T {
+    /// A member's value as `T`. A string or an integer, most members, is read here without a
+    /// decoder of its own (one is made only to name the member in a refusal).
+    private func read<T: Decodable>(_ value: JSONValue, _ type: T.Type, _ key: Key) throws -> T {
+        if T.self == String.self, case .string(let s) = value { return s as! T }
+        if T.self == Int64.self, case .int(let i) = value {
+            if let check = decoder.check { try check(key.stringValue, i) { memberDecoder(value, key).place.path } }
+            return i as! T
+        }
+        let member = memberDecoder(value, key)
         let decoded = try member.read(type)
         if T.self == Int64.self, let check = decoder.check { try check(key.stringValue, decoded as! Int64) { member.place.path } }
         return decoded
     }
 
-    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try read(member(key), type, key) }
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try read(member(key).value, type, key) }
 
     // One lookup per member rather than the protocol's default three (contains, decodeNil, decode).
-    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? { try optional(type, key) }
+
+    // The typed requirements have defaults of their own (the three lookups) that the generic one
+    // does not replace; the types Apple's payloads use go to the one lookup too.
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try optional(type, key) }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try optional(type, key) }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try optional(type, key) }
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try optional(type, key) }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try optional(type, key) }
+
+    private func optional<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T? {
         guard let value = object[key.stringValue], value != .null else { return nil }
-        return try read(memberDecoder(value, key), type, key)
+        return try read(value, type, key)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
