@@ -12,7 +12,8 @@
 #   Benchmarks/scale-out.sh [SECONDS] [--json FILE]        (default 10 s; needs wrk and PostgreSQL)
 # IAPGW_SKIP_BUILD=1 uses the release binaries as they are; IAPGW_SCALE_POOL sets the new-grant pool
 # per backend (default 4000 per second of the run); PG_BIN the server binaries; IAPGW_SCALE_WAITS=1
-# also samples what the PostgreSQL sessions wait on during the half-load runs.
+# also samples what the PostgreSQL sessions wait on during the half-load runs; IAPGW_SCALE_CPU=1 prints
+# each side's CPU per request (the gateways' and the database server's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
@@ -116,13 +117,32 @@ field() { awk -F= -v k="$2" '$1 == k {print $2}' "$1"; }
 # all sessions at once, waiting on IO:WALSync, while a bare fdatasync loop on the same disk stays under 8 ms).
 settle() { sync; sleep 1; }
 
+# CPU seconds (user + system) the processes of COMMAND-NAME have used so far, summed.
+cpu_of() {
+  local pid; for pid in $(pgrep -x "$1"); do cat "/proc/$pid/stat" 2>/dev/null; done |
+    awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); s += $12 + $13 } END { printf "%.2f", s / hz }'
+}
+# IAPGW_SCALE_CPU=1: each side's CPU per request, the gateways' and the database server's apart.
+cpu_per_request() {  # LABEL GATEWAY-SECONDS POSTGRES-SECONDS REQUESTS
+  [[ "${IAPGW_SCALE_CPU:-0}" == 1 ]] || return 0
+  awk -v l="$1" -v g="$2" -v p="$3" -v n="$4" 'BEGIN {
+    printf "  %s: CPU per request: gateway %.0f us, PostgreSQL server %.0f us\n", l, g / n * 1e6, p / n * 1e6 }'
+}
+
 measure() {  # NAME SQLITE-FILE PG-A-FILE PG-B-FILE
-  local name="$1"
+  local name="$1" g0 p0 g1 p1 g2 p2
   settle
+  g0=$(cpu_of iapgw); p0=$(cpu_of postgres)
   wrk_load "$port_sqlite" 16 "$2" "$work/$name-sqlite"
+  g1=$(cpu_of iapgw); p1=$(cpu_of postgres)
   settle
+  g1=$(cpu_of iapgw); p1=$(cpu_of postgres)
   wrk_load "$port_a" 8 "$3" "$work/$name-pga" & local a=$!
   wrk_load "$port_b" 8 "$4" "$work/$name-pgb"; wait "$a"
+  g2=$(cpu_of iapgw); p2=$(cpu_of postgres)
+  cpu_per_request "$name on SQLite" "$(echo "$g1 - $g0" | bc)" "$(echo "$p1 - $p0" | bc)" "$(field "$work/$name-sqlite" requests)"
+  cpu_per_request "$name on the PostgreSQL pair" "$(echo "$g2 - $g1" | bc)" "$(echo "$p2 - $p1" | bc)" \
+      "$(( $(field "$work/$name-pga" requests) + $(field "$work/$name-pgb" requests) ))"
   local s pa pb; s=$(rate "$work/$name-sqlite"); pa=$(rate "$work/$name-pga"); pb=$(rate "$work/$name-pgb")
   local errors=$(( $(field "$work/$name-sqlite" non2xx) + $(field "$work/$name-pga" non2xx) + $(field "$work/$name-pgb" non2xx) ))
   local p99_s p99_pg
