@@ -11,6 +11,7 @@ enum PayloadDecoding {
     }
 
     private static let boundDates: JSONValueDecoding.IntegerCheck = { (key, ms, path) throws(VerificationError) in
-        if key.hasSuffix("Date") { _ = try PayloadDates.checked(ms, at: path()) }
+        // By bytes: `hasSuffix` compares Unicode grapheme by grapheme, on every integer member.
+        if key.utf8.count >= 4, key.utf8.suffix(4).elementsEqual("Date".utf8) { _ = try PayloadDates.checked(ms, at: path()) }
     }
 }
