@@ -137,6 +137,18 @@ final class ClaimTests: LedgerTestCase {
                        [2_100_000_000_000])
     }
 
+    /// Two entitlements of one chain in one claim are written in turn, as each would be alone: the
+    /// second is compared with the row as the first left it, not as it was read before either.
+    func testASecondEntitlementOfAChainInOneClaimIsComparedWithTheFirstsRow() throws {
+        let ledger = try openLedger()
+        let active = entitlement("alice", original: "1000")
+        _ = try ledger.claim(claim("alice", [transaction("1000", original: "1000")], entitlements: [active], now: 200))
+        let both = claim("alice", [transaction("1000", original: "1000")],
+                         entitlements: [entitlement("alice", original: "1000", state: .refunded), active], now: 200)
+        XCTAssertEqual(try ledger.claim(both).entitlements.map(\.state), [.active])
+        XCTAssertEqual(try ledger.entitlements(bundleId: "com.example.app", account: "alice").map(\.state), [.active])
+    }
+
     func testKnownTransactionTakesNewerFactsButKeepsFirstGrantTime() throws {
         let ledger = try openLedger()
         _ = try ledger.claim(claim("alice", [transaction("1000", original: "1000", signedDate: 10)], now: 111))

@@ -128,8 +128,8 @@ final class PostgresConnection: GroupCommitConnection, @unchecked Sendable {
     }
 
     func deferScript(_ sql: String, operation: String) throws(VerificationError) {
-        forgetLocksIfEnding(sql)
         guard !sql.contains(";") else { return try executeScript(sql, operation: operation) }
+        forgetLocksIfEnding(sql)
         deferred.append(Outgoing(prepared: nil, text: sql, parameters: PostgresParameters(), operation: operation))
     }
 

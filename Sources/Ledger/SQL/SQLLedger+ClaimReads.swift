@@ -2,9 +2,10 @@ import IAPCore
 
 /// What one claim reads inside its transaction, each row once: everything it may need is asked for
 /// up front in one `queryEach` (one round trip on PostgreSQL), so a re-claim that changes nothing
-/// costs no other round trip: its audit row goes with the next statement of the transaction. Rows read there stay true for the claim: ownership and
-/// transaction rows are never deleted or handed to another account, and the chain locks the claim
-/// holds keep every other writer of its chains out.
+/// costs no other round trip (its audit row goes with the next statement of the transaction).
+/// Rows read there stay true for the claim: ownership and transaction rows are never deleted or
+/// handed to another account, and the chain locks the claim holds keep every other writer of its
+/// chains out; entitlement rows only until the claim writes one itself.
 struct ClaimReads {
     /// Ownership keys found or made bound to the claiming account.
     var boundToClaimant: Set<String> = []
@@ -22,6 +23,12 @@ struct ClaimReads {
     struct StoredTransaction {
         let account: String
         let json: String
+
+        /// A row of `transactionQuery`.
+        init(_ row: SQLRow) throws(VerificationError) {
+            account = try row.requiredText(0)
+            json = try row.requiredText(1)
+        }
     }
 
     struct StoredEntitlement {
@@ -34,7 +41,8 @@ struct ClaimReads {
     static let transactionQuery = "SELECT account, canonical_json FROM transactions WHERE bundle_id = ? AND transaction_id = ?"
     static let stateQuery = "SELECT state_json FROM subscription_states WHERE bundle_id = ? AND original_transaction_id = ?"
 
-    /// The rows every claim of `claim`'s shape reads: its keys' owners, its transactions and its chains' states.
+    /// The rows a claim may need: its keys' owners, its transactions, its chains' states and the
+    /// claiming account's entitlements.
     init(prefetching claim: PurchaseClaim, chains: Set<String>, _ connection: any SQLConnection) throws(VerificationError) {
         let keys = Set(claim.appPurchaseKeys + claim.transactions.map { $0.originalTransactionId ?? $0.transactionId })
         let ids = Set(claim.transactions.map(\.transactionId))
@@ -48,7 +56,7 @@ struct ClaimReads {
         }
         for id in ids.sorted() {
             reads.append(SQLRead(sql: Self.transactionQuery, arguments: [bundle, .text(id)]) { (row) throws(VerificationError) in
-                found.transactions[id] = StoredTransaction(account: try row.requiredText(0), json: try row.requiredText(1))
+                found.transactions[id] = try StoredTransaction(row)
             })
         }
         for chain in chains.sorted() {
@@ -82,8 +90,10 @@ struct ClaimReads {
         return try SQLLedger.ownerOf(key, bundleId: bundleId, connection)
     }
 
+    /// The entitlement row read up front, while the claim has written none.
     func storedEntitlement(_ originalTransactionId: String) -> StoredEntitlement? {
-        entitlements.first { $0.entitlement.originalTransactionId == originalTransactionId }
+        guard !entitlementsWritten else { return nil }
+        return entitlements.first { $0.entitlement.originalTransactionId == originalTransactionId }
     }
 
     /// The account's entitlements now: as read up front, unless the claim wrote one since.

@@ -174,8 +174,7 @@ public final class SQLLedger: Sendable {
             .integer(claim.now))
         if inserted == 1 { return true }
         let existing = try connection.query(ClaimReads.transactionQuery, .text(claim.bundleId), .text(transaction.transactionId)) {
-            (row) throws(VerificationError) in
-            ClaimReads.StoredTransaction(account: try row.requiredText(0), json: try row.requiredText(1))
+            (row) throws(VerificationError) in try ClaimReads.StoredTransaction(row)
         }
         guard let stored = existing.first else { throw SQLRow.corrupt }
         return try regrant(transaction, json: json, stored: stored, in: claim, connection)
