@@ -195,11 +195,13 @@ private struct Members<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     /// The member's decoder; absent or null is a missing member, as `JSONFields.required…` has it.
-    private func member(_ key: Key) throws(VerificationError) -> ValueDecoder {
+    private func member(_ key: Key) throws(VerificationError) -> ValueDecoder { memberDecoder(try required(key), key) }
+
+    private func required(_ key: Key) throws(VerificationError) -> JSONValue {
         guard let value = object[key.stringValue], value != .null else {
             throw VerificationError(.missingField, "\(path).\(key.stringValue) is required")
         }
-        return memberDecoder(value, key)
+        return value
     }
 
     /// A member's value as `T`. A string or an integer, most members, is read here without a
@@ -210,13 +212,11 @@ private struct Members<Key: CodingKey>: KeyedDecodingContainerProtocol {
             if let check = decoder.check { try check(key.stringValue, i) { memberDecoder(value, key).place.path } }
             return i as! T
         }
-        let member = memberDecoder(value, key)
-        let decoded = try member.read(type)
-        if T.self == Int64.self, let check = decoder.check { try check(key.stringValue, decoded as! Int64) { member.place.path } }
-        return decoded
+        // Anything else, an Int64 that is not an integer included (refused there), by its own decoder.
+        return try memberDecoder(value, key).read(type)
     }
 
-    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try read(member(key).value, type, key) }
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try read(required(key), type, key) }
 
     // One lookup per member rather than the protocol's default three (contains, decodeNil, decode).
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? { try optional(type, key) }
