@@ -7,11 +7,12 @@
 #       minus its API client, OCSP requester stubbed, the recipe's AppleSwiftBench) and builds it:
 #       `nice swift build -c release -j 2` (about 3 minutes on 2 cores).
 #   Benchmarks/apple-swift-peer.sh measure SCRATCH SECONDS --json FILE
-#       one sitting of alternating rounds (IAPGW_PEER_ROUNDS, default 3), each process pinned to one core
-#       (taskset -c IAPGW_PEER_CORE, default 1): Apple's AppleSwiftBench (SignedDataVerifier, chain built
-#       on every call) and `iapgw-dev bench --profile jws-cold --seconds SECONDS`, on the same real
-#       transaction and root. Both rates are wall-clock calls/s after a warm-up (the recipe's bench
-#       times wall clock; iapgw's CPU-time rate is kept beside it).
+#       one sitting of rounds (IAPGW_PEER_ROUNDS, default 3), each SECONDS per side as IAPGW_PEER_SLICES
+#       (default 4) alternated pairs, each process pinned to one core (taskset -c IAPGW_PEER_CORE, default 1):
+#       Apple's AppleSwiftBench (SignedDataVerifier, chain built on every call) and `iapgw-dev bench
+#       --profile jws-cold --seconds SECONDS/SLICES`, on the same real transaction and root. Both rates
+#       are wall-clock calls/s after a warm-up (the recipe's bench times wall clock; iapgw's CPU-time
+#       rate is kept beside it). FILE: each round's rates, ratio, pairs and load average; min/max.
 # Environment: IAPGW_MIRRORS (the folder of owner+name/repo git mirrors, default ../.mirror beside the
 # project), IAPGW_APPLE_SWIFT_RECIPE (default ../shared/peers/apple-swift), IAPGW_APPLE_REAL (the
 # vectors, default ../shared/testdata/apple-real), IAPGW_BIN (default .build/release/iapgw-dev).
@@ -103,53 +104,63 @@ figure() { sed -n "s/.*$1 \([0-9.]*\) \/s.*/\1/p" | tail -1; }
 
 measure() {
   local scratch="$1" seconds="$2" json="$3"
-  local apple iapgw="${IAPGW_BIN:-.build/release/iapgw-dev}" rounds="${IAPGW_PEER_ROUNDS:-3}" core="${IAPGW_PEER_CORE:-1}"
+  local apple iapgw="${IAPGW_BIN:-.build/release/iapgw-dev}" rounds="${IAPGW_PEER_ROUNDS:-3}"
+  local slices="${IAPGW_PEER_SLICES:-4}" core="${IAPGW_PEER_CORE:-1}"
   local jws="$vectors/sandbox-consumable-transaction.jws" rootcert="$vectors/AppleRootCA-G3.cer"
   apple=$(bench_binary "$scratch")
   [[ -x "$apple" ]] || die "no peer built in $scratch: run Benchmarks/apple-swift-peer.sh setup $scratch"
   [[ -x "$iapgw" ]] || die "no $iapgw (swift build -c release --product iapgw-dev, or set IAPGW_BIN)"
   [[ -f "$jws" && -f "$rootcert" ]] || die "no vectors in $vectors (set IAPGW_APPLE_REAL)"
-  local deadline i out a_rate i_rate i_cpu load_a load_i rows=() first
-  deadline=$(awk -v s="$seconds" 'BEGIN { printf "%d", 2 * s + 60 }')
+  local slice deadline i j out a_rate i_rate i_cpu load pairs rows=()
+  slice=$(awk -v s="$seconds" -v n="$slices" 'BEGIN { printf "%.3f", s / n }')
+  deadline=$(awk -v s="$slice" 'BEGIN { printf "%d", 2 * s + 60 }')
   run_apple() {
-    out=$(within "$deadline" taskset -c "$core" "$apple" "$seconds" "$jws" "$rootcert") || die "AppleSwiftBench failed: $out"
+    out=$(within "$deadline" taskset -c "$core" "$apple" "$slice" "$jws" "$rootcert") || die "AppleSwiftBench failed: $out"
     grep -q 'invalid=0$' <<<"$out" || die "AppleSwiftBench had invalid results: $out"
     a_rate=$(figure '=' <<<"$out")
+    [[ -n "$a_rate" ]] || die "no rate in AppleSwiftBench's output: $out"
   }
   run_iapgw() {
-    out=$(within "$deadline" taskset -c "$core" "$iapgw" bench --profile jws-cold --seconds "$seconds" --vectors "$vectors") ||
+    out=$(within "$deadline" taskset -c "$core" "$iapgw" bench --profile jws-cold --seconds "$slice" --vectors "$vectors") ||
       die "iapgw-dev bench --profile jws-cold failed: $out"
     i_rate=$(figure 'wall' <<<"$out"); i_cpu=$(figure 'cpu' <<<"$out")
+    [[ -n "$i_rate" && -n "$i_cpu" ]] || die "no rate in iapgw-dev bench's output: $out"
   }
+  # A round is SLICES pairs of SECONDS / SLICES each, in the order A B, B A, A B, …: the host's speed
+  # drifts by tens of percent within seconds here (load average or not), and this splits the drift
+  # between the two sides.
   for ((i = 1; i <= rounds; i++)); do
-    # The order alternates too, so drift within a round falls on each side in turn.
-    if ((i % 2)); then
-      load_a=$(cut -d' ' -f1 /proc/loadavg); run_apple; load_i=$(cut -d' ' -f1 /proc/loadavg); run_iapgw; first=apple
-    else
-      load_i=$(cut -d' ' -f1 /proc/loadavg); run_iapgw; load_a=$(cut -d' ' -f1 /proc/loadavg); run_apple; first=iapgw
-    fi
-    [[ -n "$a_rate" && -n "$i_rate" ]] || die "a rate could not be read (round $i)"
-    printf 'round %d (%s first, load %s / %s): Apple %.1f /s, iapgw cold %.1f /s (%.1f per CPU s): %.2f×\n' \
-      "$i" "$first" "$load_a" "$load_i" "$a_rate" "$i_rate" "$i_cpu" "$(awk -v a="$a_rate" -v b="$i_rate" 'BEGIN { print b / a }')"
-    rows+=("$i $first $a_rate $i_rate $i_cpu $load_a $load_i")
+    load=$(cut -d' ' -f1-3 /proc/loadavg); pairs=""
+    for ((j = 1; j <= slices; j++)); do
+      if ((j % 2)); then run_apple; run_iapgw; else run_iapgw; run_apple; fi
+      pairs+="$a_rate,$i_rate,$i_cpu "
+    done
+    rows+=("$i|$load|$pairs")
+    awk -v i="$i" -v load="$load" -v pairs="$pairs" 'BEGIN {
+      n = split(pairs, p, " ")
+      for (k = 1; k <= n; k++) { split(p[k], x, ","); a += x[1]; b += x[2]; each = each sprintf("%s%.2f", k > 1 ? ", " : "", x[2] / x[1]) }
+      printf "round %d (load %s): Apple %.1f /s, iapgw cold %.1f /s: %.2fx (pairs %s)\n", i, load, a / n, b / n, b / a, each }'
   done
-  python3 - "$json" "$seconds" "$core" "$(cat "$scratch/sources.txt" 2>/dev/null | head -1)" "${rows[@]}" <<'EOF'
+  python3 - "$json" "$seconds" "$slices" "$core" "$(head -1 "$scratch/sources.txt" 2>/dev/null)" "${rows[@]}" <<'EOF'
 import json, sys
-out, seconds, core, library = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+out, seconds, slices, core, library = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 rounds = []
-for r in sys.argv[5:]:
-    i, first, apple, iapgw, cpu, load_a, load_i = r.split()
-    rounds.append({"round": int(i), "first": first, "apple_per_s": float(apple), "iapgw_cold_per_s": float(iapgw),
-                   "iapgw_cold_per_cpu_s": float(cpu), "ratio": float(iapgw) / float(apple),
-                   "load_before_apple": float(load_a), "load_before_iapgw": float(load_i)})
+for r in sys.argv[6:]:
+    i, load, pairs = r.split("|")
+    p = [[float(v) for v in x.split(",")] for x in pairs.split()]
+    apple, iapgw = sum(x[0] for x in p) / len(p), sum(x[1] for x in p) / len(p)
+    rounds.append({"round": int(i), "load": [float(x) for x in load.split()], "apple_per_s": apple,
+                   "iapgw_cold_per_s": iapgw, "iapgw_cold_per_cpu_s": sum(x[2] for x in p) / len(p),
+                   "ratio": iapgw / apple, "pairs": [{"apple_per_s": x[0], "iapgw_cold_per_s": x[1]} for x in p]})
 ratios = [r["ratio"] for r in rounds]
-doc = {"library": library, "seconds": seconds, "core": core, "clock": "wall, each process pinned to the core",
-       "rounds": rounds, "ratio_min": min(ratios), "ratio_max": max(ratios),
+doc = {"library": library, "seconds_per_side_per_round": seconds, "slices_per_round": slices, "core": core,
+       "clock": "wall calls/s after a warm-up, each process pinned to the core", "rounds": rounds,
+       "ratio_min": min(ratios), "ratio_max": max(ratios),
        "apple_per_s_min": min(r["apple_per_s"] for r in rounds), "apple_per_s_max": max(r["apple_per_s"] for r in rounds),
        "iapgw_cold_per_s_min": min(r["iapgw_cold_per_s"] for r in rounds),
        "iapgw_cold_per_s_max": max(r["iapgw_cold_per_s"] for r in rounds)}
 json.dump(doc, open(out, "w"), indent=2)
-print(f"ratio iapgw cold ÷ Apple: min {doc['ratio_min']:.2f}×, max {doc['ratio_max']:.2f}× over {len(rounds)} rounds")
+print(f"iapgw cold ÷ Apple: min {doc['ratio_min']:.2f}x, max {doc['ratio_max']:.2f}x over {len(rounds)} rounds")
 EOF
 }
 

@@ -133,7 +133,7 @@ rounds = (apple_swift or {}).get("rounds") or []
 if rounds:
     # Alternating rounds in one sitting, each process pinned to one core: the worst round is the figure.
     worst = min(rounds, key=lambda x: x["ratio"])
-    each = ", ".join(f"{x['ratio']:.2f} (load {x['load_before_apple']:g})" for x in rounds)
+    each = ", ".join(f"{x['ratio']:.2f} (load {x['load'][0]:g})" for x in rounds)
     row(1, f"JWS verify, cold ÷ Apple's Swift library 6.0, both building the chain each call, {len(rounds)} alternating "
         f"rounds pinned to one core, the worst shown (each: {each})", worst["iapgw_cold_per_s"], "/s",
         "Apple's SignedDataVerifier, same JWS and root", worst["apple_per_s"], worst["ratio"], "≥ 1.0 every round",
