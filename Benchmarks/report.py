@@ -28,6 +28,7 @@ pg_base = load("pg-baseline.json")
 retention = load("retention.json") or {}
 webhooks = load("webhooks.json")
 scale = load("scale-out.json")
+apple_swift = load("apple-swift.json")  # Benchmarks/apple-swift-peer.sh measure, or {"skipped": why}
 peer = bench.get("python_peer") or {}
 openssl = bench.get("openssl_speed_ecdsap256_verify_per_s")
 
@@ -127,12 +128,23 @@ row(3, f"receipt parse + PKCS#7 verify ({bench.get('receipt_records', '?')} reco
 floor = 2 / p384 + 1 / openssl if p384 and openssl else None
 r = (1 / cold) / floor if cold and floor else None
 row(1, "JWS verify, cold (no chain cache): time per call", None if not cold else 1e6 / cold, "µs",
-    "2 × P-384 + 1 × P-256 verify (openssl speed)", None if floor is None else floor * 1e6, r, "≤ 1.2", at_most(r, 1.2))
-row(1, "JWS verify, cold ÷ Apple's Swift library 6.0", cold, "/s",
-    "not measured: no Swift packages can be fetched here", None, None, "≥ 1.0")
+    "2 × P-384 + 1 × P-256 verify (openssl speed)", None if floor is None else floor * 1e6, r, "≤ 1.1", at_most(r, 1.1))
+rounds = (apple_swift or {}).get("rounds") or []
+if rounds:
+    # Alternating rounds in one sitting, each process pinned to one core: the worst round is the figure.
+    worst = min(rounds, key=lambda x: x["ratio"])
+    each = ", ".join(f"{x['ratio']:.2f} (load {x['load'][0]:g})" for x in rounds)
+    row(1, f"JWS verify, cold ÷ Apple's Swift library 6.0, both building the chain each call, {len(rounds)} alternating "
+        f"rounds pinned to one core, the worst shown (each: {each})", worst["iapgw_cold_per_s"], "/s",
+        "Apple's SignedDataVerifier, same JWS and root", worst["apple_per_s"], worst["ratio"], "≥ 1.0 every round",
+        all(x["ratio"] >= 1.0 for x in rounds))
+else:
+    why = (apple_swift or {}).get("skipped", "peer not built, run Benchmarks/apple-swift-peer.sh setup DIR")
+    row(1, "JWS verify, cold ÷ Apple's Swift library 6.0", cold, "/s", f"not measured: {why}", None, None,
+        "≥ 1.0 every round")
 r = ratio(warm, openssl)
 row(1, "JWS verify, warm chain cache", warm, "/s", "openssl speed ecdsap256 verify (1 core)", openssl, r,
-    "≥ 0.90", at_least(r, 0.9))
+    "≥ 0.90 every run", at_least(r, 0.9))
 deadline = retention.get("apple_deadline_ms")
 r_p99 = retention.get("p99_ms")
 r_share = ratio(r_p99, deadline)
@@ -243,7 +255,7 @@ with open(out + ".json", "w") as f:
                "raw": {"bench": bench, "verify_load": verify, "notifications_sqlite": notif_sqlite,
                        "notifications_postgres": notif_pg, "sqlite_baseline": sqlite_base,
                        "pgbench_baseline": pg_base, "retention": retention,
-                       "webhooks": webhooks}}, f, indent=2)
+                       "webhooks": webhooks, "apple_swift_peer": apple_swift}}, f, indent=2)
 with open(out + ".md", "w") as f:
     f.write(markdown)
 print(markdown)

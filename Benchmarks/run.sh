@@ -3,6 +3,8 @@
 #   Benchmarks/run.sh [SECONDS]        (SECONDS per measurement, default 5)
 # Writes Benchmarks/results/<UTC time>.json (all raw figures) and .md (the table printed at the end).
 #   1. JWS verify/s, warm and cold chain cache          / openssl speed ecdsap256 verify/s (one core)
+#      cold JWS/s beside Apple's Swift library 6.0 (built by Benchmarks/apple-swift-peer.sh setup DIR, outside
+#      the project; IAPGW_APPLE_SWIFT_PEER=DIR, default ../peer-apple-swift), alternating rounds on one core
 #   2. the same JWS through Apple's Python library      / iapgw's warm rate (as "iapgw is N× faster")
 #   3. the 187-record receipt parsed+verified/s         / the Python library's receipt utility
 #   4. POST /verify at 64 connections (wrk), re-claims and new grants (a pool of signed purchases), and
@@ -57,6 +59,19 @@ else
   echo "   the Python peer could not be installed; figures 2 and 3 lose their peer:"; sed 's/^/   /' "$work/peer.log"
 fi
 within $((40 * seconds + 300)) "$iapgw" bench --seconds "$seconds" "${python_args[@]}" --results "$work/bench.json" | sed 's/^/   /'
+
+# Apple's Swift library is built outside the project by hand (it takes minutes); without it the row says how.
+apple_peer="${IAPGW_APPLE_SWIFT_PEER:-$(cd .. && pwd)/peer-apple-swift}"
+section "1b. cold JWS beside Apple's Swift library 6.0 (Benchmarks/apple-swift-peer.sh measure $apple_peer $seconds)"
+if [[ -x "$apple_peer/pkg/.build/release/AppleSwiftBench" ]]; then
+  within $((8 * seconds + 600)) bash Benchmarks/apple-swift-peer.sh measure "$apple_peer" "$seconds" \
+      --json "$work/apple-swift.json" 2>&1 | sed 's/^/   /' ||
+    { echo "   FAILED: apple-swift-peer.sh measure (output above)"; echo '{"skipped":"the peer measurement failed"}' >"$work/apple-swift.json"; }
+else
+  echo "   not measured: no peer built in $apple_peer; build it with Benchmarks/apple-swift-peer.sh setup $apple_peer"
+  echo "   (or set IAPGW_APPLE_SWIFT_PEER to where it is built)"
+  echo '{"skipped":"peer not built, run Benchmarks/apple-swift-peer.sh setup DIR"}' >"$work/apple-swift.json"
+fi
 
 section "4. POST /verify: re-claims, new grants, fixed offered rate (Benchmarks/verify-load.sh $seconds)"
 within $((12 * seconds + 900)) bash Benchmarks/verify-load.sh "$seconds" --json "$work/verify.json" | sed 's/^/   /'

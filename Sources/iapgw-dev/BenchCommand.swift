@@ -13,15 +13,18 @@ struct BenchCommand: Subcommand {
     let usage = """
         usage: iapgw-dev bench [--seconds N] [--vectors DIR] [--python PYTHON] [--results FILE]
                iapgw-dev bench --profile jws-warm|jws-memo|jws-cold|receipt-parse|receipt --calls N [--vectors DIR]
+               iapgw-dev bench --profile NAME --seconds N [--vectors DIR]
           --seconds   per measurement (default 3)
           --vectors   Apple's real vectors (default ../shared/testdata/apple-real or $IAPGW_APPLE_REAL)
           --python    a Python with app-store-server-library (Benchmarks/setup_python_peer.sh) to measure as a peer
           --results   where to write the JSON results (default Benchmarks/results/bench-<time>.json)
-          --profile   run only this workload, exactly N checked calls, no timing (under perf or callgrind)
+          --profile   run only this workload, exactly N checked calls, no timing (under perf or callgrind);
+                      with --seconds and no --calls: only this workload, timed (wall and CPU calls/s)
         """
 
     func run(_ args: inout CommandLineArguments) throws -> Int32 {
-        let seconds = try args.value("--seconds").map { text throws(UsageError) -> Double in
+        let secondsGiven = try args.value("--seconds")
+        let seconds = try secondsGiven.map { text throws(UsageError) -> Double in
             guard let s = Double(text), s > 0, s <= 600 else { throw UsageError(message: "--seconds must be in (0, 600]") }
             return s
         } ?? 3
@@ -30,7 +33,8 @@ struct BenchCommand: Subcommand {
         let python = try args.value("--python")
         let resultsPath = try args.value("--results")
         let profile = try args.value("--profile")
-        let calls = try args.value("--calls").map { text throws(UsageError) -> Int in
+        let callsGiven = try args.value("--calls")
+        let calls = try callsGiven.map { text throws(UsageError) -> Int in
             guard let n = Int(text), n > 0 else { throw UsageError(message: "--calls must be a positive integer") }
             return n
         } ?? 1000
@@ -41,6 +45,11 @@ struct BenchCommand: Subcommand {
         let workloads = try Workloads(read: read)
         if let profile {
             guard let body = workloads.named[profile] else { throw UsageError(message: "unknown --profile \(profile)") }
+            if secondsGiven != nil && callsGiven == nil {  // one workload timed alone (Benchmarks/apple-swift-peer.sh)
+                guard let (n, wall, cpu) = timedLoop(seconds, body) else { print("\(profile): FAILED"); return 1 }
+                print(String(format: "\(profile): wall %.1f /s, cpu %.1f /s (%d calls)", Double(n) / wall, Double(n) / cpu, n))
+                return 0
+            }
             var failures = 0
             for _ in 0..<calls where !body() { failures += 1 }
             print("\(profile): \(calls) calls, \(failures) failed")
@@ -198,22 +207,31 @@ struct BenchCommand: Subcommand {
     /// `body` answers whether its call gave the expected result: a loop with any wrong or failed
     /// call reports no rate (0, printed as "FAILED"), never the speed of failing.
     func measure(_ seconds: Double, _ body: () -> Bool) -> Double {
+        guard let (count, _, cpu) = timedLoop(seconds, body) else { return 0 }
+        return Double(count) / cpu
+    }
+
+    /// `measure`'s loop: the calls timed (after 50 of warm-up), their wall and thread CPU seconds, or
+    /// nil (printed as such) if any call failed.
+    func timedLoop(_ seconds: Double, _ body: () -> Bool) -> (calls: Int, wall: Double, cpu: Double)? {
         var failures = 0
         for _ in 0..<50 where !body() { failures += 1 }  // warm-up
         let start = DispatchTime.now().uptimeNanoseconds
         let deadline = start + UInt64(seconds * 1e9)
         let cpuStart = Self.threadCPUSeconds()
         var count = 0
+        var now = start
         repeat {
             for _ in 0..<50 where !body() { failures += 1 }
             count += 50
-        } while DispatchTime.now().uptimeNanoseconds < deadline
+            now = DispatchTime.now().uptimeNanoseconds
+        } while now < deadline
         let cpu = Self.threadCPUSeconds() - cpuStart
         guard failures == 0 else {
             print("  \(failures) of \(count + 50) calls failed or gave a wrong result: no rate")
-            return 0
+            return nil
         }
-        return Double(count) / cpu
+        return (count, Double(now - start) / 1e9, cpu)
     }
 
     /// `a` and `b` in alternating chunks of 100 calls until they have used `seconds` of this
